@@ -1,0 +1,12 @@
+"""The lab's Python package: specs, server backends, k6, samplers, step store, model, verdicts."""
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS = ROOT / "experiments"
+DATA = ROOT / "data"
+TOOLS = ROOT / ".tools"
+SERVER_DIR = ROOT / "sample-server"
+
+
+class LabError(Exception):
+    """A problem the user can fix; its message is shown as is, without a traceback."""

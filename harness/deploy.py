@@ -1,0 +1,193 @@
+"""Server backends: start a fresh sample server for a step, wait until healthy, stop it for sure.
+
+`LocalProcessBackend` (the default) runs the jar as a child process. A backend returns a
+`RunningServer`; the Docker backend implements the same two classes. Every child the lab starts
+(java, k6) gets its own session, so the user's Ctrl-C reaches only the harness, which then stops
+them; and PR_SET_PDEATHSIG, so they die even if the harness itself is killed.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from harness import SERVER_DIR, LabError
+from harness.spec import Step
+
+JAR = SERVER_DIR / "target" / "sample-server.jar"
+CDS_JAR = SERVER_DIR / "target" / "extracted" / "sample-server.jar"
+CDS_ARCHIVE = SERVER_DIR / "target" / "extracted" / "app.jsa"
+HEALTH_TIMEOUT_S = 90
+STOP_GRACE_S = 10
+PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "TMPDIR")
+
+
+class StepFailed(Exception):
+    """The step could not be measured; its reason goes into step.json and the run goes on."""
+
+
+# ---- child processes -----------------------------------------------------------------------------
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
+    """Start a child in its own session, output appended to `log`, killed if the harness dies."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=_die_with_parent,
+        )
+
+
+def terminate(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> int:
+    """SIGTERM the child's process group, SIGKILL after `grace_s`; returns its exit code."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.wait()
+
+
+# ---- ports ---------------------------------------------------------------------------------------
+
+def check_port_free(address: str, port: int, what: str) -> None:
+    """Refuse a port another process listens on (TIME-WAIT leftovers are fine, as for Tomcat)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((address, port))
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                raise
+            raise LabError(
+                f"{what} port {port} on {address} is in use{_listener(port)}: stop that process, "
+                f"or give the experiment another SERVER_PORT / MANAGEMENT_PORT"
+            ) from None
+
+
+def _listener(port: int) -> str:
+    out = subprocess.run(["ss", "-Hltnp", f"( sport = :{port} )"], capture_output=True, text=True).stdout
+    match = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
+    return f" by {match.group(1)} (pid {match.group(2)})" if match else ""
+
+
+# ---- the server ----------------------------------------------------------------------------------
+
+def http_json(url: str, timeout: float = 2.0) -> dict:
+    with urllib.request.urlopen(url, timeout=timeout) as reply:
+        return json.loads(reply.read())
+
+
+class RunningServer:
+    """A started server: its pid, health, effective configuration and stop."""
+
+    backend = "local"
+
+    def __init__(self, step: Step, proc: subprocess.Popen, log: Path, started: float):
+        self.step, self.proc, self.log, self.started = step, proc, log, started
+        self.management_url = f"http://{step.address}:{step.management_port}"
+        self.url = f"http://{step.address}:{step.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def exit_reason(self) -> str:
+        code = self.proc.poll()
+        return f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+
+    def wait_healthy(self, timeout_s: float = HEALTH_TIMEOUT_S) -> float:
+        """Block until Actuator says UP; returns start-to-healthy milliseconds."""
+        deadline = self.started + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise StepFailed(f"server exited during start-up ({self.exit_reason()}): {self.log_tail()}")
+            try:
+                if http_json(f"{self.management_url}/actuator/health", 1.0).get("status") == "UP":
+                    return (time.monotonic() - self.started) * 1000
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+        raise StepFailed(f"server not healthy after {timeout_s:.0f} s: {self.log_tail()}")
+
+    def info(self) -> dict:
+        """Effective Tomcat settings and versions, read back from the running server."""
+        return http_json(f"{self.management_url}/actuator/info").get("lab", {})
+
+    def stop(self) -> int:
+        return terminate(self.proc)
+
+    def log_tail(self, lines: int = 15) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:]) or "(no output)"
+
+
+class LocalProcessBackend:
+    """The sample server as a local `java -jar` process (Class Data Sharing when `invoke setup` made the archive)."""
+
+    name = "local"
+
+    def check(self) -> None:
+        java_command()
+        if not JAR.exists():
+            raise LabError(f"the server jar {JAR.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
+
+    def start(self, step: Step, log: Path) -> RunningServer:
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        env |= {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
+        started = time.monotonic()
+        return RunningServer(step, spawn(server_command(), env, log), log, started)
+
+
+def java_command() -> str:
+    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if "JAVA_HOME" in os.environ else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise LabError("no java found: install a JDK 17 or newer (e.g. `apt-get install openjdk-17-jdk-headless`)")
+    return str(java)
+
+
+def java_major(java: str) -> int:
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        raise LabError(f"cannot read the Java version from `{java} -version`: {out.strip()[:200]}")
+    major = int(match.group(1))
+    return int(match.group(2)) if major == 1 else major
+
+
+def server_command() -> list[str]:
+    if CDS_JAR.exists() and CDS_ARCHIVE.exists():
+        return [java_command(), f"-XX:SharedArchiveFile={CDS_ARCHIVE}", "-Xshare:auto", "-jar", str(CDS_JAR)]
+    return [java_command(), "-jar", str(JAR)]
+
+
+BACKENDS = {"local": LocalProcessBackend}
+
+
+def backend(name: str):
+    if name not in BACKENDS:
+        raise LabError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)}")
+    return BACKENDS[name]()

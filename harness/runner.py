@@ -1,0 +1,247 @@
+"""Run a chapter's steps: fresh server → samplers → k6 → stop → write the step atomically.
+
+One step failing (server died, never healthy, k6 stuck) is recorded as `failed` with its reason
+and the run goes on. Ctrl-C (or SIGTERM) stops the children, keeps what was measured as a failed
+step, and re-raises so nothing after it runs.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from harness import LabError, model, store, system
+from harness.deploy import StepFailed, backend as make_backend, check_port_free, spawn, terminate
+from harness.load import find_k6, k6_command, k6_version, read_requests, request_counts
+from harness.samplers import Samplers, now_ms
+from harness.spec import Step, load_spec
+
+K6_EXTRA_WAIT_S = 60  # beyond the model's stop time before k6 is declared stuck
+TAIL_SAMPLES = 2  # sampler ticks kept running after k6 ends, to see connections drain
+
+
+@dataclass
+class Outcome:
+    step: Step
+    status: str
+    reason: str
+    wall_s: float
+    requests: dict
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = False,
+                backend: str = "local", dashboard: bool = False) -> list[Outcome]:
+    """Validate everything first, then run the steps that are not complete yet (all with `force`)."""
+    spec = load_spec(chapter)
+    steps = spec.select(step_ids)
+    server_backend = make_backend(backend)
+    server_backend.check()
+    k6 = find_k6()
+    todo = [s for s in steps if force or not store.is_complete(chapter, s.id)]
+    skipped = len(steps) - len(todo)
+    if skipped:
+        say(f"{skipped} step(s) already complete in {store.data_root() / chapter} (use --force to redo them)")
+    if not todo:
+        return []
+    for step in todo:
+        check_port_free(step.address, step.port, "server")
+        check_port_free(step.address, step.management_port, "management")
+    estimates = [model.expected_step_ms(s) / 1000 for s in todo]
+    say(f"{spec.title}: {len(todo)} step(s), predicted ≥ {_clock(sum(estimates))} "
+        f"(model minimum + ~{model.STARTUP_ALLOWANCE_MS // 1000} s start-up each)")
+    outcomes: list[Outcome] = []
+    began = time.monotonic()
+    with _sigterm_as_interrupt():
+        for n, step in enumerate(todo):
+            eta = _clock(time.monotonic() - began + sum(estimates[n:]))
+            say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load['executor']} "
+                f"(predicted {estimates[n]:.0f} s; chapter done in ≈ {eta})")
+            outcome = run_step(step, server_backend, k6, dashboard)
+            outcomes.append(outcome)
+            say(f"    {outcome.status}: issued {outcome.requests.get('issued', 0)}/{outcome.requests.get('asked', 0)}, "
+                f"ok {outcome.requests.get('succeeded', 0)}, failed {outcome.requests.get('failed', 0)}, "
+                f"{outcome.wall_s:.1f} s{(' — ' + outcome.reason) if outcome.reason else ''}")
+    failed = [o for o in outcomes if o.status != "complete"]
+    say(f"done in {_clock(time.monotonic() - began)}: {len(outcomes) - len(failed)} complete, {len(failed)} failed; "
+        f"data in {store.data_root() / chapter}")
+    return outcomes
+
+
+def run_step(step: Step, server_backend, k6, dashboard: bool = False) -> Outcome:
+    writer = store.StepWriter(step.chapter, step.id)
+    meta = _base_meta(step, server_backend.name, k6)
+    began = time.monotonic()
+    try:
+        with _somaxconn_for(step, meta):
+            _measure(step, server_backend, k6, writer, meta, dashboard)
+        meta["status"] = "complete"
+    except StepFailed as err:
+        meta |= {"status": "failed", "reason": str(err)}
+    except KeyboardInterrupt:
+        meta |= {"status": "failed", "reason": "interrupted by the user (Ctrl-C) in the middle of the step"}
+        _finish(writer, meta, began)
+        say(f"    interrupted: what was measured is kept as a failed step in {store.step_dir(step.chapter, step.id)}")
+        raise
+    where = _finish(writer, meta, began)
+    if meta["status"] != "complete" and where.name != step.id:
+        say(f"    the earlier complete step is kept; this failed attempt is in {where}")
+    return Outcome(step, meta["status"], meta.get("reason", ""), time.monotonic() - began, meta.get("requests", {}))
+
+
+def _finish(writer: store.StepWriter, meta: dict, began: float):
+    meta["ended_ms"] = now_ms()
+    meta["wall_s"] = round(time.monotonic() - began, 2)
+    return writer.finish(meta)
+
+
+def _measure(step: Step, server_backend, k6, writer: store.StepWriter, meta: dict, dashboard: bool) -> None:
+    log = writer.path / "server.log"
+    server = server_backend.start(step, log)
+    k6_proc = None
+    samplers = None
+    try:
+        meta["startup_ms"] = round(server.wait_healthy())
+        info = server.info()
+        meta["server_info"] = info
+        meta["versions"] |= {"java": info.get("java", {}).get("version"), "spring_boot": info.get("springBootVersion")}
+        pids = {"server": server.pid}
+        samplers = Samplers(step.system["sample_interval_ms"], step.port, server.management_url, lambda: dict(pids))
+        with samplers:
+            cmd, env = k6_command(k6, step, server.url, writer.path, dashboard)
+            meta["load_started_ms"] = now_ms()
+            k6_proc = spawn(cmd, _k6_env(env), writer.path / "k6.log")
+            pids["k6"] = k6_proc.pid
+            _wait_k6(k6_proc, step, samplers)
+            meta["load_ended_ms"] = now_ms()
+            time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
+        if not server.alive():
+            raise StepFailed(f"the server exited during the step ({server.exit_reason()})")
+        if k6_proc.returncode not in (0, 99):  # 99: thresholds crossed, still a valid measurement
+            raise StepFailed(f"k6 exited with code {k6_proc.returncode}: see k6.log.gz")
+    finally:
+        if k6_proc is not None:
+            terminate(k6_proc, grace_s=5)
+        meta["server_exit"] = server.stop()
+        _write_tables(step, writer, meta, samplers)
+
+
+def _wait_k6(proc, step: Step, samplers: Samplers) -> None:
+    """Wait for k6 to end by itself, printing a progress line every few seconds."""
+    predicted = model.predict(step)
+    limit = predicted.stop_ms / 1000 + K6_EXTRA_WAIT_S
+    start = time.monotonic()
+    every = 2 if sys.stdout.isatty() else 10
+    next_report = every
+    while proc.poll() is None:
+        elapsed = time.monotonic() - start
+        if elapsed > limit:
+            raise StepFailed(f"k6 still running after {limit:.0f} s (model stop time + {K6_EXTRA_WAIT_S} s)")
+        if elapsed >= next_report:
+            say(f"    {elapsed:4.0f} s / ≈{predicted.min_duration_ms / 1000:.0f} s  {_live(samplers)}")
+            next_report += every
+        time.sleep(0.2)
+
+
+def _live(samplers: Samplers) -> str:
+    ss = samplers.rows("ss")[-1:] or [{}]
+    busy = [r["value"] for r in samplers.rows("actuator")[-20:] if r["metric"] == "tomcat.threads.busy"][-1:]
+    return f"ESTAB {ss[0].get('estab', '?')}  accept queue {ss[0].get('accept_queue', '?')}  busy threads {busy[0] if busy else '?':.0f}" if busy else \
+        f"ESTAB {ss[0].get('estab', '?')}  accept queue {ss[0].get('accept_queue', '?')}"
+
+
+def _write_tables(step: Step, writer: store.StepWriter, meta: dict, samplers: Samplers | None) -> None:
+    """Whatever was measured goes into the step directory, also when the step failed."""
+    csv_path = writer.path / "k6.csv.gz"
+    if csv_path.exists():
+        try:
+            requests = read_requests(csv_path)
+        except Exception as err:  # keep the raw CSV then: it is the only copy of the requests
+            meta.setdefault("reason", f"k6 CSV unreadable: {err}")
+        else:
+            writer.table("requests", requests)
+            meta["requests"] = request_counts(requests, step.requests_asked)
+            meta["model"] = model.predict(step, step.requests_asked).as_dict()
+            csv_path.unlink()
+    if samplers is not None:
+        for name in ("ss", "actuator", "process"):
+            writer.table(name, samplers.rows(name))
+        meta["samplers"] = samplers.summary()
+    writer.gzip(writer.path / "server.log", "server.log")
+    writer.gzip(writer.path / "k6.log", "k6.log")
+
+
+def _k6_env(extra: dict) -> dict:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("K6_")} | extra
+
+
+def _base_meta(step: Step, backend_name: str, k6) -> dict:
+    return {
+        "id": step.id,
+        "chapter": step.chapter,
+        "why": step.why,
+        "findings": list(step.findings),
+        "status": "running",
+        "started_ms": now_ms(),
+        "config": step.config() | {"backend": backend_name},
+        "requests": {"asked": step.requests_asked, "issued": 0},
+        "model": model.predict(step).as_dict(),
+        "versions": {"k6": k6_version(k6), "python": sys.version.split()[0]},
+        "machine": system.machine(),
+        "git_commit": system.git_commit(),
+    }
+
+
+@contextmanager
+def _somaxconn_for(step: Step, meta: dict):
+    """Raise net.core.somaxconn for a step that asks (validated in spec) and restore it after."""
+    before = system.somaxconn()
+    accept = step.knob("TOMCAT_ACCEPT_COUNT")
+    raised = step.system["raise_somaxconn"] and accept > before
+    if raised:
+        system.set_somaxconn(accept)
+    meta["machine"]["somaxconn"] = system.somaxconn()
+    if raised:
+        meta["machine"]["somaxconn_before"] = before
+    try:
+        yield
+    finally:
+        if raised:
+            system.set_somaxconn(before)
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """`kill <harness>` cleans up like Ctrl-C does."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def list_chapters() -> list[tuple[str, list[Step]]]:
+    from harness.spec import chapters
+
+    out = []
+    for chapter in chapters():
+        try:
+            out.append((chapter, load_spec(chapter).steps))
+        except LabError as err:
+            say(f"{chapter}: {err}")
+    return out

@@ -1,0 +1,260 @@
+"""Server-side truth on the clients' clock: `ss`, `nstat`, Actuator and /proc, sampled every few hundred ms.
+
+Each sampler is a thread that ticks on a fixed schedule (start + k × interval) and stamps rows with
+Unix epoch milliseconds from the same clock k6 uses, so samples and requests share one timeline.
+The parsers are pure functions of command output so they are unit tested on captured samples.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+# ss state names → ss.parquet columns; every other state is summed into other_states.
+SS_STATES = {"ESTAB": "estab", "SYN-RECV": "syn_recv", "TIME-WAIT": "time_wait", "CLOSE-WAIT": "close_wait"}
+# nstat counters (system-wide) → column names; stored as deltas since the previous sample.
+NSTAT_COUNTERS = {
+    "TcpExtListenOverflows": "listen_overflows",
+    "TcpExtListenDrops": "listen_drops",
+    "TcpExtSyncookiesSent": "syncookies_sent",
+    "TcpExtTCPReqQFullDrop": "req_queue_full_drops",
+    "TcpExtTCPSynRetrans": "syn_retrans",
+    "TcpAttemptFails": "attempt_fails",
+    "TcpEstabResets": "estab_resets",
+    "TcpExtTCPAbortOnData": "aborts_on_data",
+    "TcpExtTCPTimeouts": "tcp_timeouts",
+}
+# Prometheus names from /actuator/prometheus → Micrometer names stored in actuator.parquet.
+# Tomcat metrics are kept for the main connector only (the management port is a second Tomcat).
+PROMETHEUS_METRICS = {
+    "tomcat_threads_busy_threads": "tomcat.threads.busy",
+    "tomcat_threads_current_threads": "tomcat.threads.current",
+    "tomcat_threads_config_max_threads": "tomcat.threads.config.max",
+    "tomcat_connections_current_connections": "tomcat.connections.current",
+    "tomcat_connections_keepalive_current_connections": "tomcat.connections.keepalive.current",
+    "tomcat_connections_config_max_connections": "tomcat.connections.config.max",
+    "tomcat_global_request_seconds_count": "tomcat.global.request.count",
+    "tomcat_global_error_total": "tomcat.global.error",
+    "jvm_threads_live_threads": "jvm.threads.live",
+    "jvm_threads_peak_threads": "jvm.threads.peak",
+    "process_cpu_usage": "process.cpu.usage",
+    "system_cpu_usage": "system.cpu.usage",
+    "process_files_open_files": "process.files.open",
+    "jvm_memory_used_bytes": "jvm.memory.used",  # summed over heap pools (area="heap")
+    "jvm_gc_pause_seconds_sum": "jvm.gc.pause.total",  # seconds, summed over causes
+    "jvm_gc_pause_seconds_count": "jvm.gc.pause.count",
+    "jvm_gc_pause_seconds_max": "jvm.gc.pause.max",
+}
+PROM_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
+PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# ---- parsers -------------------------------------------------------------------------------------
+
+def parse_ss(text: str, port: int) -> dict:
+    """`ss -Htan '( sport = :PORT )'` → state counts and the listening socket's queue and backlog."""
+    counts: Counter[str] = Counter()
+    row = {"accept_queue": 0, "accept_backlog": 0}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or not parts[3].endswith(f":{port}"):
+            continue
+        state = parts[0]
+        if state == "LISTEN":  # for a listener Recv-Q is the accept queue now, Send-Q the backlog
+            row["accept_queue"], row["accept_backlog"] = int(parts[1]), int(parts[2])
+        else:
+            counts[state] += 1
+    for state, column in SS_STATES.items():
+        row[column] = counts.pop(state, 0)
+    row["other_states"] = sum(counts.values())
+    return row
+
+
+def parse_nstat(text: str) -> dict[str, int]:
+    """`nstat -asz` → {column: absolute counter} for the counters in NSTAT_COUNTERS."""
+    values = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in NSTAT_COUNTERS:
+            values[NSTAT_COUNTERS[parts[0]]] = int(parts[1])
+    return {column: values.get(column, 0) for column in NSTAT_COUNTERS.values()}
+
+
+def parse_prometheus(text: str, connector: str) -> dict[str, float]:
+    """Actuator's Prometheus text → {micrometer name: value}; sums series that share a name."""
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        match = PROM_LINE.match(line)
+        if not match or match.group(1) not in PROMETHEUS_METRICS:
+            continue
+        name, labels = match.group(1), dict(PROM_LABEL.findall(match.group(2) or ""))
+        if name.startswith("tomcat_") and labels.get("name", connector) != connector:
+            continue
+        if name == "jvm_memory_used_bytes" and labels.get("area") != "heap":
+            continue
+        value = float(match.group(3))
+        metric = PROMETHEUS_METRICS[name]
+        values[metric] = max(values.get(metric, value), value) if name.endswith("_max") else values.get(metric, 0.0) + value
+    return values
+
+
+def read_proc(pid: int) -> dict:
+    """RSS, CPU seconds and open file descriptors of a live process from /proc."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()  # the command name may contain spaces
+    rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    return {
+        "rss_bytes": rss_pages * PAGE_SIZE,
+        "cpu_seconds": (int(fields[11]) + int(fields[12])) / CLOCK_TICKS,
+        "open_fds": len(os.listdir(f"/proc/{pid}/fd")),
+    }
+
+
+def run_measured(cmd: list[str]) -> tuple[str, float]:
+    """Run a short command; return its stdout and the CPU seconds it used (from wait4's rusage)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read()
+    proc.stdout.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}")
+    return out, usage.ru_utime + usage.ru_stime
+
+
+# ---- sampler threads -----------------------------------------------------------------------------
+
+class Sampler(threading.Thread):
+    """Calls `take()` every `interval_ms` until stopped; keeps rows, counts failures and CPU used."""
+
+    name_: str = "sampler"
+
+    def __init__(self, interval_ms: int):
+        super().__init__(daemon=True, name=self.name_)
+        self.interval_s = interval_ms / 1000
+        self.rows: list[dict] = []
+        self.errors: Counter[str] = Counter()
+        self.child_cpu_s = 0.0
+        self.thread_cpu_s = 0.0
+        self._stop_event = threading.Event()
+
+    def take(self, ts_ms: int) -> list[dict]:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        start = time.monotonic()
+        tick = 0
+        while not self._stop_event.is_set():
+            try:
+                self.rows.extend(self.take(now_ms()))
+            except Exception as err:  # a missed sample is data too: count it, keep sampling
+                self.errors[type(err).__name__] += 1
+            tick = max(tick + 1, int((time.monotonic() - start) / self.interval_s))
+            self._stop_event.wait(max(0.0, start + tick * self.interval_s - time.monotonic()))
+        self.thread_cpu_s = time.thread_time()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=10)
+
+    def summary(self) -> dict:
+        return {
+            "samples": len(self.rows), "errors": dict(self.errors),
+            "cpu_seconds": round(self.thread_cpu_s + self.child_cpu_s, 3),
+        }
+
+
+class SocketSampler(Sampler):
+    """`ss` on the server port plus `nstat` kernel counters (as deltas) into one row per tick."""
+
+    name_ = "ss"
+
+    def __init__(self, interval_ms: int, port: int):
+        super().__init__(interval_ms)
+        self.port = port
+        self._last: dict[str, int] | None = None
+
+    def take(self, ts_ms: int) -> list[dict]:
+        ss_out, ss_cpu = run_measured(["ss", "-Htan", f"( sport = :{self.port} )"])
+        nstat_out, nstat_cpu = run_measured(["nstat", "-asz"])
+        self.child_cpu_s += ss_cpu + nstat_cpu
+        counters = parse_nstat(nstat_out)
+        last, self._last = self._last, counters
+        deltas = {k: (v - last[k] if last else 0) for k, v in counters.items()}
+        return [{"ts_ms": ts_ms, **parse_ss(ss_out, self.port), **deltas}]
+
+
+class ActuatorSampler(Sampler):
+    """Actuator's Prometheus endpoint on the management port: one scrape gives every metric."""
+
+    name_ = "actuator"
+
+    def __init__(self, interval_ms: int, management_url: str, server_port: int):
+        super().__init__(interval_ms)
+        self.url = f"{management_url}/actuator/prometheus"
+        self.connector = f"http-nio-{server_port}"
+
+    def take(self, ts_ms: int) -> list[dict]:
+        with urllib.request.urlopen(self.url, timeout=max(self.interval_s * 2, 1.0)) as reply:
+            text = reply.read().decode()
+        return [{"ts_ms": ts_ms, "metric": m, "value": v} for m, v in parse_prometheus(text, self.connector).items()]
+
+
+class ProcessSampler(Sampler):
+    """RSS and CPU of the lab's processes (server, k6); `pids()` is asked each tick as k6 comes and goes."""
+
+    name_ = "process"
+
+    def __init__(self, interval_ms: int, pids: Callable[[], dict[str, int]]):
+        super().__init__(interval_ms)
+        self.pids = pids
+
+    def take(self, ts_ms: int) -> list[dict]:
+        rows = []
+        for process, pid in self.pids().items():
+            try:
+                rows.append({"ts_ms": ts_ms, "process": process, **read_proc(pid)})
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # exited between the lookup and the read
+        return rows
+
+
+class Samplers:
+    """Start and stop the three samplers together."""
+
+    def __init__(self, interval_ms: int, port: int, management_url: str, pids: Callable[[], dict[str, int]]):
+        self.all = {
+            "ss": SocketSampler(interval_ms, port),
+            "actuator": ActuatorSampler(interval_ms, management_url, port),
+            "process": ProcessSampler(interval_ms, pids),
+        }
+        self.interval_ms = interval_ms
+
+    def __enter__(self) -> "Samplers":
+        for sampler in self.all.values():
+            sampler.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sampler in self.all.values():
+            sampler.stop()
+
+    def rows(self, name: str) -> list[dict]:
+        return self.all[name].rows
+
+    def summary(self) -> dict:
+        parts = {name: s.summary() for name, s in self.all.items()}
+        total = round(sum(p["cpu_seconds"] for p in parts.values()), 3)
+        return {"interval_ms": self.interval_ms, "cpu_seconds": total, **parts}

@@ -1,0 +1,315 @@
+"""Load experiments/<chapter>.toml and validate it into Step objects, before anything starts.
+
+A spec has `[defaults]` (server env, load, system) and `[[step]]` tables that override them.
+Every problem found (unknown keys, wrong types, impossible numbers, limits of this machine) is
+collected and reported in one LabError, so a user fixes them all in one go.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness import EXPERIMENTS, LabError, system
+
+# Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
+SERVER_KEYS: dict[str, tuple[type, int | None]] = {
+    "SLEEP_MS": (int, 0),
+    "TOMCAT_MAX_THREADS": (int, 1),
+    "TOMCAT_MIN_SPARE_THREADS": (int, 0),
+    "TOMCAT_MAX_CONNECTIONS": (int, 1),
+    "TOMCAT_ACCEPT_COUNT": (int, 1),
+    "TOMCAT_CONNECTION_TIMEOUT": (int, 1),
+    "TOMCAT_KEEP_ALIVE_TIMEOUT": (int, 1),
+    "TOMCAT_MAX_KEEP_ALIVE_REQUESTS": (int, -1),
+    "VIRTUAL_THREADS": (bool, None),
+    "SERVER_PORT": (int, 1),
+    "MANAGEMENT_PORT": (int, 1),
+    "SERVER_ADDRESS": (str, None),
+}
+# Spring Boot's own defaults, used by the model when a step leaves a knob unset.
+SERVER_DEFAULTS = {
+    "SLEEP_MS": 5000,
+    "TOMCAT_MAX_THREADS": 200,
+    "TOMCAT_MAX_CONNECTIONS": 8192,
+    "TOMCAT_ACCEPT_COUNT": 100,
+    "SERVER_PORT": 8080,
+    "MANAGEMENT_PORT": 8081,
+    "SERVER_ADDRESS": "127.0.0.1",
+}
+EXECUTORS = ("per-vu-iterations", "constant-vus", "shared-iterations")
+LOAD_KEYS: dict[str, tuple[type, int | None]] = {
+    "executor": (str, None),
+    "vus": (int, 1),
+    "iterations": (int, 1),
+    "duration": (str, None),
+    "graceful_stop": (str, None),
+    "max_duration": (str, None),
+    "request_timeout": (str, None),
+    "path": (str, None),
+    "connection_reuse": (bool, None),
+}
+LOAD_DEFAULTS = {
+    "executor": "per-vu-iterations",
+    "iterations": 1,
+    "graceful_stop": "30s",  # k6's default
+    "max_duration": "10m",  # k6's default
+    "request_timeout": "60s",  # k6's default http timeout
+    "path": "/hello",
+    "connection_reuse": True,
+}
+SYSTEM_KEYS: dict[str, tuple[type, int | None]] = {
+    "raise_somaxconn": (bool, None),  # raise net.core.somaxconn to the accept-count when lower
+    "allow_fd_exhaustion": (bool, None),  # the step deliberately probes the open-files limit
+    "sample_interval_ms": (int, 50),
+}
+SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500}
+SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS}
+STEP_KEYS = {"id", "why", "findings", *SECTIONS}
+TOP_KEYS = {"title", "description", "defaults", "step"}
+# File descriptors a process needs besides its sockets (jars, logs, epoll, pipes).
+FD_RESERVE = 200
+STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+FINDING_ID = re.compile(r"^F\d{3}-[a-z]$")
+DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+
+
+def duration_ms(text: str) -> int:
+    """k6 duration ('1m30s', '500ms', '5m') → milliseconds; ValueError when malformed."""
+    match = DURATION.match(text)
+    if not text or not match or not any(match.groups()):
+        raise ValueError(f"{text!r} is not a duration like '30s', '5m' or '500ms'")
+    h, m, s, ms = (int(g or 0) for g in match.groups())
+    return ((h * 60 + m) * 60 + s) * 1000 + ms
+
+
+@dataclass(frozen=True)
+class Step:
+    chapter: str
+    id: str
+    why: str
+    findings: tuple[str, ...]
+    server: dict  # env given to the server (only what the spec sets)
+    load: dict  # resolved: every LOAD_KEYS entry the executor uses
+    system: dict
+    index: int = 0  # position in the chapter, from 1
+    total: int = 0
+
+    def knob(self, name: str):
+        """A server knob as the server will see it: the spec's value or Spring's default."""
+        return self.server.get(name, SERVER_DEFAULTS.get(name))
+
+    @property
+    def port(self) -> int:
+        return self.knob("SERVER_PORT")
+
+    @property
+    def management_port(self) -> int:
+        return self.knob("MANAGEMENT_PORT")
+
+    @property
+    def address(self) -> str:
+        return self.knob("SERVER_ADDRESS")
+
+    @property
+    def requests_asked(self) -> int:
+        """Requests the step asks for; constant-vus asks one per VU (the articles' reading)."""
+        load = self.load
+        if load["executor"] == "per-vu-iterations":
+            return load["vus"] * load["iterations"]
+        if load["executor"] == "shared-iterations":
+            return load["iterations"]
+        return load["vus"]
+
+    def config(self) -> dict:
+        return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system)}
+
+
+@dataclass
+class Spec:
+    chapter: str
+    title: str
+    description: str
+    path: Path
+    steps: list[Step] = field(default_factory=list)
+
+    def select(self, step_ids: list[str] | None) -> list[Step]:
+        if not step_ids:
+            return self.steps
+        known = {s.id for s in self.steps}
+        unknown = [s for s in step_ids if s not in known]
+        if unknown:
+            raise LabError(
+                f"{self.path.name}: no step {', '.join(unknown)}; steps are: {', '.join(sorted(known))}"
+            )
+        return [s for s in self.steps if s.id in step_ids]
+
+
+def chapters() -> list[str]:
+    return sorted(p.stem for p in EXPERIMENTS.glob("*.toml"))
+
+
+def spec_path(chapter: str) -> Path:
+    path = EXPERIMENTS / f"{chapter}.toml"
+    if not path.exists():
+        raise LabError(f"no experiment '{chapter}': known ones are {', '.join(chapters()) or 'none'}")
+    return path
+
+
+def load_spec(chapter: str, limits: dict | None = None) -> Spec:
+    """Parse and validate a chapter's spec. `limits` (nofile, somaxconn, can_raise) default to this machine's."""
+    path = spec_path(chapter)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise LabError(f"{path.name}: not valid TOML: {err}") from None
+    return parse_spec(chapter, raw, path, limits or machine_limits())
+
+
+def machine_limits() -> dict:
+    return {
+        "nofile": system.nofile_limit(),
+        "somaxconn": system.somaxconn(),
+        "can_raise_somaxconn": system.can_raise_somaxconn(),
+    }
+
+
+def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
+    problems: list[str] = []
+    _unknown(raw, TOP_KEYS, "top level", problems)
+    defaults = raw.get("defaults", {})
+    _unknown(defaults, set(SECTIONS) | {"findings"}, "[defaults]", problems)
+    tables = raw.get("step", [])
+    if not tables:
+        problems.append("no [[step]] table: a spec needs at least one step")
+    base = {section: _typed(section, defaults.get(section, {}), "[defaults]", problems) for section in SECTIONS}
+    base["findings"] = defaults.get("findings", [])
+    spec = Spec(chapter, raw.get("title", chapter), raw.get("description", ""), path)
+    seen: set[str] = set()
+    for n, table in enumerate(tables, start=1):
+        where = f"step {table.get('id', f'#{n}')!s}"
+        _unknown(table, STEP_KEYS, where, problems)
+        step_id = table.get("id")
+        if not isinstance(step_id, str) or not STEP_ID.match(step_id):
+            problems.append(f"{where}: id must be lower-case letters, digits and '-' (got {step_id!r})")
+        elif step_id in seen:
+            problems.append(f"{where}: id is used twice")
+        seen.add(str(step_id))
+        step = _resolve(chapter, table, base, n, len(tables), where, problems)
+        if step:
+            _check_limits(step, limits, where, problems)
+            spec.steps.append(step)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise LabError(f"{path.name} has {len(problems)} problem(s):\n{lines}")
+    return spec
+
+
+def _unknown(table: dict, allowed: set[str], where: str, problems: list[str]) -> None:
+    for key in sorted(set(table) - allowed):
+        problems.append(f"{where}: unknown key '{key}' (allowed: {', '.join(sorted(allowed))})")
+
+
+def _typed(section: str, values: dict, where: str, problems: list[str]) -> dict:
+    keys = SECTIONS[section]
+    _unknown(values, set(keys), f"{where} [{section}]", problems)
+    good = {}
+    for key, value in values.items():
+        if key not in keys:
+            continue
+        kind, minimum = keys[key]
+        # bool is a subclass of int in Python: refuse true where a number is meant.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            problems.append(f"{where}: {section}.{key} must be {kind.__name__}, got {value!r}")
+        elif minimum is not None and value < minimum:
+            problems.append(f"{where}: {section}.{key} must be ≥ {minimum}, got {value}")
+        else:
+            good[key] = value
+    return good
+
+
+def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
+    before = len(problems)
+    merged = {s: {**base[s], **_typed(s, table.get(s, {}), where, problems)} for s in SECTIONS}
+    load = {**LOAD_DEFAULTS, **merged["load"]}
+    system_ = {**SYSTEM_DEFAULTS, **merged["system"]}
+    findings = table.get("findings", base["findings"])
+    if not isinstance(findings, list) or not all(isinstance(f, str) and FINDING_ID.match(f) for f in findings):
+        problems.append(f"{where}: findings must be a list of IDs like 'F000-a', got {findings!r}")
+        findings = []
+    _check_load(load, where, problems)
+    _check_server(merged["server"], where, problems)
+    if len(problems) > before:
+        return None
+    return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total)
+
+
+def _check_load(load: dict, where: str, problems: list[str]) -> None:
+    executor = load["executor"]
+    if executor not in EXECUTORS:
+        problems.append(f"{where}: load.executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if "vus" not in load:
+        problems.append(f"{where}: load.vus is missing")
+    if executor == "constant-vus" and "duration" not in load:
+        problems.append(f"{where}: load.duration is required with constant-vus (the articles used '1s')")
+    if executor != "constant-vus" and "duration" in load:
+        problems.append(f"{where}: load.duration applies to constant-vus only; {executor} uses iterations")
+    if executor == "shared-iterations" and load["iterations"] < load.get("vus", 0):
+        problems.append(f"{where}: shared-iterations needs iterations ≥ vus (got {load['iterations']} < {load['vus']})")
+    for key in ("duration", "graceful_stop", "max_duration", "request_timeout"):
+        if key in load:
+            try:
+                duration_ms(load[key])
+            except ValueError as err:
+                problems.append(f"{where}: load.{key}: {err}")
+    if not str(load["path"]).startswith("/"):
+        problems.append(f"{where}: load.path must start with '/', got {load['path']!r}")
+
+
+def _check_server(server: dict, where: str, problems: list[str]) -> None:
+    address = server.get("SERVER_ADDRESS", SERVER_DEFAULTS["SERVER_ADDRESS"])
+    try:
+        loopback = ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        problems.append(f"{where}: SERVER_ADDRESS must be a loopback address (load goes to this machine only), got {address!r}")
+    ports = [server.get(k, SERVER_DEFAULTS[k]) for k in ("SERVER_PORT", "MANAGEMENT_PORT")]
+    if any(p > 65535 for p in ports):
+        problems.append(f"{where}: ports must be ≤ 65535, got {ports}")
+    if ports[0] == ports[1]:
+        problems.append(f"{where}: SERVER_PORT and MANAGEMENT_PORT must differ (both {ports[0]})")
+    # Tomcat caps an unset min-spare (10) at max threads itself; only an explicit contradiction is an error.
+    threads, spare = server.get("TOMCAT_MAX_THREADS", 200), server.get("TOMCAT_MIN_SPARE_THREADS", 0)
+    if spare > threads:
+        problems.append(f"{where}: TOMCAT_MIN_SPARE_THREADS {spare} exceeds TOMCAT_MAX_THREADS {threads}")
+
+
+def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> None:
+    usable = limits["nofile"] - FD_RESERVE
+    vus = step.load["vus"]
+    if vus > usable:
+        problems.append(
+            f"{where}: {vus} VUs need {vus} sockets in one k6 process, but the open-files limit is "
+            f"{limits['nofile']} (usable ≈ {usable}); lower load.vus"
+        )
+    held = min(vus, step.knob("TOMCAT_MAX_CONNECTIONS") + step.knob("TOMCAT_ACCEPT_COUNT"))
+    if held > usable and not step.system["allow_fd_exhaustion"]:
+        problems.append(
+            f"{where}: the server would hold up to {held} connections but its open-files limit is "
+            f"{limits['nofile']}; lower the load or set system.allow_fd_exhaustion = true to probe that limit"
+        )
+    accept = step.knob("TOMCAT_ACCEPT_COUNT")
+    if accept > limits["somaxconn"]:
+        if not step.system["raise_somaxconn"]:
+            problems.append(
+                f"{where}: TOMCAT_ACCEPT_COUNT {accept} exceeds net.core.somaxconn {limits['somaxconn']}, "
+                "which would silently cap the backlog; set system.raise_somaxconn = true or lower it"
+            )
+        elif not limits["can_raise_somaxconn"]:
+            problems.append(
+                f"{where}: TOMCAT_ACCEPT_COUNT {accept} needs net.core.somaxconn ≥ {accept} (now "
+                f"{limits['somaxconn']}) and this user cannot write /proc/sys/net/core/somaxconn (run as root)"
+            )

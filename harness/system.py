@@ -1,0 +1,73 @@
+"""Facts about this machine that bound what an experiment can do, and the versions results depend on."""
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import shutil
+import subprocess
+from pathlib import Path
+
+SOMAXCONN = Path("/proc/sys/net/core/somaxconn")
+
+
+def nofile_limit() -> int:
+    """The open-files limit a child process can raise itself to (the JVM and Go both raise soft to hard)."""
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+def somaxconn() -> int:
+    return int(SOMAXCONN.read_text())
+
+
+def can_raise_somaxconn() -> bool:
+    return os.access(SOMAXCONN, os.W_OK)
+
+
+def set_somaxconn(value: int) -> None:
+    SOMAXCONN.write_text(f"{value}\n")
+
+
+def memory_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("MemTotal missing from /proc/meminfo")
+
+
+def machine() -> dict:
+    return {
+        "cores": os.cpu_count(),
+        "memory_bytes": memory_bytes(),
+        "nofile_limit": nofile_limit(),
+        "somaxconn": somaxconn(),
+        "local_port_range": Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split(),
+        "kernel": platform.release(),
+        "cpu_model": _cpu_model(),
+    }
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
+
+
+def command_output(*cmd: str) -> str:
+    """stdout+stderr of a short command, or '' when it is missing or fails."""
+    if not shutil.which(cmd[0]) and not Path(cmd[0]).exists():
+        return ""
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (done.stdout + done.stderr).strip()
+
+
+def git_commit() -> str:
+    from harness import ROOT
+
+    commit = command_output("git", "-C", str(ROOT), "rev-parse", "HEAD")
+    dirty = command_output("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no")
+    return f"{commit}{'+dirty' if dirty else ''}" if commit else "unknown"

@@ -1,0 +1,84 @@
+"""What `invoke setup` checks and builds: JDK ≥ 17, Python ≥ 3.11, the pinned k6, the server jar + CDS archive."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from harness import SERVER_DIR, TOOLS, LabError
+from harness.deploy import CDS_ARCHIVE, CDS_JAR, JAR, java_command, java_major
+from harness.load import K6_MODULE, K6_VERSION, find_k6, local_k6
+
+MIN_JAVA = 17
+MIN_PYTHON = (3, 11)
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def check_python() -> None:
+    if sys.version_info < MIN_PYTHON:
+        raise LabError(f"Python {'.'.join(map(str, MIN_PYTHON))}+ is needed, this is {sys.version.split()[0]}")
+
+
+def check_java() -> str:
+    java = java_command()
+    major = java_major(java)
+    if major < MIN_JAVA:
+        raise LabError(f"{java} is Java {major}; the sample server needs JDK {MIN_JAVA} or newer (set JAVA_HOME)")
+    return f"{java} (Java {major})"
+
+
+def ensure_k6() -> str:
+    """Use a k6 of the pinned version if there is one; else build it with Go into .tools/bin."""
+    try:
+        return str(find_k6())
+    except LabError:
+        pass
+    go = shutil.which("go")
+    if not go:
+        raise LabError(f"k6 {K6_VERSION} is not installed and Go is missing to build it: install Go "
+                       f"(e.g. `apt-get install golang`) or put k6 {K6_VERSION} on PATH")
+    say(f"building k6 {K6_VERSION} with Go into {local_k6().parent} (about 90 s the first time) …")
+    env = os.environ | {"GOBIN": str(local_k6().parent), "CGO_ENABLED": "0"}
+    _run([go, "install", f"{K6_MODULE}@{K6_VERSION}"], env=env)
+    return str(find_k6())
+
+
+def build_server(skip_tests: bool = True) -> None:
+    """Package the jar with the Maven wrapper, then train a Class Data Sharing archive for fast starts."""
+    args = ["./mvnw", "-B", "-q", "package"] + (["-DskipTests"] if skip_tests else [])
+    say("building the sample server (Maven wrapper) …")
+    _run(args, cwd=SERVER_DIR)
+    build_cds_archive()
+
+
+def build_cds_archive() -> None:
+    """Spring Boot's documented CDS recipe: extract the jar, run once to refresh, dump the archive."""
+    shutil.rmtree(CDS_JAR.parent, ignore_errors=True)
+    java = java_command()
+    _run([java, "-Djarmode=tools", "-jar", str(JAR), "extract", "--destination", str(CDS_JAR.parent)])
+    env = os.environ | {"SERVER_PORT": "0", "MANAGEMENT_PORT": "0"}  # never collide with a running server
+    _run([java, f"-XX:ArchiveClassesAtExit={CDS_ARCHIVE}", "-Dspring.context.exit=onRefresh", "-jar", str(CDS_JAR)], env=env)
+    if not CDS_ARCHIVE.exists():
+        raise LabError(f"the CDS training run did not write {CDS_ARCHIVE}")
+
+
+def setup() -> None:
+    started = time.monotonic()
+    check_python()
+    say(f"java: {check_java()}")
+    say(f"k6:   {ensure_k6()}")
+    build_server()
+    say(f"server: {JAR} (+ CDS archive)")
+    say(f"setup done in {time.monotonic() - started:.0f} s; tools in {TOOLS}")
+
+
+def _run(cmd: list[str], **kwargs) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
+        raise LabError(f"`{' '.join(cmd)}` failed (exit {done.returncode}):\n{tail}")

@@ -1,0 +1,96 @@
+"""The lab's commands. Logic lives in the harness package; these are thin entry points.
+
+    invoke setup            check JDK/Python, build k6 and the server
+    invoke run smoke        run an experiment (chapter)
+    invoke list             experiments and their steps
+    invoke test             all tests
+    invoke render           build the book with Quarto
+"""
+import shutil
+import sys
+from contextlib import contextmanager
+
+from invoke import Exit, task
+
+from harness import DATA, ROOT, TOOLS, LabError
+
+
+@contextmanager
+def _clear_errors():
+    """A LabError is the user's to fix: show its message, no traceback, exit 2."""
+    try:
+        yield
+    except LabError as err:
+        raise Exit(f"error: {err}", code=2) from None
+    except KeyboardInterrupt:
+        raise Exit("interrupted: children stopped, partial data kept as a failed step", code=130) from None
+
+
+@task
+def setup(c):
+    """Check JDK ≥ 17 and Python ≥ 3.11, build k6 (if missing) and the server jar."""
+    from harness import toolchain
+
+    with _clear_errors():
+        toolchain.setup()
+
+
+@task(
+    iterable=["step"],
+    help={
+        "chapter": "experiment to run: a name from experiments/ (e.g. smoke, chapter3)",
+        "step": "run only this step id (repeatable)",
+        "force": "re-run steps that are already complete",
+        "backend": "where the server runs: local (default)",
+        "dashboard": "also save k6's web-dashboard HTML report in each step",
+    },
+)
+def run(c, chapter, step=None, force=False, backend="local", dashboard=False):
+    """Run an experiment: each step on a fresh server, results in data/<chapter>/."""
+    from harness.runner import run_chapter
+
+    with _clear_errors():
+        outcomes = run_chapter(chapter, step or None, force=force, backend=backend, dashboard=dashboard)
+    if any(o.status != "complete" for o in outcomes):
+        raise Exit("some steps failed: see the reasons above (kept with status failed)", code=1)
+
+
+@task(name="list")
+def list_(c):
+    """List experiments and their steps, with what each step asks for."""
+    from harness import store
+    from harness.runner import list_chapters
+
+    with _clear_errors():
+        for chapter, steps in list_chapters():
+            print(chapter)
+            for s in steps:
+                done = "✓" if store.is_complete(chapter, s.id) else " "
+                print(f"  {done} {s.id:<28} {s.load['executor']:<18} {s.load['vus']:>6} VUs  {s.why}")
+
+
+@task(help={"fast": "unit tests only (no real server, no k6)", "pytest_args": "extra arguments for pytest"})
+def test(c, fast=False, pytest_args=""):
+    """Run all tests: the server's JUnit tests and pytest (unit, end to end, faults)."""
+    if not fast:
+        c.run("cd sample-server && ./mvnw -B -q test", pty=False)
+    marker = "-m 'not e2e'" if fast else ""
+    c.run(f"{sys.executable} -m pytest {marker} {pytest_args}", pty=False)
+
+
+@task
+def render(c):
+    """Render the book with Quarto into _book/."""
+    if not shutil.which("quarto"):
+        raise Exit("quarto is not on PATH: install it from quarto.org (Get Started), then run `invoke render` again", code=2)
+    c.run("quarto render", pty=False)
+
+
+@task(help={"data": "also delete data/ results (the committed reference data comes back with git checkout)"})
+def clean(c, data=False):
+    """Remove build output and tools (and, with --data, results)."""
+    for path in (ROOT / "sample-server" / "target", ROOT / "_book", TOOLS, *(ROOT.glob(".pytest_cache"))):
+        shutil.rmtree(path, ignore_errors=True)
+    if data:
+        shutil.rmtree(DATA, ignore_errors=True)
+    print("clean")

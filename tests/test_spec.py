@@ -1,0 +1,112 @@
+"""Spec validation: every kind of bad input gives a message naming it, all problems at once."""
+from pathlib import Path
+
+import pytest
+
+from harness import LabError
+from harness.spec import duration_ms, load_spec, parse_spec
+
+from conftest import LIMITS
+
+
+def parse(raw, **limits):
+    return parse_spec("t", raw, Path("t.toml"), LIMITS | limits)
+
+
+def one_step(**sections):
+    return {"defaults": {"load": {"vus": 10}}, "step": [{"id": "s", **sections}]}
+
+
+def problems_of(raw, **limits) -> str:
+    with pytest.raises(LabError) as err:
+        parse(raw, **limits)
+    return str(err.value)
+
+
+def test_every_committed_experiment_is_valid():
+    from harness.spec import chapters
+
+    assert "smoke" in chapters()
+    for chapter in chapters():
+        assert load_spec(chapter, LIMITS).steps
+
+
+def test_defaults_merge_into_steps():
+    spec = parse({"defaults": {"server": {"TOMCAT_MAX_THREADS": 2}, "load": {"vus": 10}},
+                  "step": [{"id": "a"}, {"id": "b", "server": {"TOMCAT_MAX_THREADS": 5}}]})
+    assert [s.knob("TOMCAT_MAX_THREADS") for s in spec.steps] == [2, 5]
+    assert spec.steps[0].knob("TOMCAT_ACCEPT_COUNT") == 100  # Spring's default when unset
+    assert spec.steps[0].load["executor"] == "per-vu-iterations"
+    assert (spec.steps[1].index, spec.steps[1].total) == (2, 2)
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ({"bogus": 1, **one_step()}, "unknown key 'bogus'"),
+    (one_step(colour="red"), "step s: unknown key 'colour'"),
+    (one_step(server={"TOMCAT_MAX_THREAD": 5}), "unknown key 'TOMCAT_MAX_THREAD'"),
+    (one_step(load={"vus": "10"}), "load.vus must be int, got '10'"),
+    (one_step(load={"vus": True}), "load.vus must be int, got True"),
+    (one_step(load={"vus": 0}), "load.vus must be ≥ 1, got 0"),
+    (one_step(server={"TOMCAT_MAX_THREADS": -3}), "TOMCAT_MAX_THREADS must be ≥ 1, got -3"),
+    (one_step(server={"TOMCAT_ACCEPT_COUNT": 0}), "TOMCAT_ACCEPT_COUNT must be ≥ 1"),
+    (one_step(load={"executor": "ramping"}), "load.executor must be one of"),
+    (one_step(load={"executor": "constant-vus"}), "load.duration is required with constant-vus"),
+    (one_step(load={"duration": "1s"}), "load.duration applies to constant-vus only"),
+    (one_step(load={"request_timeout": "soon"}), "load.request_timeout: 'soon' is not a duration"),
+    (one_step(load={"path": "hello"}), "load.path must start with '/'"),
+    (one_step(server={"SERVER_ADDRESS": "10.0.0.5"}), "SERVER_ADDRESS must be a loopback address"),
+    (one_step(server={"SERVER_PORT": 8081}), "SERVER_PORT and MANAGEMENT_PORT must differ"),
+    (one_step(server={"TOMCAT_MAX_THREADS": 2, "TOMCAT_MIN_SPARE_THREADS": 5}), "MIN_SPARE_THREADS 5 exceeds"),
+    (one_step(findings=["F0-a"]), "findings must be a list of IDs"),
+    ({"step": []}, "no [[step]] table"),
+    ({"defaults": {"load": {"vus": 1}}, "step": [{"id": "a"}, {"id": "a"}]}, "id is used twice"),
+    ({"defaults": {"load": {"vus": 1}}, "step": [{"id": "Not OK"}]}, "id must be lower-case"),
+])
+def test_bad_input_is_named(raw, expected):
+    assert expected in problems_of(raw)
+
+
+def test_vus_beyond_the_open_files_limit():
+    assert "open-files limit is 20000" in problems_of(one_step(load={"vus": 19900}))
+
+
+def test_server_connections_beyond_the_open_files_limit_unless_probing_it():
+    raw = one_step(load={"vus": 15000}, server={"TOMCAT_MAX_CONNECTIONS": 50000}, system={"raise_somaxconn": True})
+    assert "the server would hold up to 15000" in problems_of(raw, nofile=15000)
+    raw["step"][0]["system"]["allow_fd_exhaustion"] = True
+    assert "the server would hold" not in problems_of(raw, nofile=15000)  # only the k6 side remains
+    assert parse(raw)  # and within this machine's 20000 it is fine
+
+
+def test_accept_count_above_somaxconn():
+    raw = one_step(server={"TOMCAT_ACCEPT_COUNT": 5000})
+    assert "exceeds net.core.somaxconn 4096" in problems_of(raw)
+    raw["step"][0]["system"] = {"raise_somaxconn": True}
+    assert parse(raw).steps[0].system["raise_somaxconn"]
+    assert "cannot write /proc/sys/net/core/somaxconn" in problems_of(raw, can_raise_somaxconn=False)
+
+
+def test_all_problems_in_one_message():
+    raw = {"junk": 1, "defaults": {"load": {"vus": 0}}, "step": [{"id": "a", "server": {"NOPE": 1}}]}
+    message = problems_of(raw)
+    assert message.startswith("t.toml has ")
+    for part in ("'junk'", "load.vus must be ≥ 1", "'NOPE'"):
+        assert part in message
+
+
+def test_unknown_experiment_and_step():
+    with pytest.raises(LabError, match="no experiment 'nope'"):
+        load_spec("nope", LIMITS)
+    with pytest.raises(LabError, match="no step zzz"):
+        load_spec("smoke", LIMITS).select(["zzz"])
+
+
+@pytest.mark.parametrize("text, ms", [("1s", 1000), ("5m", 300000), ("500ms", 500), ("1m30s", 90000), ("2h", 7200000)])
+def test_durations(text, ms):
+    assert duration_ms(text) == ms
+
+
+@pytest.mark.parametrize("text", ["", "5", "s", "1x", "m5"])
+def test_bad_durations(text):
+    with pytest.raises(ValueError):
+        duration_ms(text)

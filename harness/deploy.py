@@ -127,11 +127,19 @@ class RunningServer:
                 raise StepFailed(f"server exited during start-up ({self.exit_reason()}): {self.log_tail()}")
             try:
                 if http_json(f"{self.management_url}/actuator/health", 1.0).get("status") == "UP":
-                    return (time.monotonic() - self.started) * 1000
+                    healthy_ms = (time.monotonic() - self.started) * 1000
+                    self._check_identity()
+                    return healthy_ms
             except (OSError, ValueError):
                 pass
             time.sleep(0.05)
         raise StepFailed(f"server not healthy after {timeout_s:.0f} s: {self.log_tail()}")
+
+    def _check_identity(self) -> None:
+        """The server that answered must be ours, not one another process started on the same ports."""
+        pid = self.info().get("pid")
+        if pid != self.pid:
+            raise StepFailed(f"another server (pid {pid}) answers on {self.management_url}, not the one started (pid {self.pid})")
 
     def info(self) -> dict:
         """Effective Tomcat settings and versions, read back from the running server."""

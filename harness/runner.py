@@ -102,6 +102,11 @@ def _finish(writer: store.StepWriter, meta: dict, began: float):
 
 def _measure(step: Step, server_backend, k6, writer: store.StepWriter, meta: dict, dashboard: bool) -> None:
     log = writer.path / "server.log"
+    try:  # checked for every step up front too; checked again since something may have started since
+        check_port_free(step.address, step.port, "server")
+        check_port_free(step.address, step.management_port, "management")
+    except LabError as err:
+        raise StepFailed(str(err)) from None
     server = server_backend.start(step, log)
     k6_proc = None
     samplers = None

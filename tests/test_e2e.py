@@ -1,0 +1,212 @@
+"""End to end with the real server and real k6: the smoke experiment, then faults.
+
+Each run goes through the `invoke` command line a reader uses, into a temporary data directory.
+These tests need `invoke setup` (k6 and the server jar); without them they fail, naming the fix.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness import ROOT, store
+from harness.deploy import JAR
+from harness.load import find_k6
+from harness.model import predict
+from harness.spec import load_spec
+
+pytestmark = pytest.mark.e2e
+
+
+def invoke(data_dir: Path, *args: str, **popen) -> subprocess.Popen:
+    env = os.environ | {"LAB_DATA_DIR": str(data_dir)}
+    return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 180) -> tuple[int, str]:
+    out, _ = proc.communicate(timeout=timeout)
+    return proc.returncode, out
+
+
+def lab_children(parent: int) -> list[int]:
+    """Live processes started by `parent` (the harness): the server and k6."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        if int(fields[1]) == parent and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def lab_ready():
+    assert JAR.exists(), "the server jar is missing: run `invoke setup` before the end-to-end tests"
+    find_k6()  # raises with the fix when k6 is missing
+
+
+@pytest.fixture(scope="module")
+def smoke(lab_ready, tmp_path_factory):
+    """One real run of the smoke experiment, shared by the assertions below."""
+    data_dir = tmp_path_factory.mktemp("smoke") / "data"
+    code, out = finish(invoke(data_dir, "run", "smoke"))
+    print(out)
+    assert code == 0, out
+    os.environ["LAB_DATA_DIR"] = str(data_dir)
+    try:
+        yield data_dir, store.load("smoke"), out
+    finally:
+        del os.environ["LAB_DATA_DIR"]
+
+
+def test_smoke_reports_progress(smoke):
+    _, _, out = smoke
+    assert "[1/2] per-vu-iterations" in out and "[2/2] constant-vus" in out
+    assert "predicted" in out and "2 complete, 0 failed" in out
+
+
+def test_every_request_asked_for_is_issued_and_answered(smoke):
+    _, data, _ = smoke
+    meta = data.meta("per-vu-iterations")
+    assert meta["requests"]["issued"] == meta["requests"]["asked"] == 10
+    assert meta["requests"]["succeeded"] == 10
+    requests = data.requests[data.requests.step == "per-vu-iterations"]
+    assert requests["vu"].nunique() == 10
+
+
+def test_completions_come_in_the_models_waves(smoke):
+    """Ten requests on two 1 s threads end in five waves of two, at 1, 2, 3, 4 and 5 s."""
+    _, data, _ = smoke
+    step = load_spec("smoke").select(["per-vu-iterations"])[0]
+    prediction = predict(step)
+    requests = data.requests[data.requests.step == "per-vu-iterations"]
+    since_start = requests["end_ms"] - requests["start_ms"].min()
+    wave = (since_start / prediction.service_ms).round().astype(int)
+    # 15% of the service time covers JVM, loopback and k6 scheduling jitter (measured: < 60 ms).
+    assert ((since_start - wave * prediction.service_ms).abs() < 0.15 * prediction.service_ms).all(), since_start.tolist()
+    sizes = wave.value_counts().sort_index()
+    assert sizes.index.tolist() == [w // prediction.service_ms for w in prediction.wave_ms]
+    assert sizes.tolist() == prediction.wave_sizes
+
+
+def test_ss_shows_the_connection_ceiling(smoke):
+    """Established server-side connections reach max-connections + accept-count + 1 and never pass it."""
+    _, data, _ = smoke
+    ss = data.ss[data.ss.step == "per-vu-iterations"]
+    ceiling = predict(load_spec("smoke").steps[0]).ceiling
+    assert ss["estab"].max() == ceiling
+    assert ss["accept_backlog"].max() == 1  # accept-count reached the listen() call
+    assert ss["listen_overflows"].sum() > 0  # the SYNs beyond the ceiling were dropped
+
+
+def test_actuator_shows_busy_threads_at_max(smoke):
+    _, data, _ = smoke
+    actuator = data.actuator[data.actuator.step == "per-vu-iterations"]
+    busy = actuator[actuator.metric == "tomcat.threads.busy"]["value"]
+    assert busy.max() == 2
+    assert actuator[actuator.metric == "tomcat.threads.config.max"]["value"].eq(2).all()
+
+
+def test_step_files_have_their_documented_columns(smoke):
+    data_dir, data, _ = smoke
+    for step_id in data.steps:
+        directory = data_dir / "smoke" / step_id
+        names = {p.name for p in directory.iterdir()}
+        assert {"step.json", "k6-summary.json", "server.log.gz", "k6.log.gz"} <= names
+        for table, columns in store.COLUMNS.items():
+            frame = pd.read_parquet(directory / f"{table}.parquet")
+            assert set(columns) <= set(frame.columns), table
+            assert len(frame) > 0, table
+        meta = json.loads((directory / "step.json").read_text())
+        for key in ("id", "findings", "status", "started_ms", "ended_ms", "config", "requests", "model",
+                    "startup_ms", "versions", "machine", "git_commit"):
+            assert key in meta, key
+        assert meta["versions"]["k6"] == "v1.8.1" and meta["versions"]["spring_boot"].startswith("3.5.")
+        assert meta["server_info"]["tomcat"]["maxThreads"] == 2  # read back from the running connector
+
+
+def test_samples_share_the_requests_clock(smoke):
+    _, data, _ = smoke
+    requests = data.requests[data.requests.step == "per-vu-iterations"]
+    ss = data.ss[data.ss.step == "per-vu-iterations"]
+    assert ss["ts_ms"].min() < requests["start_ms"].min() < requests["end_ms"].max() < ss["ts_ms"].max()
+    assert ss["ts_ms"].diff().dropna().median() == pytest.approx(500, abs=50)
+
+
+def test_a_complete_step_is_skipped_on_rerun(smoke):
+    data_dir, _, _ = smoke
+    code, out = finish(invoke(data_dir, "run", "smoke"), timeout=60)
+    assert code == 0 and "2 step(s) already complete" in out
+
+
+def test_ctrl_c_mid_step_stops_children_and_keeps_the_complete_step(smoke):
+    data_dir, data, _ = smoke
+    before = (data_dir / "smoke" / "per-vu-iterations" / "requests.parquet").read_bytes()
+    proc = invoke(data_dir, "run", "smoke", "--step", "constant-vus", "--force", start_new_session=True)
+    wait_for(lambda: len(lab_children(proc.pid)) >= 2, 60, "the server and k6 to run")  # mid-step
+    children = lab_children(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends to the foreground group
+    code, out = finish(proc, timeout=60)
+    assert code == 130, out
+    assert "interrupted" in out
+    for pid in children:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[1][:3]
+    assert not port_open(8080) and not port_open(8081)
+    assert store.is_complete("smoke", "constant-vus")  # the earlier complete step is intact
+    failed = json.loads((data_dir / "smoke" / ".constant-vus.failed" / "step.json").read_text())
+    assert failed["status"] == "failed" and "interrupted" in failed["reason"]
+    assert (data_dir / "smoke" / "per-vu-iterations" / "requests.parquet").read_bytes() == before
+
+
+def test_server_killed_mid_step_fails_that_step_and_the_run_goes_on(lab_ready, tmp_path):
+    proc = invoke(tmp_path, "run", "smoke")
+    children = wait_for(lambda: len(lab_children(proc.pid)) >= 2 and lab_children(proc.pid), 60, "the first step's load")
+    java = [p for p in children if b"java" in Path(f"/proc/{p}/cmdline").read_bytes()][0]
+    os.kill(java, signal.SIGKILL)
+    code, out = finish(proc)
+    assert code == 1, out  # the run reports a failed step
+    first = json.loads((tmp_path / "smoke" / "per-vu-iterations" / "step.json").read_text())
+    assert first["status"] == "failed" and "server exited during the step (killed by signal 9)" in first["reason"]
+    assert json.loads((tmp_path / "smoke" / "constant-vus" / "step.json").read_text())["status"] == "complete"
+
+
+def test_busy_port_gives_one_clear_error(lab_ready, tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 8080))
+        sock.listen()
+        code, out = finish(invoke(tmp_path, "run", "smoke"), timeout=60)
+    assert code == 2
+    assert "error: server port 8080 on 127.0.0.1 is in use by python" in out
+    assert "Traceback" not in out and not (tmp_path / "smoke").exists()
+
+
+def test_bad_spec_is_refused_before_anything_starts(lab_ready, tmp_path):
+    code, out = finish(invoke(tmp_path, "run", "no-such-chapter"), timeout=60)
+    assert code == 2 and "error: no experiment 'no-such-chapter'" in out and "Traceback" not in out

@@ -92,15 +92,19 @@ def parse_nstat(text: str) -> dict[str, int]:
     return {column: values.get(column, 0) for column in NSTAT_COUNTERS.values()}
 
 
-def parse_prometheus(text: str, connector: str) -> dict[str, float]:
-    """Actuator's Prometheus text → {micrometer name: value}; sums series that share a name."""
+def parse_prometheus(text: str, port: int) -> dict[str, float]:
+    """Actuator's Prometheus text → {micrometer name: value}; sums series that share a name.
+
+    Tomcat series are kept for the connector on `port` only: it is named http-nio-<port>, or
+    http-nio-<address>-<port> when bound to an address; the management port is another connector.
+    """
     values: dict[str, float] = {}
     for line in text.splitlines():
         match = PROM_LINE.match(line)
         if not match or match.group(1) not in PROMETHEUS_METRICS:
             continue
         name, labels = match.group(1), dict(PROM_LABEL.findall(match.group(2) or ""))
-        if name.startswith("tomcat_") and labels.get("name", connector) != connector:
+        if name.startswith("tomcat_") and not labels.get("name", "").endswith(f"-{port}"):
             continue
         if name == "jvm_memory_used_bytes" and labels.get("area") != "heap":
             continue
@@ -204,12 +208,12 @@ class ActuatorSampler(Sampler):
     def __init__(self, interval_ms: int, management_url: str, server_port: int):
         super().__init__(interval_ms)
         self.url = f"{management_url}/actuator/prometheus"
-        self.connector = f"http-nio-{server_port}"
+        self.port = server_port
 
     def take(self, ts_ms: int) -> list[dict]:
         with urllib.request.urlopen(self.url, timeout=max(self.interval_s * 2, 1.0)) as reply:
             text = reply.read().decode()
-        return [{"ts_ms": ts_ms, "metric": m, "value": v} for m, v in parse_prometheus(text, self.connector).items()]
+        return [{"ts_ms": ts_ms, "metric": m, "value": v} for m, v in parse_prometheus(text, self.port).items()]
 
 
 class ProcessSampler(Sampler):

@@ -30,16 +30,18 @@ def test_nstat_counters_and_their_deltas():
 
 
 def test_prometheus_keeps_the_main_connector_and_sums_heap():
-    values = parse_prometheus((SAMPLES / "prometheus.txt").read_text(), "http-nio-8080")
+    # Captured with threads 2, max-connections 4 on port 18090 (management 18091), one request in flight.
+    values = parse_prometheus((SAMPLES / "prometheus.txt").read_text(), 18090)
     assert values["tomcat.threads.config.max"] == 2
     assert values["tomcat.connections.config.max"] == 4
-    assert values["jvm.memory.used"] > 0
+    assert values["jvm.memory.used"] == 16777216 + 17018368 + 4678960  # heap pools only
+    assert values["tomcat.threads.busy"] == 1
     assert values["jvm.threads.live"] > 0
     assert {"tomcat.threads.busy", "tomcat.connections.current", "process.cpu.usage", "jvm.gc.pause.count"} <= set(values)
 
 
 def test_prometheus_without_the_connector_has_no_tomcat_metrics():
-    values = parse_prometheus((SAMPLES / "prometheus.txt").read_text(), "http-nio-1")
+    values = parse_prometheus((SAMPLES / "prometheus.txt").read_text(), 1)
     assert not [m for m in values if m.startswith("tomcat.")]
 
 

@@ -1,20 +1,92 @@
 """Queueing predictions made before any data: what a step should show if Tomcat works as documented.
 
-The server is T worker threads, each busy S ms per request (the /hello sleep). N requests arrive
-at once. Tomcat holds at most max-connections sockets; the kernel queues up to accept-count more,
+The server is T worker threads, each busy S ms per request (the /hello sleep). N clients connect at
+once. Tomcat holds at most max-connections sockets; the kernel queues up to accept-count more,
 plus one: Linux tests a full accept queue with `>` rather than `>=` (sk_acceptq_is_full), so a
-listen backlog of B holds B + 1 connections. Connections beyond that ceiling have their SYN
-dropped and the client retries later.
+listen backlog of B holds B + 1 connections. A SYN that finds the queue full is dropped and the
+client's kernel retransmits it 1, 3, 7, 15, 31 and 63 s after the first (initial RTO 1 s, doubling,
+tcp_syn_retries = 6). After a response, a keep-alive connection keeps its Tomcat slot until the
+server's keep-alive timeout closes it (k6 does not close a finished VU's connection); with
+`Connection: close` the slot frees at once. A client gives up at its request timeout; a request
+already delivered to the server is still served (the thread sleeps for a client that has gone).
+
+`simulate` plays this out request by request; `predict` summarises it for a step.
 """
 from __future__ import annotations
 
+import heapq
 import math
+from collections import Counter, deque
 from dataclasses import asdict, dataclass
 
 from harness.spec import Step, duration_ms
 
 KERNEL_EXTRA = 1  # the accept queue holds backlog + 1 (see module docstring)
+SYN_RETRY_MS = (1000, 3000, 7000, 15000, 31000, 63000)  # Linux SYN retransmits after the first SYN
 STARTUP_ALLOWANCE_MS = 4000  # redeploy-to-healthy plus teardown, for progress estimates only
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One simulated request: when it ended (ms from the spike) and whether the client got a response."""
+
+    end_ms: int
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Server:
+    threads: int
+    service_ms: int
+    max_connections: int
+    accept_count: int
+    keep_alive: bool  # does a served connection stay open (client reuses, server allows keep-alive)?
+    keep_alive_timeout_ms: int
+
+
+def simulate(requests: int, server: Server, client_timeout_ms: int) -> list[Outcome]:
+    """Play out N simultaneous clients against the server described in the module docstring."""
+    queue_room = server.accept_count + KERNEL_EXTRA
+    kernel: deque[int] = deque()  # established, waiting for Tomcat's accept
+    work: deque[int] = deque()  # accepted by Tomcat, waiting for a thread
+    held, free_threads = 0, server.threads
+    outcomes: dict[int, Outcome] = {}
+    events: list[tuple[int, int, str, int]] = []  # (time, order, kind, client)
+    order = 0
+
+    def at(time: int, kind: str, client: int) -> None:
+        nonlocal order
+        order += 1
+        heapq.heappush(events, (time, order, kind, client))
+
+    for client in range(requests):
+        at(0, "syn", client)
+    retries: Counter[int] = Counter()
+    while events:
+        now, _, kind, client = heapq.heappop(events)
+        if kind == "syn":
+            if len(kernel) < queue_room:
+                kernel.append(client)
+            elif retries[client] < len(SYN_RETRY_MS) and SYN_RETRY_MS[retries[client]] < client_timeout_ms:
+                at(SYN_RETRY_MS[retries[client]], "syn", client)
+                retries[client] += 1
+            else:  # never connected before the client's timeout: no work reaches the server
+                outcomes[client] = Outcome(client_timeout_ms, False)
+        elif kind == "done":
+            free_threads += 1
+            ok = now <= client_timeout_ms
+            outcomes[client] = Outcome(now if ok else client_timeout_ms, ok)
+            # A slot frees at once unless a live client keeps the connection open, idle.
+            at(now + server.keep_alive_timeout_ms if ok and server.keep_alive else now, "release", client)
+        elif kind == "release":
+            held -= 1
+        while kernel and held < server.max_connections:  # Tomcat's acceptor
+            work.append(kernel.popleft())
+            held += 1
+        while work and free_threads:  # the thread pool
+            free_threads -= 1
+            at(now + server.service_ms, "done", work.popleft())
+    return [outcomes[c] for c in range(requests)]
 
 
 @dataclass(frozen=True)
@@ -22,15 +94,18 @@ class Prediction:
     requests: int  # N, the requests asked for
     threads: int  # T
     service_ms: int  # S
-    waves: int  # ceil(N / T) if every request is held
+    waves: int  # ceil(N / T): waves of completions if every request is held
     wave_ms: list[int]  # completion time of each wave, from the spike's start
     wave_sizes: list[int]
     ceiling: int  # connections the server side can hold: max-connections + accept-count + 1
-    over_ceiling: int  # requests whose SYN finds no room at first
+    over_ceiling: int  # requests whose first SYN finds no room
+    keep_alive: bool
     client_timeout_ms: int
-    timeouts: int  # requests in waves that end after the client's timeout
+    succeeded: int  # from the simulation
+    failed: int
+    completions: list[list[int]]  # [end_ms, count] of successful requests, from the simulation
     stop_ms: int  # when k6 stops waiting (duration + gracefulStop, or maxDuration + gracefulStop)
-    interrupted: int  # requests still running when k6 stops (not counting timeouts)
+    interrupted: int  # successes the simulation places after k6 stops
     min_duration_ms: int  # the load phase can end no sooner than this
 
     def as_dict(self) -> dict:
@@ -53,21 +128,35 @@ def little_concurrency(throughput_per_s: float, mean_latency_ms: float) -> float
     return throughput_per_s * mean_latency_ms / 1000
 
 
+def server_of(step: Step) -> Server:
+    timeout = step.knob("TOMCAT_CONNECTION_TIMEOUT")
+    return Server(
+        threads=step.knob("TOMCAT_MAX_THREADS"),
+        service_ms=_service_ms(step),
+        max_connections=step.knob("TOMCAT_MAX_CONNECTIONS"),
+        accept_count=step.knob("TOMCAT_ACCEPT_COUNT"),
+        keep_alive=step.load["connection_reuse"] and step.knob("TOMCAT_MAX_KEEP_ALIVE_REQUESTS") != 1,
+        keep_alive_timeout_ms=step.server.get("TOMCAT_KEEP_ALIVE_TIMEOUT", timeout),  # Tomcat falls back to it
+    )
+
+
 def predict(step: Step, requests: int | None = None) -> Prediction:
     """The prediction for a step; `requests` defaults to what the step asks for."""
     n = step.requests_asked if requests is None else requests
-    threads, service = step.knob("TOMCAT_MAX_THREADS"), _service_ms(step)
-    wave_ms, sizes = waves(n, threads, service)
-    ceiling = connection_ceiling(step.knob("TOMCAT_MAX_CONNECTIONS"), step.knob("TOMCAT_ACCEPT_COUNT"))
+    server = server_of(step)
+    wave_ms, sizes = waves(n, server.threads, server.service_ms)
     timeout = duration_ms(step.load["request_timeout"])
     stop = _stop_ms(step)
-    timeouts = sum(size for end, size in zip(wave_ms, sizes) if end > timeout)
-    interrupted = sum(size for end, size in zip(wave_ms, sizes) if stop < end <= timeout)
+    outcomes = simulate(n, server, timeout)
+    ends = Counter(o.end_ms for o in outcomes if o.ok)
+    ceiling = connection_ceiling(server.max_connections, server.accept_count)
     return Prediction(
-        requests=n, threads=threads, service_ms=service, waves=len(wave_ms), wave_ms=wave_ms,
-        wave_sizes=sizes, ceiling=ceiling, over_ceiling=max(0, n - ceiling),
-        client_timeout_ms=timeout, timeouts=timeouts, stop_ms=stop, interrupted=interrupted,
-        min_duration_ms=min(wave_ms[-1] if wave_ms else 0, timeout, stop),
+        requests=n, threads=server.threads, service_ms=server.service_ms, waves=len(wave_ms), wave_ms=wave_ms,
+        wave_sizes=sizes, ceiling=ceiling, over_ceiling=max(0, n - ceiling), keep_alive=server.keep_alive,
+        client_timeout_ms=timeout, succeeded=sum(ends.values()), failed=n - sum(ends.values()),
+        completions=[[t, c] for t, c in sorted(ends.items())], stop_ms=stop,
+        interrupted=sum(c for t, c in ends.items() if t > stop),
+        min_duration_ms=min(max((o.end_ms for o in outcomes), default=0), stop),
     )
 
 

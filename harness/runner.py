@@ -6,6 +6,7 @@ step, and re-raises so nothing after it runs.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -154,10 +155,11 @@ def _wait_k6(proc, step: Step, samplers: Samplers) -> None:
 
 
 def _live(samplers: Samplers) -> str:
-    ss = samplers.rows("ss")[-1:] or [{}]
-    busy = [r["value"] for r in samplers.rows("actuator")[-20:] if r["metric"] == "tomcat.threads.busy"][-1:]
-    return f"ESTAB {ss[0].get('estab', '?')}  accept queue {ss[0].get('accept_queue', '?')}  busy threads {busy[0] if busy else '?':.0f}" if busy else \
-        f"ESTAB {ss[0].get('estab', '?')}  accept queue {ss[0].get('accept_queue', '?')}"
+    """The latest server-side view, for the progress line."""
+    ss = (samplers.rows("ss") or [{}])[-1]
+    busy = next((r["value"] for r in reversed(samplers.rows("actuator")) if r["metric"] == "tomcat.threads.busy"), None)
+    return (f"ESTAB {ss.get('estab', '?')}  accept queue {ss.get('accept_queue', '?')}  "
+            f"busy threads {'?' if busy is None else int(busy)}")
 
 
 def _write_tables(step: Step, writer: store.StepWriter, meta: dict, samplers: Samplers | None) -> None:
@@ -182,8 +184,7 @@ def _write_tables(step: Step, writer: store.StepWriter, meta: dict, samplers: Sa
 
 
 def _k6_env(extra: dict) -> dict:
-    import os
-
+    """The user's environment minus any K6_* settings that would change the measurement."""
     return {k: v for k, v in os.environ.items() if not k.startswith("K6_")} | extra
 
 

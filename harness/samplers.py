@@ -14,7 +14,7 @@ import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 # ss state names → ss.parquet columns; every other state is summed into other_states.
 SS_STATES = {"ESTAB": "estab", "SYN-RECV": "syn_recv", "TIME-WAIT": "time_wait", "CLOSE-WAIT": "close_wait"}
@@ -246,7 +246,7 @@ class Samplers:
         }
         self.interval_ms = interval_ms
 
-    def __enter__(self) -> "Samplers":
+    def __enter__(self) -> Samplers:
         for sampler in self.all.values():
             sampler.start()
         return self

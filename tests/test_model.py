@@ -1,7 +1,7 @@
 """The queueing model, checked against the articles' own arithmetic."""
 from pathlib import Path
 
-from harness.model import connection_ceiling, little_concurrency, predict, waves
+from harness.model import Server, connection_ceiling, little_concurrency, predict, simulate, waves
 from harness.spec import parse_spec
 
 from conftest import LIMITS
@@ -26,15 +26,46 @@ def test_timeouts_when_waves_outlast_the_client_F000_d():
     # 3000 users at 200 threads need 15 waves (75 s); k6's 60 s timeout cuts waves 13-15.
     p = predict(step(vus=3000))
     assert p.waves == 15 and p.min_duration_ms == 60000
-    assert p.timeouts == 600
-    assert predict(step({"TOMCAT_MAX_THREADS": 500}, vus=3000)).timeouts == 0
+    assert (p.succeeded, p.failed) == (2400, 600)
+    assert predict(step({"TOMCAT_MAX_THREADS": 500}, vus=3000)).failed == 0
 
 
 def test_graceful_stop_cuts_constant_vus_F000_c():
     # 2000 users, 200 threads: waves at 5…50 s; constant-vus 1 s + 30 s gracefulStop ends at 31 s.
     p = predict(step(vus=2000, executor="constant-vus", duration="1s"))
-    assert p.stop_ms == 31000 and p.interrupted == 800 and p.timeouts == 0
+    assert p.stop_ms == 31000 and p.interrupted == 800 and p.failed == 0
     assert predict(step(vus=2000, executor="constant-vus", duration="1s", graceful_stop="5m")).interrupted == 0
+
+
+def server(threads=1, max_connections=1, accept_count=1, keep_alive=True, keep_alive_timeout_ms=20000):
+    return Server(threads, 5000, max_connections, accept_count, keep_alive, keep_alive_timeout_ms)
+
+
+def test_keep_alive_serves_one_connection_per_timeout_F000_j():
+    # threads = max-connections = accept-count = 1, 10 users, 20 s keep-alive, 60 s client timeout:
+    # each served connection idles 20 s before the next is accepted → 5 s, 30 s, 55 s: 3 succeed.
+    outcomes = simulate(10, server(), 60000)
+    assert sorted(o.end_ms for o in outcomes if o.ok) == [5000, 30000, 55000]
+    assert all(o.end_ms == 60000 for o in outcomes if not o.ok)
+
+
+def test_without_keep_alive_the_slot_frees_at_once():
+    # Same server, Connection: close. Queued and retried SYNs keep the single thread busy until
+    # the 60 s timeout, except while a retry is still on its way (SYN retransmits at 1, 3, 7, 15, 31 s).
+    ends = sorted(o.end_ms for o in simulate(10, server(keep_alive=False), 60000) if o.ok)
+    assert ends[:3] == [5000, 10000, 15000] and len(ends) > 3
+
+
+def test_syn_retries_wait_for_a_free_slot():
+    # 1 thread, 1 slot, queue of 2: 3 connect at once; the rest retry 1, 3, 7 … s after.
+    outcomes = simulate(4, server(accept_count=1, keep_alive=False), 60000)
+    assert [o.end_ms for o in outcomes] == [5000, 10000, 15000, 20000]
+
+
+def test_a_client_that_never_connects_fails_at_its_timeout():
+    outcomes = simulate(5, server(), 10000)
+    assert [o.ok for o in outcomes] == [True, False, False, False, False]
+    assert {o.end_ms for o in outcomes[1:]} == {10000}
 
 
 def test_connection_ceiling_F000_f():

@@ -55,6 +55,15 @@ def run(c, chapter, step=None, force=False, backend="local", dashboard=False):
         raise Exit("some steps failed: see the reasons above (kept with status failed)", code=1)
 
 
+@task(help={"starts": "how many fresh starts", "backend": "local (default)"})
+def startup(c, starts=5, backend="local"):
+    """Measure redeploy time: fresh server start to healthy Actuator, over several starts."""
+    from harness.bench import describe, redeploy_times
+
+    with _clear_errors():
+        print(f"start-to-healthy: {describe(redeploy_times(int(starts), backend=backend))}")
+
+
 @task(name="list")
 def list_(c):
     """List experiments and their steps, with what each step asks for."""

@@ -11,6 +11,11 @@ server's keep-alive timeout closes it (k6 does not close a finished VU's connect
 already delivered to the server is still served (the thread sleeps for a client that has gone).
 
 `simulate` plays this out request by request; `predict` summarises it for a step.
+
+Closed loops (shared-iterations, ab -n/-c: each of C clients sends its next request as soon as the
+last is answered) are a throughput question instead: min(C, T) threads are busy, each finishing
+one request per mean service time, so RPS = min(C, T) / mean service time (seed 002's model), and
+by Little's law the mean latency is C / RPS.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import heapq
 import math
 from collections import Counter, deque
 from dataclasses import asdict, dataclass
+from urllib.parse import parse_qs, urlsplit
 
 from harness.spec import Step, duration_ms
 
@@ -140,8 +146,49 @@ def server_of(step: Step) -> Server:
     )
 
 
-def predict(step: Step, requests: int | None = None) -> Prediction:
+@dataclass(frozen=True)
+class ThroughputPrediction:
+    requests: int
+    concurrency: int  # C, clients each with one request in flight
+    threads: int
+    mean_service_ms: float
+    rps: float  # min(C, T) / mean service time
+    mean_latency_ms: float  # Little's law: C / RPS
+    duration_ms: int  # requests / RPS
+    stop_ms: int
+    min_duration_ms: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def closed_loop_rps(concurrency: int, threads: int, mean_service_ms: float) -> float:
+    return min(concurrency, threads) * 1000 / max(mean_service_ms, 0.1)
+
+
+def is_closed_loop(step: Step) -> bool:
+    load = step.load
+    return load["executor"] == "shared-iterations" or (load["executor"] == "per-vu-iterations" and load["iterations"] > 1)
+
+
+def predict(step: Step, requests: int | None = None) -> Prediction | ThroughputPrediction:
     """The prediction for a step; `requests` defaults to what the step asks for."""
+    return predict_throughput(step) if is_closed_loop(step) else predict_spike(step, requests)
+
+
+def predict_throughput(step: Step) -> ThroughputPrediction:
+    n, concurrency, threads = step.requests_asked, step.load["vus"], step.knob("TOMCAT_MAX_THREADS")
+    service = mean_service_ms(step)
+    rps = closed_loop_rps(concurrency, threads, service)
+    duration = round(n / rps * 1000)
+    return ThroughputPrediction(
+        requests=n, concurrency=concurrency, threads=threads, mean_service_ms=service, rps=rps,
+        mean_latency_ms=concurrency / rps * 1000, duration_ms=duration, stop_ms=_stop_ms(step),
+        min_duration_ms=min(duration, _stop_ms(step)),
+    )
+
+
+def predict_spike(step: Step, requests: int | None = None) -> Prediction:
     n = step.requests_asked if requests is None else requests
     server = server_of(step)
     wave_ms, sizes = waves(n, server.threads, server.service_ms)
@@ -166,11 +213,18 @@ def expected_step_ms(step: Step) -> int:
 
 
 def _service_ms(step: Step) -> int:
-    """The sleep a request asks for: ?sleepMs= in the path wins over the server's SLEEP_MS."""
-    path = step.load["path"]
-    if "sleepMs=" in path:
-        return int(path.split("sleepMs=")[1].split("&")[0])
-    return step.knob("SLEEP_MS")
+    """The sleep a /hello request asks for: ?sleepMs= in the path wins over the server's SLEEP_MS."""
+    query = parse_qs(urlsplit(step.load["path"]).query)
+    return int(query["sleepMs"][0]) if "sleepMs" in query else step.knob("SLEEP_MS")
+
+
+def mean_service_ms(step: Step) -> float:
+    """Mean thread time per request: /every-nth sleeps on one request in n (defaults n=10, 2000 ms)."""
+    url = urlsplit(step.load["path"])
+    if url.path == "/every-nth":
+        query = parse_qs(url.query)
+        return int(query.get("sleepMs", ["2000"])[0]) / int(query.get("n", ["10"])[0])
+    return _service_ms(step)
 
 
 def _stop_ms(step: Step) -> int:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from harness import LabError, model, store, system
 from harness.deploy import StepFailed, backend as make_backend, check_port_free, spawn, terminate
-from harness.load import find_k6, k6_command, k6_version, read_requests, request_counts
+from harness.load import load_tool, request_counts
 from harness.samplers import Samplers, now_ms
 from harness.spec import Step, load_spec
 
-K6_EXTRA_WAIT_S = 60  # beyond the model's stop time before k6 is declared stuck
+LOAD_EXTRA_WAIT_S = 60  # beyond the model's stop time before the load tool is declared stuck
 TAIL_SAMPLES = 2  # sampler ticks kept running after k6 ends, to see connections drain
 
 
@@ -43,13 +43,13 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     steps = spec.select(step_ids)
     server_backend = make_backend(backend)
     server_backend.check()
-    k6 = find_k6()
     todo = [s for s in steps if force or not store.is_complete(chapter, s.id)]
     skipped = len(steps) - len(todo)
     if skipped:
         say(f"{skipped} step(s) already complete in {store.data_root() / chapter} (use --force to redo them)")
     if not todo:
         return []
+    tools = {name: load_tool(name) for name in sorted({s.load["tool"] for s in todo})}  # refuse a missing tool now
     for step in todo:
         check_port_free(step.address, step.port, "server")
         check_port_free(step.address, step.management_port, "management")
@@ -63,7 +63,7 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
             eta = _clock(time.monotonic() - began + sum(estimates[n:]))
             say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load['executor']} "
                 f"(predicted {estimates[n]:.0f} s; chapter done in ≈ {eta})")
-            outcome = run_step(step, server_backend, k6, dashboard)
+            outcome = run_step(step, server_backend, tools[step.load["tool"]], dashboard)
             outcomes.append(outcome)
             say(f"    {outcome.status}: issued {outcome.requests.get('issued', 0)}/{outcome.requests.get('asked', 0)}, "
                 f"ok {outcome.requests.get('succeeded', 0)}, failed {outcome.requests.get('failed', 0)}, "
@@ -74,13 +74,13 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     return outcomes
 
 
-def run_step(step: Step, server_backend, k6, dashboard: bool = False) -> Outcome:
+def run_step(step: Step, server_backend, tool, dashboard: bool = False) -> Outcome:
     writer = store.StepWriter(step.chapter, step.id)
-    meta = _base_meta(step, server_backend.name, k6)
+    meta = _base_meta(step, server_backend.name, tool)
     began = time.monotonic()
     try:
         with _somaxconn_for(step, meta):
-            _measure(step, server_backend, k6, writer, meta, dashboard)
+            _measure(step, server_backend, tool, writer, meta, dashboard)
         meta["status"] = "complete"
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
@@ -101,7 +101,7 @@ def _finish(writer: store.StepWriter, meta: dict, began: float):
     return writer.finish(meta)
 
 
-def _measure(step: Step, server_backend, k6, writer: store.StepWriter, meta: dict, dashboard: bool) -> None:
+def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: dict, dashboard: bool) -> None:
     log = writer.path / "server.log"
     try:  # checked for every step up front too; checked again since something may have started since
         check_port_free(step.address, step.port, "server")
@@ -109,7 +109,7 @@ def _measure(step: Step, server_backend, k6, writer: store.StepWriter, meta: dic
     except LabError as err:
         raise StepFailed(str(err)) from None
     server = server_backend.start(step, log)
-    k6_proc = None
+    load_proc = None
     samplers = None
     try:
         meta["startup_ms"] = round(server.wait_healthy())
@@ -119,35 +119,35 @@ def _measure(step: Step, server_backend, k6, writer: store.StepWriter, meta: dic
         pids = {"server": server.pid}
         samplers = Samplers(step.system["sample_interval_ms"], step.port, server.management_url, lambda: dict(pids))
         with samplers:
-            cmd, env = k6_command(k6, step, server.url, writer.path, dashboard)
+            cmd, env = tool.command(step, server.url, writer.path, dashboard)
             meta["load_started_ms"] = now_ms()
-            k6_proc = spawn(cmd, _k6_env(env), writer.path / "k6.log")
-            pids["k6"] = k6_proc.pid
-            _wait_k6(k6_proc, step, samplers)
+            load_proc = spawn(cmd, _k6_env(env), writer.path / f"{tool.name}.log")
+            pids[tool.name] = load_proc.pid
+            _wait_load(load_proc, tool.name, step, samplers)
             meta["load_ended_ms"] = now_ms()
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
         if not server.alive():
             raise StepFailed(f"the server exited during the step ({server.exit_reason()})")
-        if k6_proc.returncode not in (0, 99):  # 99: thresholds crossed, still a valid measurement
-            raise StepFailed(f"k6 exited with code {k6_proc.returncode}: see k6.log.gz")
+        if load_proc.returncode not in (0, 99):  # k6's 99: thresholds crossed, still a valid measurement
+            raise StepFailed(f"{tool.name} exited with code {load_proc.returncode}: see {tool.name}.log.gz")
     finally:
-        if k6_proc is not None:
-            terminate(k6_proc, grace_s=5)
+        if load_proc is not None:
+            terminate(load_proc, grace_s=5)
         meta["server_exit"] = server.stop()
-        _write_tables(step, writer, meta, samplers)
+        _write_tables(step, tool, writer, meta, samplers)
 
 
-def _wait_k6(proc, step: Step, samplers: Samplers) -> None:
-    """Wait for k6 to end by itself, printing a progress line every few seconds."""
+def _wait_load(proc, name: str, step: Step, samplers: Samplers) -> None:
+    """Wait for the load tool to end by itself, printing a progress line every few seconds."""
     predicted = model.predict(step)
-    limit = predicted.stop_ms / 1000 + K6_EXTRA_WAIT_S
+    limit = predicted.stop_ms / 1000 + LOAD_EXTRA_WAIT_S
     start = time.monotonic()
     every = 2 if sys.stdout.isatty() else 10
     next_report = every
     while proc.poll() is None:
         elapsed = time.monotonic() - start
         if elapsed > limit:
-            raise StepFailed(f"k6 still running after {limit:.0f} s (model stop time + {K6_EXTRA_WAIT_S} s)")
+            raise StepFailed(f"{name} still running after {limit:.0f} s (model stop time + {LOAD_EXTRA_WAIT_S} s)")
         if elapsed >= next_report:
             say(f"    {elapsed:4.0f} s / ≈{predicted.min_duration_ms / 1000:.0f} s  {_live(samplers)}")
             next_report += every
@@ -162,25 +162,22 @@ def _live(samplers: Samplers) -> str:
             f"busy threads {'?' if busy is None else int(busy)}")
 
 
-def _write_tables(step: Step, writer: store.StepWriter, meta: dict, samplers: Samplers | None) -> None:
+def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, samplers: Samplers | None) -> None:
     """Whatever was measured goes into the step directory, also when the step failed."""
-    csv_path = writer.path / "k6.csv.gz"
-    if csv_path.exists():
-        try:
-            requests = read_requests(csv_path)
-        except Exception as err:  # keep the raw CSV then: it is the only copy of the requests
-            meta.setdefault("reason", f"k6 CSV unreadable: {err}")
-        else:
-            writer.table("requests", requests)
-            meta["requests"] = request_counts(requests, step.requests_asked)
-            meta["model"] = model.predict(step, step.requests_asked).as_dict()
-            csv_path.unlink()
+    try:
+        requests = tool.collect(writer.path)
+    except Exception as err:  # the tool's raw output stays in the step directory then
+        meta.setdefault("reason", f"{tool.name} output unreadable: {err}")
+        requests = None
+    if requests is not None:
+        writer.table("requests", requests)
+        meta["requests"] = request_counts(requests, step.requests_asked)
     if samplers is not None:
         for name in ("ss", "actuator", "process"):
             writer.table(name, samplers.rows(name))
         meta["samplers"] = samplers.summary()
     writer.gzip(writer.path / "server.log", "server.log")
-    writer.gzip(writer.path / "k6.log", "k6.log")
+    writer.gzip(writer.path / f"{tool.name}.log", f"{tool.name}.log")
 
 
 def _k6_env(extra: dict) -> dict:
@@ -188,7 +185,7 @@ def _k6_env(extra: dict) -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith("K6_")} | extra
 
 
-def _base_meta(step: Step, backend_name: str, k6) -> dict:
+def _base_meta(step: Step, backend_name: str, tool) -> dict:
     return {
         "id": step.id,
         "chapter": step.chapter,
@@ -199,7 +196,7 @@ def _base_meta(step: Step, backend_name: str, k6) -> dict:
         "config": step.config() | {"backend": backend_name},
         "requests": {"asked": step.requests_asked, "issued": 0},
         "model": model.predict(step).as_dict(),
-        "versions": {"k6": k6_version(k6), "python": sys.version.split()[0]},
+        "versions": {tool.name: tool.version(), "python": sys.version.split()[0]},
         "machine": system.machine(),
         "git_commit": system.git_commit(),
     }

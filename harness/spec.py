@@ -42,7 +42,9 @@ SERVER_DEFAULTS = {
     "SERVER_ADDRESS": "127.0.0.1",
 }
 EXECUTORS = ("per-vu-iterations", "constant-vus", "shared-iterations")
+TOOLS = ("k6", "ab")
 LOAD_KEYS: dict[str, tuple[type, int | None]] = {
+    "tool": (str, None),  # k6 (default) or ab, the articles' other load generator
     "executor": (str, None),
     "vus": (int, 1),
     "iterations": (int, 1),
@@ -54,6 +56,7 @@ LOAD_KEYS: dict[str, tuple[type, int | None]] = {
     "connection_reuse": (bool, None),
 }
 LOAD_DEFAULTS = {
+    "tool": "k6",
     "executor": "per-vu-iterations",
     "iterations": 1,
     "graceful_stop": "30s",  # k6's default
@@ -266,6 +269,12 @@ def _check_load(load: dict, where: str, problems: list[str]) -> None:
                 duration_ms(load[key])
             except ValueError as err:
                 problems.append(f"{where}: load.{key}: {err}")
+    if load["tool"] not in TOOLS:
+        problems.append(f"{where}: load.tool must be one of {', '.join(TOOLS)}, got {load['tool']!r}")
+    elif load["tool"] == "ab" and executor != "shared-iterations":
+        problems.append(f"{where}: ab can only run shared-iterations (ab -n iterations -c vus), not {executor}")
+    elif load["tool"] == "ab" and not re.fullmatch(r"\d+s", load["request_timeout"]):
+        problems.append(f"{where}: ab takes whole seconds for load.request_timeout, got {load['request_timeout']!r}")
     if not str(load["path"]).startswith("/"):
         problems.append(f"{where}: load.path must start with '/', got {load['path']!r}")
 

@@ -1,7 +1,7 @@
 """The queueing model, checked against the articles' own arithmetic."""
 from pathlib import Path
 
-from harness.model import Server, connection_ceiling, little_concurrency, predict, simulate, waves
+from harness.model import Server, closed_loop_rps, connection_ceiling, little_concurrency, predict, simulate, waves
 from harness.spec import parse_spec
 
 from conftest import LIMITS
@@ -82,3 +82,15 @@ def test_sleep_from_the_path_wins():
 def test_littles_law():
     # 484 requests/s at a mean 206 ms keeps ~100 requests in the server.
     assert round(little_concurrency(484.1, 206.6)) == 100
+
+
+def test_closed_loop_rps_of_seed_002_F002_b():
+    # every 10th request sleeps 2 s: 0.2 s of thread time per request on average, 5 per thread-second.
+    assert [closed_loop_rps(c, 100, 200) for c in (1, 10, 100, 500)] == [5, 50, 500, 500]
+
+
+def test_shared_iterations_predict_throughput_and_littles_latency():
+    p = predict(step({"TOMCAT_MAX_THREADS": 100}, vus=500, executor="shared-iterations", iterations=5000,
+                     path="/every-nth?n=10&sleepMs=2000"))
+    assert (p.rps, p.mean_service_ms, p.duration_ms) == (500, 200, 10000)
+    assert p.mean_latency_ms == 1000  # 500 in flight at 500/s: each waits 1 s on average

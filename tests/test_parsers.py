@@ -1,5 +1,5 @@
 """Parsers of ss, nstat, Actuator and k6 output, on samples captured from the real tools."""
-from harness.load import INTERRUPTED_CODE, read_requests, request_counts
+from harness.load import INTERRUPTED_CODE, parse_ab_report, read_ab_requests, read_requests, request_counts
 from harness.samplers import parse_nstat, parse_prometheus, parse_ss
 
 from conftest import SAMPLES
@@ -60,3 +60,18 @@ def test_k6_csv_becomes_one_row_per_request():
     assert refused["error"].tolist() == ["dial: connection refused"]
     counts = request_counts(requests, asked=7)
     assert counts | {"errors": None} == {"asked": 7, "issued": 8, "succeeded": 5, "failed": 3, "interrupted": 2, "errors": None}
+
+
+def test_ab_report():
+    # ab -n 6 -c 3 against a 1 s endpoint.
+    summary = parse_ab_report((SAMPLES / "ab.txt").read_text())
+    assert summary == {"time_taken_s": 3.005, "complete_requests": 6, "failed_requests": 0,
+                       "requests_per_s": 2.0, "time_per_request_ms": 1502.261}
+
+
+def test_ab_per_request_rows():
+    requests = read_ab_requests(SAMPLES / "ab.tsv")
+    assert len(requests) == 6 and requests["start_ms"].is_monotonic_increasing
+    assert requests["duration_ms"].between(1001, 1002).all()
+    assert (requests["start_ms"] % 1000 == 0).all()  # ab gives starts to the second only
+    assert (requests["end_ms"] - requests["start_ms"] == requests["duration_ms"]).all()

@@ -40,6 +40,7 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
                 backend: str = "local", dashboard: bool = False) -> list[Outcome]:
     """Validate everything first, then run the steps that are not complete yet (all with `force`)."""
     spec = load_spec(chapter)
+    chapter = spec.chapter  # a spec given as a path is stored under its file name
     steps = spec.select(step_ids)
     server_backend = make_backend(backend)
     server_backend.check()

@@ -157,6 +157,11 @@ def chapters() -> list[str]:
 
 
 def spec_path(chapter: str) -> Path:
+    """experiments/<chapter>.toml; a path to a .toml elsewhere also works (the tests' scaled profiles)."""
+    if chapter.endswith(".toml"):
+        if not Path(chapter).exists():
+            raise LabError(f"no spec file {chapter}")
+        return Path(chapter)
     path = EXPERIMENTS / f"{chapter}.toml"
     if not path.exists():
         raise LabError(f"no experiment '{chapter}': known ones are {', '.join(chapters()) or 'none'}")
@@ -170,7 +175,7 @@ def load_spec(chapter: str, limits: dict | None = None) -> Spec:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
         raise LabError(f"{path.name}: not valid TOML: {err}") from None
-    return parse_spec(chapter, raw, path, limits or machine_limits())
+    return parse_spec(path.stem, raw, path, limits or machine_limits())
 
 
 def machine_limits() -> dict:

@@ -72,6 +72,7 @@ def setup() -> None:
     check_python()
     say(f"java: {check_java()}")
     say(f"k6:   {ensure_k6()}")
+    say(f"ab:   {shutil.which('ab') or 'missing (chapter 1 cross-checks with it: apt-get install apache2-utils)'}")
     build_server()
     say(f"server: {JAR} (+ CDS archive)")
     say(f"setup done in {time.monotonic() - started:.0f} s; tools in {TOOLS}")

@@ -1,0 +1,222 @@
+"""The one import each chapter makes: `from harness.book import *`.
+
+It sets the chart theme and an offline chart renderer, and gives chapters short calls: `load(chapter)`,
+the chart builders, `reproduce_box(chapter)`, `verdict_table(verdicts)`, `Verdict` and its helpers.
+
+Offline charts. Altair's own HTML renderer fetches vega, vega-lite and vega-embed from a CDN when the
+page opens, so a chart is blank without internet and depends on a third party at read time. The book
+serves the copies pinned in package.json instead: `npm ci` puts them in node_modules/, `_quarto.yml`
+lists the three files as project resources (Quarto copies them to _book/node_modules/), and each chart
+loads them relative to the site root that Quarto writes into every page (<meta name="quarto:offset">).
+A page without that tag (a test page) is taken to sit one folder below the root, as chapters/ does.
+Referencing node_modules in place keeps one source of truth (package-lock.json) and no copy step.
+"""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import UTC, datetime
+
+import altair as alt
+import pandas as pd
+from IPython.display import Markdown
+
+from harness.charts import THEME, busy_threads_chart, completions_chart, load_start_ms, ss_timeline_chart
+from harness.store import ChapterData, complete_steps, data_root, load
+from harness.verdicts import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdict_of, within, within_abs
+
+__all__ = [
+    "alt", "pd", "Markdown", "load", "ChapterData",
+    "completions_chart", "ss_timeline_chart", "busy_threads_chart",
+    "reproduce_box", "verdict_table", "machines_table", "completion_table",
+    "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
+]
+
+RENDERER = "concurrency-lab-offline"
+# Site-relative paths of the chart libraries, in load order (vega-lite needs vega, vega-embed both).
+VEGA_SCRIPTS = (
+    "node_modules/vega/build/vega.min.js",
+    "node_modules/vega-lite/build/vega-lite.min.js",
+    "node_modules/vega-embed/build/vega-embed.min.js",
+)
+FALLBACK_ROOT = "../"  # where the site root is for a page without Quarto's offset tag
+# svg: crisp, and its marks are DOM nodes a test can count; no "open in editor" (it needs the internet).
+EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
+
+# Loads the libraries once per page, then draws the chart; a failure shows in the page and the console.
+LOADER_JS = """(function (id, scripts, fallbackRoot, options) {
+  var meta = document.querySelector('meta[name="quarto:offset"]');
+  var root = meta ? meta.getAttribute("content") : fallbackRoot;
+  if (root && root.slice(-1) !== "/") root += "/";
+  function load(src) {
+    return new Promise(function (resolve, reject) {
+      var tag = document.createElement("script");
+      tag.src = root + src;
+      tag.onload = resolve;
+      tag.onerror = function () { reject(new Error("cannot load " + tag.src)); };
+      document.head.appendChild(tag);
+    });
+  }
+  window.labVega = window.labVega || scripts.reduce(function (ready, src) {
+    return ready.then(function () { return load(src); });
+  }, Promise.resolve());
+  var el = document.getElementById(id);
+  var spec = JSON.parse(document.getElementById(id + "-spec").textContent);
+  window.labVega
+    .then(function () { return vegaEmbed(el, spec, options); })
+    .catch(function (err) {
+      el.innerHTML = '<p class="lab-chart-error" style="color:#b00"></p>';
+      el.firstChild.textContent = "Chart not drawn: " + err.message;
+      console.error(err);
+    });
+})"""
+
+
+def _script_json(value) -> str:
+    """JSON safe inside <script>: no '<' can close the tag early."""
+    return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def chart_html(spec: dict, embed_options: dict | None = None) -> str:
+    """A chart as an HTML fragment: its div, its spec as JSON, and the loader call."""
+    chart_id = f"lab-chart-{uuid.uuid4().hex[:10]}"
+    args = ", ".join(_script_json(v) for v in (chart_id, list(VEGA_SCRIPTS), FALLBACK_ROOT,
+                                                {**EMBED_OPTIONS, **(embed_options or {})}))
+    return (f'<div class="lab-chart" id="{chart_id}"></div>\n'
+            f'<script type="application/json" id="{chart_id}-spec">{_script_json(spec)}</script>\n'
+            f"<script>{LOADER_JS}({args});</script>\n")
+
+
+def offline_renderer(spec: dict, **metadata) -> dict:
+    return {"text/html": chart_html(spec, metadata.get("embed_options")), "text/plain": "<chart>"}
+
+
+alt.renderers.register(RENDERER, offline_renderer)
+alt.renderers.enable(RENDERER)
+alt.theme.enable(THEME)
+# Altair refuses to embed more than 5000 rows (its default): builders aggregate first, so keep that guard.
+alt.data_transformers.enable("default", max_rows=5000)
+
+
+# ---- the Reproduce box -------------------------------------------------------------------------------
+
+def reproduce_box(chapter: str) -> Markdown:
+    """A callout: the command that re-runs the chapter, the machine and versions the data came from, how long it took."""
+    steps = dict(sorted(complete_steps(chapter).items(), key=lambda item: item[1].get("started_ms", 0)))
+    lines = ['::: {.callout-note title="Reproduce this chapter"}', "```bash", f"invoke run {chapter}", "```", ""]
+    if steps:
+        lines += [run_line(steps), "", "Machine: " + machine_text(steps), "", "Versions: " + versions_text(steps)]
+    else:
+        lines.append(f"No complete steps in `data/{chapter}/` yet: the command above runs them.")
+    return Markdown("\n".join(lines + [":::"]))
+
+
+def run_line(steps: dict[str, dict]) -> str:
+    first = min(m["started_ms"] for m in steps.values())
+    when = datetime.fromtimestamp(first / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    each = ", ".join(f"{name} {duration_text(m.get('wall_s', 0))}" for name, m in steps.items())
+    total = sum(m.get("wall_s", 0) for m in steps.values())
+    commits = distinct(steps, lambda m: short_commit(m.get("git_commit", "unknown")))
+    count = f"{len(steps)} step" + ("s" if len(steps) > 1 else "")
+    return (f"The data: {count}, run {when} from commit {commits}; "
+            f"{duration_text(total)} in all, start-up included ({each}).")
+
+
+def short_commit(commit: str) -> str:
+    """c72e12708fca…+dirty → c72e127+dirty: short, but still saying the tree had uncommitted changes."""
+    return re.sub(r"^([0-9a-f]{7})[0-9a-f]*", r"\1", commit)
+
+
+def machine_of(meta: dict) -> str:
+    machine = meta.get("machine", {})
+    kernel = machine.get("kernel") or meta.get("versions", {}).get("kernel", "?")
+    return (f"{machine.get('cores', '?')} cores ({machine.get('cpu_model', 'CPU unknown')}), "
+            f"{machine.get('memory_bytes', 0) / 2**30:.1f} GiB memory, Linux {kernel}")
+
+
+def versions_of(meta: dict) -> str:
+    versions = meta.get("versions", {})
+    return (f"Java {versions.get('java', '?')}, Spring Boot {versions.get('spring_boot', '?')}, "
+            f"k6 {versions.get('k6', '?')}")
+
+
+def machine_text(steps: dict[str, dict]) -> str:
+    return distinct(steps, machine_of)
+
+
+def versions_text(steps: dict[str, dict]) -> str:
+    return distinct(steps, versions_of)
+
+
+def distinct(steps: dict[str, dict], describe) -> str:
+    """One description when all steps agree; otherwise each with the steps it applies to (a partial re-run
+    on another machine must not pass for a uniform one)."""
+    groups: dict[str, list[str]] = {}
+    for name, meta in steps.items():
+        groups.setdefault(describe(meta), []).append(name)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(f"{text} (steps {', '.join(names)})" for text, names in groups.items())
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+# ---- tables ---------------------------------------------------------------------------------------------
+
+def verdict_table(verdicts: list[Verdict]) -> Markdown:
+    """The chapter's closing table: finding, what the article says, what we measured, verdict (and why)."""
+    if not verdicts:
+        return Markdown("*No finding is tested in this chapter yet.*")
+    rows = ["| Finding | The article says | We measured | Verdict |", "|---|---|---|---|"]
+    for v in verdicts:
+        verdict = f"**{v.verdict}**" + (f": {v.why}" if v.why else "")
+        rows.append("| " + " | ".join(_cell(c) for c in (v.finding, v.article, v.measured, verdict)) + " |")
+    return Markdown("\n".join(rows))
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def machines_table() -> Markdown:
+    """Every machine and set of versions behind the committed data, with the experiments measured on it."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    root = data_root()
+    chapters = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.exists() else []
+    for chapter in chapters:
+        for name, meta in complete_steps(chapter).items():
+            rows.setdefault((machine_of(meta), versions_of(meta)), []).append(f"{chapter}/{name}")
+    if not rows:
+        return Markdown("*No complete step in `data/` yet.*")
+    lines = ["| Machine | Versions | Steps measured on it |", "|---|---|---|"]
+    lines += [f"| {_cell(m)} | {_cell(v)} | {_cell(', '.join(s))} |" for (m, v), s in rows.items()]
+    return Markdown("\n".join(lines))
+
+
+def completion_table(data: ChapterData) -> pd.DataFrame:
+    """Per step: successes and failures predicted vs measured, and how far measured completion times lie from
+    the predicted ones (the k-th earliest success against the model's k-th)."""
+    rows = []
+    for name, meta in data.steps.items():
+        requests = data.requests[data.requests["step"] == name]
+        ok = requests["status"].between(200, 399) & (requests["error_code"] == 0)
+        measured = sorted((requests.loc[ok, "end_ms"] - load_start_ms(meta)) / 1000)
+        predicted = [end / 1000 for end, count in meta["model"]["completions"] for _ in range(count)]
+        gaps = [abs(m - p) for m, p in zip(measured, predicted, strict=False)]
+        rows.append({
+            "step": name,
+            "ok (model)": meta["model"]["succeeded"], "ok (measured)": int(ok.sum()),
+            "failed (model)": meta["model"]["failed"], "failed (measured)": int((~ok).sum()),
+            "median gap (s)": round(pd.Series(gaps).median(), 2) if gaps else None,
+            "largest gap (s)": round(max(gaps), 2) if gaps else None,
+        })
+    return pd.DataFrame(rows).set_index("step")

@@ -1,0 +1,211 @@
+"""Altair chart builders shared by every chapter: one theme, tooltips on every mark, legends that highlight.
+
+A chart carries little data: each builder first aggregates in pandas (per time bucket, per series), so a
+page stays light however many requests a step made. Time runs in seconds since the step's load started
+(`load_started_ms` in step.json), so the model's predictions, which count from the spike, line up with it.
+One row of small multiples per step.
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from harness import LabError
+from harness.store import ChapterData
+
+THEME = "concurrency-lab"
+WIDTH, ROW_HEIGHT = 600, 150
+BUCKET_MS = 100  # completions are counted per 100 ms: finer than any wave, coarse enough to stay small
+SAMPLE_BUCKET_MS = 500  # the samplers' default interval; longer runs still get one point per bucket
+T_TITLE = "seconds since the load started"
+
+# One colour per series, the same in every chart of the book.
+PALETTE = {
+    "measured: ok": "#4c78a8",
+    "measured: failed": "#e45756",
+    "model: ok": "#222222",
+    "model: failed": "#b279a2",
+    "established": "#4c78a8",
+    "accept queue": "#f58518",
+    "ceiling (model)": "#e45756",
+    "busy threads": "#54a24b",
+    "max threads (model)": "#e45756",
+}
+
+
+@alt.theme.register(THEME, enable=False)
+def lab_theme() -> alt.theme.ThemeConfig:
+    """Quiet axes, legend on top (where a reader looks first), the page's sans-serif font."""
+    return {
+        "config": {
+            "font": "system-ui, -apple-system, 'Segoe UI', sans-serif",
+            "view": {"stroke": None},
+            "axis": {"gridColor": "#eeeeee", "labelFontSize": 11, "titleFontSize": 12, "titleFontWeight": "normal"},
+            "legend": {"orient": "top", "labelFontSize": 11, "titleFontSize": 11, "symbolStrokeWidth": 2},
+            "header": {"labelFontSize": 12, "labelFontWeight": "bold", "labelAngle": 0, "labelAlign": "left"},
+            "title": {"fontSize": 14, "anchor": "start"},
+        }
+    }
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+def require_steps(data: ChapterData) -> None:
+    """A chart of nothing would draw blank: say what to run instead."""
+    if not data.steps:
+        raise LabError(f"no complete steps in data/{data.chapter}/: run `invoke run {data.chapter}` first")
+
+
+def step_order(data: ChapterData) -> list[str]:
+    """Steps in the order they ran."""
+    return sorted(data.steps, key=lambda s: data.steps[s].get("started_ms", 0))
+
+
+def load_start_ms(meta: dict) -> float:
+    return meta.get("load_started_ms", meta["started_ms"])
+
+
+def seconds_since_load(frame: pd.DataFrame, column: str, data: ChapterData) -> pd.Series:
+    """A timestamp column (epoch ms) as seconds since its step's load started."""
+    start = frame["step"].map({s: load_start_ms(m) for s, m in data.steps.items()})
+    return (frame[column] - start) / 1000
+
+
+def per_bucket(frame: pd.DataFrame, bucket_ms: int, value: str = "value", how: str = "max") -> pd.DataFrame:
+    """Aggregate samples per step, series and time bucket; `t_s` becomes the bucket's start."""
+    bucket = (frame["t_s"] * 1000 // bucket_ms).astype("int64")
+    grouped = frame.assign(bucket=bucket).groupby(["step", "series", "bucket"], as_index=False)[value].agg(how)
+    return grouped.assign(t_s=grouped["bucket"] * bucket_ms / 1000).drop(columns="bucket")
+
+
+def series_color(series: pd.Series) -> alt.Color:
+    """Fixed colours for the series present, in PALETTE's order."""
+    present = [name for name in PALETTE if name in set(series)]
+    scale = alt.Scale(domain=present, range=[PALETTE[name] for name in present])
+    return alt.Color("series:N", scale=scale, title=None)
+
+
+def legend_highlight() -> alt.Parameter:
+    """Click a legend entry to highlight that series (shift-click adds more); double-click resets."""
+    return alt.selection_point(fields=["series"], bind="legend")
+
+
+def faded_unless(selection: alt.Parameter) -> dict:
+    return alt.condition(selection, alt.value(1.0), alt.value(0.15))
+
+
+def by_step(layers: alt.LayerChart, data: ChapterData) -> alt.FacetChart:
+    """Small multiples: one row per step, sharing the time axis."""
+    row = alt.Row("step:N", sort=step_order(data), title=None, header=alt.Header(labelOrient="top"))
+    return layers.properties(width=WIDTH, height=ROW_HEIGHT).facet(row=row)
+
+
+# ---- completions: when requests finished, measured against the model --------------------------------
+
+def measured_completions(data: ChapterData, bucket_ms: int = BUCKET_MS) -> pd.DataFrame:
+    """Requests finished per time bucket, ok (a 2xx/3xx response) or failed (no response, an error, 4xx/5xx)."""
+    requests = data.requests
+    ok = requests["status"].between(200, 399) & (requests["error_code"] == 0)
+    frame = pd.DataFrame({
+        "step": requests["step"],
+        "series": ok.map({True: "measured: ok", False: "measured: failed"}),
+        "t_s": seconds_since_load(requests, "end_ms", data),
+        "requests": 1,
+    })
+    counted = per_bucket(frame, bucket_ms, value="requests", how="sum")
+    return counted.assign(t_end_s=counted["t_s"] + bucket_ms / 1000, source="measured")
+
+
+def predicted_completions(data: ChapterData) -> pd.DataFrame:
+    """The model's completions (step.json `model.completions`) and its failures, which end at the client timeout."""
+    rows = []
+    for step, meta in data.steps.items():
+        model = meta["model"]
+        rows += [(step, "model: ok", end_ms / 1000, count) for end_ms, count in model["completions"]]
+        if model.get("failed"):
+            rows.append((step, "model: failed", model["client_timeout_ms"] / 1000, model["failed"]))
+    frame = pd.DataFrame(rows, columns=["step", "series", "t_s", "requests"])
+    return frame.assign(t_end_s=frame["t_s"], source="model")
+
+
+def completions_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.FacetChart:
+    """Bars: requests that finished in each bucket; diamonds: when and how many the model said would."""
+    require_steps(data)
+    frame = pd.concat([measured_completions(data, bucket_ms), predicted_completions(data)], ignore_index=True)
+    highlight = legend_highlight()
+    tooltip = [
+        alt.Tooltip("step:N"), alt.Tooltip("series:N"),
+        alt.Tooltip("t_s:Q", title="from (s)", format=".2f"), alt.Tooltip("t_end_s:Q", title="to (s)", format=".2f"),
+        alt.Tooltip("requests:Q", title="requests"),
+    ]
+    encode = {"color": series_color(frame["series"]), "opacity": faded_unless(highlight), "tooltip": tooltip}
+    base = alt.Chart(frame)
+    bars = base.transform_filter(alt.datum.source == "measured").mark_bar().encode(
+        x=alt.X("t_s:Q", title=T_TITLE), x2="t_end_s:Q",
+        y=alt.Y("requests:Q", title=f"requests finished per {bucket_ms} ms"), **encode,
+    ).add_params(highlight)
+    diamonds = base.transform_filter(alt.datum.source == "model").mark_point(
+        shape="diamond", filled=True, size=90).encode(x="t_s:Q", y="requests:Q", **encode)
+    return by_step(alt.layer(bars, diamonds), data)
+
+
+# ---- timelines: sampled state against a limit --------------------------------------------------------
+
+def timeline_chart(samples: pd.DataFrame, limits: pd.DataFrame, data: ChapterData, y_title: str) -> alt.FacetChart:
+    """Sampled series as steps over time, each limit as a horizontal rule; both in the legend.
+
+    `samples`: step, series, t_s, value. `limits`: step, series, value.
+    """
+    frame = pd.concat([samples.assign(kind="sample"), limits.assign(kind="limit")], ignore_index=True)
+    highlight = legend_highlight()
+    encode = {
+        "color": series_color(frame["series"]),
+        "opacity": faded_unless(highlight),
+        "tooltip": [alt.Tooltip("step:N"), alt.Tooltip("series:N"), alt.Tooltip("t_s:Q", title="at (s)", format=".1f"),
+                    alt.Tooltip("value:Q", title=y_title)],
+    }
+    base = alt.Chart(frame)
+    lines = base.transform_filter(alt.datum.kind == "sample").mark_line(
+        interpolate="step-after", point=True, strokeWidth=2).encode(
+        x=alt.X("t_s:Q", title=T_TITLE), y=alt.Y("value:Q", title=y_title), **encode,
+    ).add_params(highlight)
+    rules = base.transform_filter(alt.datum.kind == "limit").mark_rule(strokeDash=[6, 4], strokeWidth=2).encode(
+        y="value:Q", **encode)
+    return by_step(alt.layer(lines, rules), data)
+
+
+def ss_samples(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> pd.DataFrame:
+    """Established connections and the listening socket's accept queue, from `ss`, highest per bucket."""
+    ss = data.ss.rename(columns={"estab": "established", "accept_queue": "accept queue"})
+    long = ss.melt(id_vars=["step", "ts_ms"], value_vars=["established", "accept queue"], var_name="series")
+    long["t_s"] = seconds_since_load(long, "ts_ms", data)
+    return per_bucket(long, bucket_ms)
+
+
+def model_limit(data: ChapterData, series: str, key: str) -> pd.DataFrame:
+    """One horizontal line per step at the model's `key` (e.g. ceiling, threads)."""
+    rows = [(step, series, meta["model"][key]) for step, meta in data.steps.items()]
+    return pd.DataFrame(rows, columns=["step", "series", "value"])
+
+
+def ss_timeline_chart(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> alt.FacetChart:
+    """Connections the kernel shows over time, against the model's ceiling (max-connections + accept-count + 1)."""
+    require_steps(data)
+    ceiling = model_limit(data, "ceiling (model)", "ceiling")
+    return timeline_chart(ss_samples(data, bucket_ms), ceiling, data, "connections")
+
+
+def actuator_samples(data: ChapterData, metric: str, series: str, bucket_ms: int = SAMPLE_BUCKET_MS) -> pd.DataFrame:
+    """One Actuator metric over time, highest per bucket."""
+    rows = data.actuator[data.actuator["metric"] == metric]
+    frame = pd.DataFrame({"step": rows["step"], "series": series, "value": rows["value"],
+                          "t_s": seconds_since_load(rows, "ts_ms", data)})
+    return per_bucket(frame, bucket_ms)
+
+
+def busy_threads_chart(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> alt.FacetChart:
+    """Tomcat's busy worker threads (Actuator `tomcat.threads.busy`) against the pool size the model assumes."""
+    require_steps(data)
+    busy = actuator_samples(data, "tomcat.threads.busy", "busy threads", bucket_ms)
+    pool = model_limit(data, "max threads (model)", "threads")
+    return timeline_chart(busy, pool, data, "threads")

@@ -1,0 +1,69 @@
+"""Derived numbers from a chapter's data: throughput, latency percentiles, Little's law, time series.
+
+Everything here is computed from the step data and the model; chapters and verdicts call these.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.store import ChapterData
+
+PERCENTILES = (0.5, 0.66, 0.9, 0.99)
+
+
+def steps_frame(data: ChapterData) -> pd.DataFrame:
+    """One row per step: tool, concurrency, requests asked/issued/ok and the step's load window."""
+    rows = []
+    for step_id, meta in data.steps.items():
+        load = meta["config"]["load"]
+        rows.append({
+            "step": step_id, "tool": load.get("tool", "k6"), "executor": load["executor"],
+            "concurrency": load["vus"], "asked": meta["requests"]["asked"], "issued": meta["requests"]["issued"],
+            "succeeded": meta["requests"].get("succeeded", 0), "threads": meta["model"].get("threads"),
+            "wall_s": meta.get("wall_s"), "findings": ", ".join(meta.get("findings", [])),
+        })
+    return pd.DataFrame(rows)
+
+
+def throughput_table(data: ChapterData) -> pd.DataFrame:
+    """Per step: measured RPS (answered requests / (last end − first start)) beside the model's."""
+    table = steps_frame(data)
+    measured, latency = [], []
+    for step_id in table["step"]:
+        requests = data.requests[(data.requests.step == step_id) & (data.requests.status == 200)]
+        span_s = (requests["end_ms"].max() - requests["start_ms"].min()) / 1000
+        measured.append(len(requests) / span_s if span_s > 0 else float("nan"))
+        latency.append(requests["duration_ms"].mean())
+    table["rps"] = measured
+    table["rps_model"] = [data.meta(s)["model"].get("rps") for s in table["step"]]
+    table["rps_error"] = table["rps"] / table["rps_model"] - 1
+    table["mean_latency_ms"] = latency
+    # Little's law: requests in flight = throughput × mean latency; the clients keep C in flight.
+    table["littles_concurrency"] = table["rps"] * table["mean_latency_ms"] / 1000
+    return table
+
+
+def latency_percentiles(data: ChapterData, step_ids: list[str] | None = None) -> pd.DataFrame:
+    """Per step: answered requests' latency percentiles and max, in ms."""
+    ok = data.requests[data.requests.status == 200]
+    if step_ids:
+        ok = ok[ok.step.isin(step_ids)]
+    table = ok.groupby("step")["duration_ms"].quantile(list(PERCENTILES)).unstack()
+    table.columns = [f"p{round(q * 100)}_ms" for q in PERCENTILES]
+    table["max_ms"] = ok.groupby("step")["duration_ms"].max()
+    return table.reset_index()
+
+
+def per_second(data: ChapterData, step_id: str) -> pd.DataFrame:
+    """Completed requests in each second since the step's load started (to see a rate hold)."""
+    requests = data.requests[(data.requests.step == step_id) & (data.requests.status == 200)]
+    start = data.meta(step_id)["load_started_ms"]
+    second = ((requests["end_ms"] - start) // 1000).astype("int64")
+    return second.value_counts().sort_index().rename_axis("second").reset_index(name="requests")
+
+
+def metric_series(data: ChapterData, step_id: str, metric: str) -> pd.DataFrame:
+    """One Actuator metric of a step against seconds since its load started."""
+    frame = data.actuator[(data.actuator.step == step_id) & (data.actuator.metric == metric)]
+    start = data.meta(step_id)["load_started_ms"]
+    return pd.DataFrame({"t_s": (frame["ts_ms"] - start) / 1000, "value": frame["value"]}).reset_index(drop=True)

@@ -26,7 +26,14 @@ def steps_frame(data: ChapterData) -> pd.DataFrame:
 
 
 def throughput_table(data: ChapterData) -> pd.DataFrame:
-    """Per step: measured RPS (answered requests / (last end − first start)) beside the model's."""
+    """Per step: measured RPS beside the model's.
+
+    `rps` is over the whole run (answered requests / (last end − first start)), as ab and the article
+    report it. It runs a little under the model's steady state: the run ends with the last slow
+    requests still sleeping, so a run of N / RPS seconds carries up to one sleep of tail. (A window
+    inside the run is no better: a saturated pool phase-locks, all threads waking together once per
+    sleep, so completions come in bursts and a window's count depends on where it cuts them.)
+    """
     table = steps_frame(data)
     measured, latency = [], []
     for step_id in table["step"]:

@@ -22,14 +22,19 @@ import altair as alt
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.charts import THEME, busy_threads_chart, completions_chart, load_start_ms, ss_timeline_chart
+from harness.analysis import latency_percentiles, per_second, throughput_table
+from harness.charts import (THEME, busy_threads_chart, completion_rate_chart, completions_chart, latency_ecdf_chart,
+                            load_start_ms, rps_chart, ss_timeline_chart, step_order)
+from harness import ROOT
 from harness.store import ChapterData, complete_steps, data_root, load
-from harness.verdicts import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdict_of, within, within_abs
+from harness.verdicts import ARTICLE_002_RPS, DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, f002_verdicts, verdict_of, within, within_abs
 
 __all__ = [
     "alt", "pd", "Markdown", "load", "ChapterData",
     "completions_chart", "ss_timeline_chart", "busy_threads_chart",
-    "reproduce_box", "verdict_table", "machines_table", "completion_table",
+    "rps_chart", "latency_ecdf_chart", "completion_rate_chart", "throughput_table", "latency_percentiles", "per_second",
+    "f002_verdicts", "predictions_table", "rps_table", "littles_law_table",
+    "reproduce_box", "readme_commands", "verdict_table", "machines_table", "steps_table", "peaks_table", "completion_table",
     "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
 ]
 
@@ -170,6 +175,12 @@ def duration_text(seconds: float) -> str:
     return f"{hours} h {minutes} min"
 
 
+def readme_commands() -> Markdown:
+    """README's set-up commands (its first bash block), quoted so the book cannot drift from the README."""
+    block = re.search(r"```bash\n.*?```", (ROOT / "README.md").read_text(), re.S)
+    return Markdown(block.group(0) if block else "*README.md has no bash block.*")
+
+
 # ---- tables ---------------------------------------------------------------------------------------------
 
 def verdict_table(verdicts: list[Verdict]) -> Markdown:
@@ -206,8 +217,8 @@ def completion_table(data: ChapterData) -> pd.DataFrame:
     """Per step: successes and failures predicted vs measured, and how far measured completion times lie from
     the predicted ones (the k-th earliest success against the model's k-th)."""
     rows = []
-    for name, meta in data.steps.items():
-        requests = data.requests[data.requests["step"] == name]
+    for name in step_order(data):
+        meta, requests = data.steps[name], data.requests[data.requests["step"] == name]
         ok = requests["status"].between(200, 399) & (requests["error_code"] == 0)
         measured = sorted((requests.loc[ok, "end_ms"] - load_start_ms(meta)) / 1000)
         predicted = [end / 1000 for end, count in meta["model"]["completions"] for _ in range(count)]
@@ -220,3 +231,72 @@ def completion_table(data: ChapterData) -> pd.DataFrame:
             "largest gap (s)": round(max(gaps), 2) if gaps else None,
         })
     return pd.DataFrame(rows).set_index("step")
+
+
+def steps_table(data: ChapterData) -> pd.DataFrame:
+    """Per step, in run order: why it exists, the load, the server knobs it sets, and requests asked → answered."""
+    rows = []
+    for name in step_order(data):
+        meta = data.steps[name]
+        load, counts = meta["config"]["load"], meta["requests"]
+        amount = f"for {load['duration']}" if "duration" in load else f"× {load.get('iterations', 1)} iteration(s)"
+        rows.append({
+            "step": name, "why": meta.get("why", ""),
+            "load": f"{load['executor']}, {load['vus']} VUs {amount}, keep-alive {'on' if load.get('connection_reuse') else 'off'}",
+            "server": ", ".join(f"{k}={v}" for k, v in meta["config"]["server"].items()) or "Spring Boot defaults",
+            "asked": counts["asked"], "issued": counts["issued"], "ok": counts.get("succeeded"), "failed": counts.get("failed"),
+        })
+    return pd.DataFrame(rows).set_index("step")
+
+
+def peaks_table(data: ChapterData) -> pd.DataFrame:
+    """Per step: the highest values the samplers saw against the model's limits."""
+    rows = []
+    for name in step_order(data):
+        model = data.steps[name]["model"]
+        ss = data.ss[data.ss["step"] == name]
+        busy = data.actuator[(data.actuator["step"] == name) & (data.actuator["metric"] == "tomcat.threads.busy")]
+        rows.append({
+            "step": name,
+            "established (peak)": _peak(ss["estab"]), "ceiling (model)": model["ceiling"],
+            "accept queue (peak)": _peak(ss["accept_queue"]),
+            "busy threads (peak)": _peak(busy["value"]), "threads (model)": model["threads"],
+            "listen overflows": int(ss["listen_overflows"].sum()),
+        })
+    return pd.DataFrame(rows).set_index("step")
+
+
+def _peak(values: pd.Series) -> int | None:
+    """The highest sample; None when the sampler got none (shown as an empty cell, not a crash)."""
+    return None if values.dropna().empty else int(values.max())
+
+
+# ---- throughput chapters (chapter 1) -----------------------------------------------------------------
+
+def predictions_table(data: ChapterData) -> pd.DataFrame:
+    """What the closed-loop model predicted for each step, before any measurement."""
+    rows = [{"step": s, "C": m["config"]["load"]["vus"], "requests": m["model"]["requests"],
+             "RPS (model)": round(m["model"]["rps"]), "mean latency ms (model)": round(m["model"]["mean_latency_ms"]),
+             "run time s (model)": round(m["model"]["duration_ms"] / 1000, 1)}
+            for s, m in sorted(data.steps.items(), key=lambda item: (item[1]["config"]["load"]["vus"], item[0]))]
+    return pd.DataFrame(rows).set_index("step")
+
+
+def rps_table(data: ChapterData) -> pd.DataFrame:
+    """Measured RPS per step beside the article's (ab) and the model's."""
+    table = throughput_table(data).sort_values(["concurrency", "tool"])
+    table["RPS (article, ab)"] = table["concurrency"].map(ARTICLE_002_RPS)
+    table = table.rename(columns={"concurrency": "C", "rps": "RPS (measured)", "rps_model": "RPS (model)",
+                                  "rps_error": "measured vs model"})
+    shown = table.set_index("step")[["tool", "C", "issued", "RPS (measured)", "RPS (article, ab)", "RPS (model)", "measured vs model"]]
+    return shown.style.format({"RPS (measured)": "{:.1f}", "RPS (article, ab)": "{:.2f}", "RPS (model)": "{:.0f}",
+                               "measured vs model": "{:+.1%}"})
+
+
+def littles_law_table(data: ChapterData) -> pd.DataFrame:
+    """Little's law on our data: throughput × mean latency should equal the clients in flight, C."""
+    table = throughput_table(data).sort_values(["concurrency", "tool"]).set_index("step")
+    shown = table[["tool", "concurrency", "rps", "mean_latency_ms", "littles_concurrency"]].rename(columns={
+        "concurrency": "C (clients in flight)", "rps": "RPS", "mean_latency_ms": "mean latency ms",
+        "littles_concurrency": "RPS × mean latency"})
+    return shown.style.format({"RPS": "{:.1f}", "mean latency ms": "{:.0f}", "RPS × mean latency": "{:.1f}"})

@@ -30,6 +30,9 @@ PALETTE = {
     "ceiling (model)": "#e45756",
     "busy threads": "#54a24b",
     "max threads (model)": "#e45756",
+    "k6": "#4c78a8",
+    "ab": "#f58518",
+    "model": "#222222",
 }
 
 
@@ -71,11 +74,22 @@ def seconds_since_load(frame: pd.DataFrame, column: str, data: ChapterData) -> p
     return (frame[column] - start) / 1000
 
 
-def per_bucket(frame: pd.DataFrame, bucket_ms: int, value: str = "value", how: str = "max") -> pd.DataFrame:
-    """Aggregate samples per step, series and time bucket; `t_s` becomes the bucket's start."""
+def _buckets(frame: pd.DataFrame, bucket_ms: int):
     bucket = (frame["t_s"] * 1000 // bucket_ms).astype("int64")
-    grouped = frame.assign(bucket=bucket).groupby(["step", "series", "bucket"], as_index=False)[value].agg(how)
-    return grouped.assign(t_s=grouped["bucket"] * bucket_ms / 1000).drop(columns="bucket")
+    return frame.assign(bucket=bucket).groupby(["step", "series", "bucket"], as_index=False)
+
+
+def count_per_bucket(frame: pd.DataFrame, bucket_ms: int, value: str) -> pd.DataFrame:
+    """Sum `value` per step, series and time bucket; a row spans its bucket, from `t_s` to `t_end_s`."""
+    summed = _buckets(frame, bucket_ms)[value].sum()
+    start = summed.pop("bucket") * bucket_ms / 1000
+    return summed.assign(t_s=start, t_end_s=start + bucket_ms / 1000)
+
+
+def thin_samples(frame: pd.DataFrame, bucket_ms: int) -> pd.DataFrame:
+    """At most one sample per step, series and bucket: the highest value, at the bucket's first sample time
+    (never moved to the bucket's edge, so a sample keeps its real time)."""
+    return _buckets(frame, bucket_ms).agg(value=("value", "max"), t_s=("t_s", "min")).drop(columns="bucket")
 
 
 def series_color(series: pd.Series) -> alt.Color:
@@ -112,8 +126,7 @@ def measured_completions(data: ChapterData, bucket_ms: int = BUCKET_MS) -> pd.Da
         "t_s": seconds_since_load(requests, "end_ms", data),
         "requests": 1,
     })
-    counted = per_bucket(frame, bucket_ms, value="requests", how="sum")
-    return counted.assign(t_end_s=counted["t_s"] + bucket_ms / 1000, source="measured")
+    return count_per_bucket(frame, bucket_ms, "requests").assign(source="measured")
 
 
 def predicted_completions(data: ChapterData) -> pd.DataFrame:
@@ -141,7 +154,8 @@ def completions_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.Face
     encode = {"color": series_color(frame["series"]), "opacity": faded_unless(highlight), "tooltip": tooltip}
     base = alt.Chart(frame)
     bars = base.transform_filter(alt.datum.source == "measured").mark_bar().encode(
-        x=alt.X("t_s:Q", title=T_TITLE), x2="t_end_s:Q",
+        # Counted in pandas already ("binned"); time runs from the load's start.
+        x=alt.X("t_s:Q", bin="binned", title=T_TITLE, scale=alt.Scale(zero=True)), x2="t_end_s:Q",
         y=alt.Y("requests:Q", title=f"requests finished per {bucket_ms} ms"), **encode,
     ).add_params(highlight)
     diamonds = base.transform_filter(alt.datum.source == "model").mark_point(
@@ -179,7 +193,7 @@ def ss_samples(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> pd.DataF
     ss = data.ss.rename(columns={"estab": "established", "accept_queue": "accept queue"})
     long = ss.melt(id_vars=["step", "ts_ms"], value_vars=["established", "accept queue"], var_name="series")
     long["t_s"] = seconds_since_load(long, "ts_ms", data)
-    return per_bucket(long, bucket_ms)
+    return thin_samples(long, bucket_ms)
 
 
 def model_limit(data: ChapterData, series: str, key: str) -> pd.DataFrame:
@@ -200,7 +214,7 @@ def actuator_samples(data: ChapterData, metric: str, series: str, bucket_ms: int
     rows = data.actuator[data.actuator["metric"] == metric]
     frame = pd.DataFrame({"step": rows["step"], "series": series, "value": rows["value"],
                           "t_s": seconds_since_load(rows, "ts_ms", data)})
-    return per_bucket(frame, bucket_ms)
+    return thin_samples(frame, bucket_ms)
 
 
 def busy_threads_chart(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> alt.FacetChart:
@@ -209,3 +223,73 @@ def busy_threads_chart(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> 
     busy = actuator_samples(data, "tomcat.threads.busy", "busy threads", bucket_ms)
     pool = model_limit(data, "max threads (model)", "threads")
     return timeline_chart(busy, pool, data, "threads")
+
+
+# ---- throughput: requests per second against concurrency (chapter 1) ----------------------------------
+
+def rps_chart(table: pd.DataFrame, rate_per_thread: float, threads: int) -> alt.LayerChart:
+    """Measured RPS per concurrency and tool (points) on the model's line min(C, threads) × rate."""
+    measured = table.assign(series=table["tool"])[["series", "concurrency", "rps", "rps_model", "rps_error", "step"]]
+    levels = sorted(set(table["concurrency"]) | {threads})
+    line = pd.DataFrame({"concurrency": levels, "series": "model"})
+    line["rps"] = [min(c, threads) * rate_per_thread for c in levels]
+    pick = legend_highlight()
+    color = series_color(pd.concat([measured["series"], line["series"]]))  # one scale for both layers
+    x = alt.X("concurrency:Q", scale=alt.Scale(type="log"), title="concurrent clients C (log)")
+    y = alt.Y("rps:Q", scale=alt.Scale(type="log"), title="requests per second (log)")
+    model = alt.Chart(line).mark_line(strokeDash=[4, 3]).encode(
+        x, y, color=color, opacity=faded_unless(pick),
+        tooltip=[alt.Tooltip("concurrency:Q", title="C"), alt.Tooltip("rps:Q", title="model RPS", format=".0f")],
+    )
+    # Hollow and shaped by tool: the two tools often land on the same spot, and both must stay visible.
+    tools = sorted(measured["series"].unique())
+    points = alt.Chart(measured).mark_point(filled=False, strokeWidth=2).encode(
+        x, y, color=color, opacity=faded_unless(pick),
+        shape=alt.Shape("series:N", legend=None, scale=alt.Scale(domain=tools, range=["circle", "square"])),
+        size=alt.condition(alt.datum.series == "ab", alt.value(320), alt.value(90)),
+        tooltip=["step:N", alt.Tooltip("series:N", title="tool"), alt.Tooltip("concurrency:Q", title="C"),
+                 alt.Tooltip("rps:Q", title="measured RPS", format=".1f"),
+                 alt.Tooltip("rps_model:Q", title="model RPS", format=".0f"),
+                 alt.Tooltip("rps_error:Q", title="vs model", format="+.1%")],
+    )
+    return (model + points).add_params(pick).properties(width=WIDTH, height=300)
+
+
+def latency_ecdf_chart(data: ChapterData, step_ids: list[str], points: int = 200) -> alt.LayerChart:
+    """Share of requests answered within a time, per step: a steep start then a long tail means queueing.
+
+    Each curve is drawn from `points` quantiles, not every request, so the page stays light.
+    """
+    quantiles = [i / (points - 1) for i in range(points)]
+    frames = []
+    for step in step_ids:
+        ok = data.requests[(data.requests.step == step) & (data.requests.status == 200)]["duration_ms"]
+        frames.append(pd.DataFrame({"series": step, "share": quantiles, "duration_ms": ok.quantile(quantiles).to_numpy()}))
+    frame = pd.concat(frames, ignore_index=True)
+    pick = alt.selection_point(fields=["series"], bind="legend")
+    return alt.Chart(frame).mark_line(interpolate="step-after", point=alt.OverlayMarkDef(size=12, opacity=0)).encode(
+        alt.X("duration_ms:Q", title="latency (ms)"),
+        alt.Y("share:Q", axis=alt.Axis(format="%"), title="share of requests answered within"),
+        alt.Color("series:N", title=None, sort=step_ids),
+        opacity=faded_unless(pick),
+        tooltip=[alt.Tooltip("series:N", title="step"), alt.Tooltip("duration_ms:Q", title="latency ms", format=".0f"),
+                 alt.Tooltip("share:Q", title="answered within", format=".0%")],
+    ).add_params(pick).properties(width=WIDTH, height=260)
+
+
+def completion_rate_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.FacetChart:
+    """Answered requests per bucket over time, one row per step: bursts show a pool moving in phase."""
+    require_steps(data)
+    ok = data.requests[data.requests.status == 200]
+    frame = pd.DataFrame({"step": ok["step"], "series": "measured: ok", "one": 1})
+    frame["t_s"] = seconds_since_load(ok.assign(step=ok["step"]), "end_ms", data).to_numpy()
+    counts = count_per_bucket(frame, bucket_ms, "one").rename(columns={"one": "requests"})
+    counts["per_s"] = counts["requests"] * 1000 / bucket_ms
+    bars = alt.Chart(counts).mark_bar().encode(
+        alt.X("t_s:Q", bin="binned", title=T_TITLE), alt.X2("t_end_s:Q"),
+        alt.Y("requests:Q", title=f"answered per {bucket_ms} ms"),
+        color=series_color(counts["series"]),
+        tooltip=["step:N", alt.Tooltip("t_s:Q", title="from s", format=".1f"),
+                 alt.Tooltip("requests:Q", title="answered"), alt.Tooltip("per_s:Q", title="as a rate /s", format=".0f")],
+    )
+    return by_step(bars, data)

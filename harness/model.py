@@ -12,6 +12,12 @@ already delivered to the server is still served (the thread sleeps for a client 
 
 `simulate` plays this out request by request; `predict` summarises it for a step.
 
+What it leaves out: the queue is checked when a SYN arrives and again when the handshake's last
+ACK does. A burst of SYNs that finds room is answered in full, but only the room's worth of ACKs
+fit; the other clients believe they are connected while the server keeps them in SYN-RECV and gets
+them in on SYN-ACK and data retransmits, later than the retry schedule above. Past an overflow the
+model is therefore a lower bound on completion times, exact only while every client is held.
+
 Closed loops (shared-iterations, ab -n/-c: each of C clients sends its next request as soon as the
 last is answered) are a throughput question instead: min(C, T) threads are busy, each finishing
 one request per mean service time, so RPS = min(C, T) / mean service time (seed 002's model), and

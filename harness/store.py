@@ -110,6 +110,12 @@ class ChapterData:
     def meta(self, step_id: str) -> dict:
         return self.steps[step_id]
 
+    def only(self, step_ids: list[str]) -> ChapterData:
+        """The same chapter with just these steps (for a chart about some of them)."""
+        keep = {s: self.steps[s] for s in step_ids}
+        tables = {name: getattr(self, name) for name in TABLES}
+        return ChapterData(self.chapter, keep, **{n: t[t["step"].isin(keep)] for n, t in tables.items()})
+
 
 def complete_steps(chapter: str) -> dict[str, dict]:
     root = data_root() / chapter

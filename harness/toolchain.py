@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from harness import SERVER_DIR, TOOLS, LabError
+from harness import ROOT, SERVER_DIR, TOOLS, LabError
 from harness.deploy import CDS_ARCHIVE, CDS_JAR, JAR, java_command, java_major
 from harness.load import K6_MODULE, K6_VERSION, find_k6, local_k6
 
@@ -67,6 +67,15 @@ def build_cds_archive() -> None:
         raise LabError(f"the CDS training run did not write {CDS_ARCHIVE}")
 
 
+def install_chart_libraries() -> None:
+    """vega, vega-lite and vega-embed pinned by package-lock.json: the book's charts load them offline."""
+    npm = shutil.which("npm")
+    if not npm:
+        raise LabError("npm is missing: install Node.js with npm (e.g. `apt-get install npm`); the book's charts need it")
+    say("installing the chart libraries (npm ci) …")
+    _run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT)
+
+
 def setup() -> None:
     started = time.monotonic()
     check_python()
@@ -75,6 +84,7 @@ def setup() -> None:
     say(f"ab:   {shutil.which('ab') or 'missing (chapter 1 cross-checks with it: apt-get install apache2-utils)'}")
     build_server()
     say(f"server: {JAR} (+ CDS archive)")
+    install_chart_libraries()
     say(f"setup done in {time.monotonic() - started:.0f} s; tools in {TOOLS}")
 
 

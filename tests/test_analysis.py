@@ -25,13 +25,13 @@ def test_throughput_and_littles_law():
     spans = [(k * 200, (k + 1) * 200) for k in range(10)] * 2
     table = throughput_table(chapter({"a": spans}))
     row = table.iloc[0]
-    assert row["rps"] == pytest.approx(10) and row["rps_error"] == pytest.approx(0)
+    assert row["rps"] == pytest.approx(10)
     assert row["mean_latency_ms"] == pytest.approx(200)
     assert row["littles_concurrency"] == pytest.approx(2)  # = the two clients
 
 
 def test_a_slow_step_shows_as_a_model_error():
-    spans = [(k * 400, (k + 1) * 400) for k in range(10)] * 2  # half the model's rate
+    spans = [(k * 200, (k + 1) * 200) for k in range(50)]  # 5/s against a model of 10/s
     assert throughput_table(chapter({"a": spans})).iloc[0]["rps_error"] == pytest.approx(-0.5)
 
 

@@ -1,0 +1,308 @@
+"""The book builds from the committed data: every chapter runs in a real Jupyter kernel, every chart is valid
+Vega-Lite and draws in headless Chromium with the network shut, and (with Quarto installed) the rendered
+site has every chapter and its charts."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import altair as alt
+import jsonschema
+import nbformat
+import pytest
+import yaml
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from harness import ROOT, store
+from harness.book import VEGA_SCRIPTS, duration_text, reproduce_box, verdict_table
+from harness.verdicts import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdict_of, within, within_abs
+
+# Helpers beside this file (pytest puts tests/ on sys.path).
+import qmd  # noqa: E402,I001
+from chromium import Chromium, find_binary  # noqa: E402
+
+QUARTO_YML = ROOT / "_quarto.yml"
+SPEC_SCRIPT = re.compile(r'<script type="application/json" id="(lab-chart-[0-9a-f]+)-spec">(.*?)</script>', re.S)
+MAX_ROWS = 5000  # rows a chart may embed: builders aggregate first
+
+
+def book_chapters() -> list[str]:
+    """Chapter sources in book order, from _quarto.yml (parts included), appendices last."""
+    book = yaml.safe_load(QUARTO_YML.read_text())["book"]
+
+    def flatten(items):
+        for item in items or []:
+            yield from flatten(item["chapters"]) if isinstance(item, dict) else [item]
+
+    return [*flatten(book["chapters"]), *flatten(book.get("appendices"))]
+
+
+CHAPTERS = book_chapters()
+
+
+@dataclass
+class Executed:
+    chapter: str
+    notebook: nbformat.NotebookNode | None = None
+    error: str = ""
+    charts: list[tuple[str, str]] = field(default_factory=list)  # (html, spec JSON) per chart, in order
+
+    def require(self) -> None:
+        if self.error:
+            pytest.fail(f"{self.chapter} did not execute:\n{self.error}")
+
+
+@functools.cache
+def execute(chapter: str) -> Executed:
+    """Run a chapter's cells in order in a python3 kernel at the repository root, on the committed data."""
+    run = Executed(chapter)
+    notebook = qmd.notebook(ROOT / chapter, ROOT)
+    saved = os.environ.pop("LAB_DATA_DIR", None)  # the book renders from data/, whatever the shell says
+    try:
+        NotebookClient(notebook, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(ROOT)}}).execute()
+    except CellExecutionError as err:
+        run.error = str(err)
+    finally:
+        if saved is not None:
+            os.environ["LAB_DATA_DIR"] = saved
+    run.notebook = notebook
+    run.charts = [(html, spec) for html in html_outputs(notebook) for _, spec in SPEC_SCRIPT.findall(html)]
+    return run
+
+
+def outputs(notebook: nbformat.NotebookNode):
+    for cell in notebook.cells:
+        yield from cell.get("outputs", [])
+
+
+def html_outputs(notebook: nbformat.NotebookNode) -> list[str]:
+    return [o["data"]["text/html"] for o in outputs(notebook) if "text/html" in o.get("data", {})]
+
+
+@pytest.fixture(scope="module", params=CHAPTERS)
+def executed(request) -> Executed:
+    return execute(request.param)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    binary = find_binary()
+    if not binary:
+        pytest.fail("no Chromium on PATH: install Debian's `chromium` package (apt-get install -y chromium)")
+    chromium = Chromium(binary)
+    yield chromium
+    chromium.close()
+
+
+def site_page(root: Path, name: str, body: str, offset: str | None = None) -> Path:
+    """A page as a chapter sits in the book: chapters/<name>.html below a root that has node_modules."""
+    page = root / "chapters" / f"{name}.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    meta = f'<meta name="quarto:offset" content="{offset}">' if offset is not None else ""
+    page.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8">{meta}</head><body>{body}</body></html>')
+    return page
+
+
+def with_libraries(root: Path) -> Path:
+    (root / "node_modules").symlink_to(ROOT / "node_modules")
+    return root
+
+
+# ---- (1) every chapter executes --------------------------------------------------------------------
+
+def test_chapter_executes(executed):
+    executed.require()
+    assert executed.notebook.cells, f"{executed.chapter} has no python cell (not even `from harness.book import *`)"
+
+
+def test_chapter_starts_with_the_common_import(executed):
+    first = executed.notebook.cells[0].source
+    assert "from harness.book import *" in first, f"{executed.chapter}: the first cell must import harness.book"
+
+
+# ---- (2) every chart is valid Vega-Lite, small, and offline ---------------------------------------------
+
+@functools.cache
+def vega_lite_validator() -> jsonschema.protocols.Validator:
+    schema = alt.vegalite.v6.schema.core.load_schema()
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def test_charts_are_valid_vega_lite(executed):
+    executed.require()
+    for _, text in executed.charts:
+        spec = json.loads(text)
+        assert spec["$schema"] == alt.SCHEMA_URL
+        errors = sorted(vega_lite_validator().iter_errors(spec), key=lambda e: list(e.path))
+        assert not errors, f"{executed.chapter}: {errors[0].message} at {list(errors[0].path)}"
+        rows = {name: len(values) for name, values in spec.get("datasets", {}).items()}
+        assert all(n <= MAX_ROWS for n in rows.values()), f"{executed.chapter}: a chart embeds {rows} rows"
+
+
+def test_no_chart_bypasses_the_offline_renderer(executed):
+    """A chart shown with another renderer would load its libraries from a CDN (or not draw in HTML at all)."""
+    executed.require()
+    for output in outputs(executed.notebook):
+        data = output.get("data", {})
+        assert not any("vegalite" in mime or "vega." in mime for mime in data), f"{executed.chapter}: {list(data)}"
+        assert "cdn.jsdelivr.net" not in data.get("text/html", ""), f"{executed.chapter}: a chart loads from a CDN"
+
+
+# ---- (3) every chart draws in headless Chromium, offline, without console errors ------------------------
+
+def test_charts_draw_offline(executed, browser, tmp_path):
+    executed.require()
+    if not executed.charts:
+        return  # nothing to draw (a chapter without charts passes by having none)
+    page = site_page(with_libraries(tmp_path), Path(executed.chapter).stem, "".join(h for h, _ in executed.charts))
+    report = browser.check(page.as_uri())
+    assert report.ok, report.summary()
+    assert len(report.charts) == len(executed.charts), report.summary()
+    assert all(c["marks"] > 0 for c in report.charts), f"a chart drew no data mark:\n{report.summary()}"
+
+
+def smoke_chart_html() -> str:
+    return execute("chapters/a1-the-lab.qmd").charts[0][0]
+
+
+def test_chart_finds_libraries_from_quartos_offset_tag(browser, tmp_path):
+    """In the rendered book the site root comes from <meta name="quarto:offset">; here the page sits at the root."""
+    page = tmp_path / "index.html"
+    site_page(with_libraries(tmp_path), "unused", "")
+    page.write_text(f'<!DOCTYPE html><html><head><meta name="quarto:offset" content="./"></head>'
+                    f"<body>{smoke_chart_html()}</body></html>")
+    report = browser.check(page.as_uri())
+    assert report.ok, report.summary()
+
+
+def test_check_fails_when_the_chart_libraries_are_missing(browser, tmp_path):
+    """The same chart on a site without node_modules: the check must see it fail."""
+    report = browser.check(site_page(tmp_path, "no-libraries", smoke_chart_html()).as_uri())
+    assert not report.ok
+    assert not report.charts[0]["drawn"]
+    assert any("vega.min.js" in e for e in report.errors), report.summary()
+
+
+def test_check_fails_for_altairs_cdn_chart(browser, tmp_path):
+    """Altair's stock HTML loads vega from a CDN: with the network shut it must not pass."""
+    chart = alt.Chart(alt.Data(values=[{"x": 1, "y": 2}])).mark_point().encode(x="x:Q", y="y:Q")
+    page = tmp_path / "cdn.html"
+    page.write_text(chart.to_html())
+    report = browser.check(page.as_uri(), selector="#vis")
+    assert not report.ok
+    assert report.errors, report.summary()
+
+
+# ---- (4) quarto render ------------------------------------------------------------------------------
+
+def rendered_page(chapter: str) -> Path:
+    return ROOT / "_book" / Path(chapter).with_suffix(".html")
+
+
+def test_quarto_renders_every_chapter_with_its_charts(request):
+    quarto = shutil.which("quarto")
+    if not quarto:
+        pytest.skip("quarto not on PATH: install it from https://quarto.org/docs/get-started/ to render the book")
+    browser = request.getfixturevalue("browser")
+    subprocess.run([quarto, "render"], cwd=ROOT, check=True, timeout=900)
+    for script in VEGA_SCRIPTS:
+        assert (ROOT / "_book" / script).is_file(), f"{script} was not copied into the site"
+    for chapter in CHAPTERS:
+        page, expected = rendered_page(chapter), len(execute(chapter).charts)
+        assert page.is_file(), f"{chapter} was not rendered to {page}"
+        assert page.read_text().count('class="lab-chart"') == expected, f"{page}: expected {expected} charts"
+        if expected:
+            report = browser.check(page.as_uri())
+            assert report.ok and len(report.charts) == expected, report.summary()
+
+
+# ---- the book's configuration ------------------------------------------------------------------------
+
+def test_every_chapter_in_quarto_yml_exists():
+    assert CHAPTERS[0] == "index.qmd", "Quarto needs the home page, index.qmd, first and at the root"
+    missing = [c for c in CHAPTERS if not (ROOT / c).is_file()]
+    assert not missing, f"_quarto.yml lists chapters that do not exist: {missing}"
+
+
+def test_quarto_copies_the_chart_libraries_the_renderer_loads():
+    resources = yaml.safe_load(QUARTO_YML.read_text())["project"]["resources"]
+    assert sorted(r.lstrip("/") for r in resources) == sorted(VEGA_SCRIPTS)
+    missing = [s for s in VEGA_SCRIPTS if not (ROOT / s).is_file()]
+    assert not missing, f"{missing} missing: run `npm ci`"
+
+
+def test_npm_pins_the_versions_altair_expects():
+    """vega-lite exactly Altair's schema version; vega and vega-embed on the major versions Altair loads."""
+    pinned = json.loads((ROOT / "package.json").read_text())["dependencies"]
+    assert pinned["vega-lite"] == alt.VEGALITE_VERSION
+    assert pinned["vega"].split(".")[0] == alt.VEGA_VERSION
+    assert pinned["vega-embed"].split(".")[0] == alt.VEGAEMBED_VERSION
+    locked = json.loads((ROOT / "package-lock.json").read_text())["packages"]
+    assert {name: locked[f"node_modules/{name}"]["version"] for name in pinned} == pinned
+
+
+def test_preface_quotes_readmes_commands():
+    readme = re.search(r"```bash\n.*?```", (ROOT / "README.md").read_text(), re.S).group(0)
+    shown = [o["data"].get("text/markdown", "") for o in outputs(execute("index.qmd").notebook) if "data" in o]
+    assert readme in shown
+
+
+def test_the_lab_appendix_documents_every_column():
+    text = (ROOT / "chapters" / "a1-the-lab.qmd").read_text()
+    undocumented = [c for columns in store.COLUMNS.values() for c in columns if f"`{c}`" not in text]
+    assert not undocumented, f"chapters/a1-the-lab.qmd does not describe columns {undocumented}"
+
+
+# ---- book helpers ---------------------------------------------------------------------------------------
+
+def test_qmd_cells_are_found_in_order_and_includes_expanded(tmp_path):
+    (tmp_path / "part.qmd").write_text("text\n```{python}\n#| echo: false\nb = 2\n```\n")
+    (tmp_path / "main.qmd").write_text("```{python}\na = 1\n```\n{{< include part.qmd >}}\n```bash\nnot run\n```\n")
+    cells = [c.source for c in qmd.notebook(tmp_path / "main.qmd", tmp_path).cells]
+    assert cells == ["a = 1", "#| echo: false\nb = 2"]
+
+
+def test_an_unclosed_cell_is_an_error():
+    with pytest.raises(ValueError, match="line 2"):
+        qmd.python_cells("text\n```{python}\nx = 1\n")
+
+
+def test_verdict_accepts_only_the_three_verdicts_and_finding_ids():
+    Verdict("F000-a", "says", "measured", REPRODUCED)
+    with pytest.raises(ValueError, match="verdict"):
+        Verdict("F000-a", "says", "measured", "mostly")
+    with pytest.raises(ValueError, match="finding"):
+        Verdict("F0-a", "says", "measured", REPRODUCED)
+
+
+def test_tolerance_helpers():
+    assert within(105, 100, 0.05) and not within(106, 100, 0.05)
+    assert within(0, 0, 0.1) and not within(1, 0, 0.1)
+    assert within_abs(5.2, 5.0, 0.25) and not within_abs(5.3, 5.0, 0.25)
+    assert (verdict_of(True), verdict_of(False), verdict_of(False, machine_bound=True)) == (REPRODUCED, NOT_REPRODUCED, DIFFERS)
+
+
+def test_verdict_table_escapes_cells():
+    table = verdict_table([Verdict("F000-a", "a | b", "2\nlines", REPRODUCED, "why")]).data
+    assert "| F000-a | a \\| b | 2 lines | **reproduced**: why |" in table
+
+
+def test_reproduce_box_without_data_still_gives_the_command(data_dir):
+    box = reproduce_box("nothing-yet").data
+    assert "invoke run nothing-yet" in box and "No complete steps" in box and box.endswith(":::")
+
+
+def test_reproduce_box_reports_machine_versions_and_time():
+    box = reproduce_box("smoke").data
+    meta = store.read_meta("smoke", "waves")
+    facts = (f"{meta['machine']['cores']} cores", meta["versions"]["java"], meta["versions"]["k6"],
+             f"waves {duration_text(meta['wall_s'])}")
+    for fact in facts:
+        assert fact in box

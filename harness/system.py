@@ -69,5 +69,6 @@ def git_commit() -> str:
     from harness import ROOT
 
     commit = command_output("git", "-C", str(ROOT), "rev-parse", "HEAD")
-    dirty = command_output("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no")
+    # Dirty means the code differs from the commit; results being rewritten under data/ do not count.
+    dirty = command_output("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".", ":!data")
     return f"{commit}{'+dirty' if dirty else ''}" if commit else "unknown"

@@ -87,8 +87,8 @@ def run_step(step: Step, server_backend, tool, dashboard: bool = False) -> Outco
         meta |= {"status": "failed", "reason": str(err)}
     except KeyboardInterrupt:
         meta |= {"status": "failed", "reason": "interrupted by the user (Ctrl-C) in the middle of the step"}
-        _finish(writer, meta, began)
-        say(f"    interrupted: what was measured is kept as a failed step in {store.step_dir(step.chapter, step.id)}")
+        where = _finish(writer, meta, began)
+        say(f"    interrupted: what was measured is kept as a failed step in {where}")
         raise
     where = _finish(writer, meta, began)
     if meta["status"] != "complete" and where.name != step.id:

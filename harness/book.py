@@ -33,7 +33,7 @@ __all__ = [
     "alt", "pd", "Markdown", "load", "ChapterData",
     "completions_chart", "ss_timeline_chart", "busy_threads_chart",
     "rps_chart", "latency_ecdf_chart", "completion_rate_chart", "throughput_table", "latency_percentiles", "per_second",
-    "f002_verdicts", "predictions_table", "rps_table", "littles_law_table",
+    "f002_verdicts", "predictions_table", "rps_table", "littles_law_table", "ceiling_sentences",
     "reproduce_box", "readme_commands", "verdict_table", "machines_table", "steps_table", "peaks_table", "completion_table",
     "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
 ]
@@ -300,3 +300,20 @@ def littles_law_table(data: ChapterData) -> pd.DataFrame:
         "concurrency": "C (clients in flight)", "rps": "RPS", "mean_latency_ms": "mean latency ms",
         "littles_concurrency": "RPS × mean latency"})
     return shown.style.format({"RPS": "{:.1f}", "mean latency ms": "{:.0f}", "RPS × mean latency": "{:.1f}"})
+
+
+def ceiling_sentences(data: ChapterData) -> str:
+    """Per spike step, in words: its connection ceiling, who finds no room, and the waves if all are held."""
+    lines = []
+    for name in step_order(data):
+        model, server = data.steps[name]["model"], data.steps[name]["config"]["server"]
+        if "ceiling" not in model:
+            continue
+        room = ("so every user is held from the start" if model["over_ceiling"] == 0 else
+                f"so {model['over_ceiling']} of the {model['requests']} users find no room at first")
+        lines.append(
+            f"- `{name}`: {model['threads']} threads at {model['service_ms']} ms per request, max-connections "
+            f"{server.get('TOMCAT_MAX_CONNECTIONS', 8192)}, accept-count {server.get('TOMCAT_ACCEPT_COUNT', 100)}: "
+            f"a ceiling of **{model['ceiling']}** connections, {room}; the simulation predicts "
+            f"{model['succeeded']} responses and {model['failed']} failures.")
+    return "\n".join(lines)

@@ -43,6 +43,7 @@ def throughput_table(data: ChapterData) -> pd.DataFrame:
         latency.append(requests["duration_ms"].mean())
     table["rps"] = measured
     table["rps_model"] = [data.meta(s)["model"].get("rps") for s in table["step"]]
+    table["rps_low"] = [data.meta(s)["model"].get("rps_low", float("nan")) for s in table["step"]]
     table["rps_error"] = table["rps"] / table["rps_model"] - 1
     table["mean_latency_ms"] = latency
     # Little's law: requests in flight = throughput × mean latency; the clients keep C in flight.

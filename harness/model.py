@@ -56,8 +56,13 @@ class Server:
     keep_alive_timeout_ms: int
 
 
-def simulate(requests: int, server: Server, client_timeout_ms: int) -> list[Outcome]:
-    """Play out N simultaneous clients against the server described in the module docstring."""
+def simulate(requests: int, server: Server, client_timeout_ms: int, arrivals_ms: list[int] | None = None) -> list[Outcome]:
+    """Play out N clients against the server described in the module docstring.
+
+    They arrive at once unless `arrivals_ms` gives each one's first SYN (e.g. the measured start
+    times: k6 needs seconds to start ten thousand users on two cores). Times are from the first arrival.
+    """
+    arrival = arrivals_ms if arrivals_ms is not None else [0] * requests
     queue_room = server.accept_count + KERNEL_EXTRA
     kernel: deque[int] = deque()  # established, waiting for Tomcat's accept
     work: deque[int] = deque()  # accepted by Tomcat, waiting for a thread
@@ -72,7 +77,7 @@ def simulate(requests: int, server: Server, client_timeout_ms: int) -> list[Outc
         heapq.heappush(events, (time, order, kind, client))
 
     for client in range(requests):
-        at(0, "syn", client)
+        at(arrival[client], "syn", client)
     retries: Counter[int] = Counter()
     while events:
         now, _, kind, client = heapq.heappop(events)
@@ -80,14 +85,15 @@ def simulate(requests: int, server: Server, client_timeout_ms: int) -> list[Outc
             if len(kernel) < queue_room:
                 kernel.append(client)
             elif retries[client] < len(SYN_RETRY_MS) and SYN_RETRY_MS[retries[client]] < client_timeout_ms:
-                at(SYN_RETRY_MS[retries[client]], "syn", client)
+                at(arrival[client] + SYN_RETRY_MS[retries[client]], "syn", client)
                 retries[client] += 1
             else:  # never connected before the client's timeout: no work reaches the server
-                outcomes[client] = Outcome(client_timeout_ms, False)
+                outcomes[client] = Outcome(arrival[client] + client_timeout_ms, False)
         elif kind == "done":
             free_threads += 1
-            ok = now <= client_timeout_ms
-            outcomes[client] = Outcome(now if ok else client_timeout_ms, ok)
+            deadline = arrival[client] + client_timeout_ms
+            ok = now <= deadline
+            outcomes[client] = Outcome(now if ok else deadline, ok)
             # A slot frees at once unless a live client keeps the connection open, idle.
             at(now + server.keep_alive_timeout_ms if ok and server.keep_alive else now, "release", client)
         elif kind == "release":
@@ -158,7 +164,8 @@ class ThroughputPrediction:
     concurrency: int  # C, clients each with one request in flight
     threads: int
     mean_service_ms: float
-    rps: float  # min(C, T) / mean service time
+    rps: float  # min(C, T) / mean service time, in the steady state
+    rps_low: float  # a finite run's whole-run RPS can be this low: it may end with one longest service of tail
     mean_latency_ms: float  # Little's law: C / RPS
     duration_ms: int  # requests / RPS
     stop_ms: int
@@ -189,9 +196,18 @@ def predict_throughput(step: Step) -> ThroughputPrediction:
     duration = round(n / rps * 1000)
     return ThroughputPrediction(
         requests=n, concurrency=concurrency, threads=threads, mean_service_ms=service, rps=rps,
+        rps_low=n / (n / rps + longest_service_ms(step) / 1000),
         mean_latency_ms=concurrency / rps * 1000, duration_ms=duration, stop_ms=_stop_ms(step),
         min_duration_ms=min(duration, _stop_ms(step)),
     )
+
+
+def simulate_measured_arrivals(step: Step, start_ms: list[float]) -> list[Outcome]:
+    """The simulation fed with the measured start of every request (ms since the first): the model
+    without its assumption that every user arrives at once."""
+    first = min(start_ms)
+    arrivals = [round(t - first) for t in start_ms]
+    return simulate(len(arrivals), server_of(step), duration_ms(step.load["request_timeout"]), arrivals)
 
 
 def predict_spike(step: Step, requests: int | None = None) -> Prediction:
@@ -222,6 +238,14 @@ def _service_ms(step: Step) -> int:
     """The sleep a /hello request asks for: ?sleepMs= in the path wins over the server's SLEEP_MS."""
     query = parse_qs(urlsplit(step.load["path"]).query)
     return int(query["sleepMs"][0]) if "sleepMs" in query else step.knob("SLEEP_MS")
+
+
+def longest_service_ms(step: Step) -> int:
+    """The longest a request holds a thread: /every-nth's sleep, or /hello's."""
+    url = urlsplit(step.load["path"])
+    if url.path == "/every-nth":
+        return int(parse_qs(url.query).get("sleepMs", ["2000"])[0])
+    return _service_ms(step)
 
 
 def mean_service_ms(step: Step) -> float:

@@ -1,6 +1,8 @@
 """The queueing model, checked against the articles' own arithmetic."""
 from pathlib import Path
 
+import pytest
+
 from harness.model import Server, closed_loop_rps, connection_ceiling, little_concurrency, predict, simulate, waves
 from harness.spec import parse_spec
 
@@ -93,4 +95,12 @@ def test_shared_iterations_predict_throughput_and_littles_latency():
     p = predict(step({"TOMCAT_MAX_THREADS": 100}, vus=500, executor="shared-iterations", iterations=5000,
                      path="/every-nth?n=10&sleepMs=2000"))
     assert (p.rps, p.mean_service_ms, p.duration_ms) == (500, 200, 10000)
+    assert p.rps_low == pytest.approx(5000 / 12)  # a 10 s run may end with one 2 s sleep of tail
     assert p.mean_latency_ms == 1000  # 500 in flight at 500/s: each waits 1 s on average
+
+
+def test_late_arrivals_shift_their_waves_and_their_deadlines():
+    # 1 thread, 2 clients arriving at 0 and 3 s, no contention for slots: done at 5 s and at 10 s
+    # (the second waits for the thread until 5 s); a 6 s timeout counts from each client's own start.
+    outcomes = simulate(2, server(max_connections=10, keep_alive=False), 6000, arrivals_ms=[0, 3000])
+    assert [(o.end_ms, o.ok) for o in outcomes] == [(5000, True), (9000, False)]

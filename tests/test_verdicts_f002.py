@@ -24,7 +24,8 @@ def chapter(rps_at: dict[int, float], c500_durations=None, busy_peak=100) -> Cha
             frames.append(step_requests(step, rps, durations))
             metas[step] = {"config": {"load": {"vus": c, "tool": tool, "executor": "shared-iterations"}},
                            "requests": {"asked": 2000, "issued": 2000, "succeeded": 2000},
-                           "model": {"rps": min(c, 100) * 5, "threads": 100}, "findings": []}
+                           "model": {"rps": min(c, 100) * 5, "rps_low": 2000 / (2000 / (min(c, 100) * 5) + 2),
+                                     "threads": 100}, "findings": []}
     busy = pd.DataFrame({"step": ["k6-c500", "ab-c500"], "ts_ms": 0, "metric": "tomcat.threads.busy", "value": busy_peak})
     empty = pd.DataFrame()
     return ChapterData("chapter1", metas, pd.concat(frames, ignore_index=True), empty, busy, empty)

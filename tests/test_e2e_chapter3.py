@@ -1,0 +1,67 @@
+"""Chapter 3 scaled down, end to end: waves, timeouts past waves × sleep, the connection ceiling."""
+import os
+
+import pytest
+
+from harness import ROOT, store
+from harness.model import predict
+from harness.spec import load_spec
+
+from test_e2e import finish, invoke
+
+pytestmark = pytest.mark.e2e
+PROFILE = ROOT / "tests" / "profiles" / "chapter3-scaled.toml"
+
+
+@pytest.fixture(scope="module")
+def chapter3(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("chapter3") / "data"
+    code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
+    assert code == 0, out
+    os.environ["LAB_DATA_DIR"] = str(data_dir)
+    try:
+        yield store.load("chapter3-scaled")
+    finally:
+        del os.environ["LAB_DATA_DIR"]
+
+
+def step_data(chapter3, step_id):
+    step = load_spec(str(PROFILE)).select([step_id])[0]
+    requests = chapter3.requests[chapter3.requests.step == step_id]
+    return step, predict(step), requests, requests["start_ms"].min()
+
+
+def test_every_user_sends_its_request(chapter3):
+    for step_id, meta in chapter3.steps.items():
+        assert meta["requests"]["issued"] == meta["requests"]["asked"], step_id
+
+
+def test_waves_of_threads_max(chapter3):
+    step, model, requests, t0 = step_data(chapter3, "a-waves")
+    ends = sorted((requests["end_ms"] - t0).tolist())
+    predicted = [t for t, count in model.completions for _ in range(count)]
+    assert ends == pytest.approx(predicted, abs=200)  # 4 at 1 s, 2 at 2 s
+
+
+def test_timeouts_when_waves_outlast_the_client(chapter3):
+    """15 waves of 1 s against a 12 s timeout: 48 answered by 12 s, the last 12 time out at 12 s."""
+    step, model, requests, t0 = step_data(chapter3, "d-timeouts")
+    ok, failed = requests[requests.status == 200], requests[requests.status != 200]
+    assert (len(ok), len(failed)) == (model.succeeded, model.failed) == (48, 12)
+    assert set(failed["error"]) == {"request timeout"}
+    assert ((failed["end_ms"] - t0) / 1000).between(12, 12.5).all()
+    assert ((ok["end_ms"] - t0) / 1000).max() < 12.2
+
+
+def test_the_connection_ceiling(chapter3):
+    """The server side never holds more than max-connections + accept-count + 1; kept-alive slots stay taken."""
+    step, model, requests, t0 = step_data(chapter3, "f-ceiling")
+    ss = chapter3.ss[chapter3.ss.step == "f-ceiling"]
+    assert ss["estab"].max() == model.ceiling == 167
+    assert ss["accept_queue"].max() == 3  # accept-count 2, plus the kernel's one
+    assert ss["listen_overflows"].sum() > 0
+    actuator = chapter3.actuator[chapter3.actuator.step == "f-ceiling"]
+    held = actuator[actuator.metric == "tomcat.connections.current"]["value"]
+    assert held.max() <= 164 + 1  # Tomcat's own count (its acceptor reserves one while waiting)
+    ok = requests[requests.status == 200]
+    assert len(ok) == model.succeeded == 164  # keep-alive: the served connections keep Tomcat's slots

@@ -62,16 +62,24 @@ def latency_percentiles(data: ChapterData, step_ids: list[str] | None = None) ->
     return table.reset_index()
 
 
+def spike_start_ms(data: ChapterData) -> dict[str, float]:
+    """Per step, time zero of its charts: its first request (k6 needs seconds to start thousands of users
+    after it launches, and the model counts from the spike); the load's launch when no request was sent."""
+    first = data.requests.groupby("step")["start_ms"].min() if len(data.requests) else pd.Series(dtype=float)
+    return {s: float(first[s]) if s in first else m.get("load_started_ms", m.get("started_ms", 0.0))
+            for s, m in data.steps.items()}
+
+
 def per_second(data: ChapterData, step_id: str) -> pd.DataFrame:
-    """Completed requests in each second since the step's load started (to see a rate hold)."""
+    """Completed requests in each second since the step's first request (to see a rate hold)."""
     requests = data.requests[(data.requests.step == step_id) & (data.requests.status == 200)]
-    start = data.meta(step_id)["load_started_ms"]
+    start = spike_start_ms(data)[step_id]
     second = ((requests["end_ms"] - start) // 1000).astype("int64")
     return second.value_counts().sort_index().rename_axis("second").reset_index(name="requests")
 
 
 def metric_series(data: ChapterData, step_id: str, metric: str) -> pd.DataFrame:
-    """One Actuator metric of a step against seconds since its load started."""
+    """One Actuator metric of a step against seconds since its first request."""
     frame = data.actuator[(data.actuator.step == step_id) & (data.actuator.metric == metric)]
-    start = data.meta(step_id)["load_started_ms"]
+    start = spike_start_ms(data)[step_id]
     return pd.DataFrame({"t_s": (frame["ts_ms"] - start) / 1000, "value": frame["value"]}).reset_index(drop=True)

@@ -22,18 +22,20 @@ import altair as alt
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.analysis import latency_percentiles, per_second, throughput_table
-from harness.charts import (THEME, busy_threads_chart, completion_rate_chart, completions_chart, latency_ecdf_chart,
-                            load_start_ms, rps_chart, ss_timeline_chart, step_order)
+from harness.analysis import latency_percentiles, per_second, spike_start_ms, throughput_table
+from harness.charts import (THEME, busy_threads_chart, capacity_explorer, completion_rate_chart, completions_chart,
+                            connections_chart, explorer_measured, failures_chart, latency_ecdf_chart,
+                            rps_chart, ss_timeline_chart, step_order)
 from harness import ROOT
 from harness.store import ChapterData, complete_steps, data_root, load
-from harness.verdicts import ARTICLE_002_RPS, DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, f002_verdicts, verdict_of, within, within_abs
+from harness.verdicts import ARTICLE_002_RPS, DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, f000_verdicts, f002_verdicts, verdict_of, within, within_abs
 
 __all__ = [
     "alt", "pd", "Markdown", "load", "ChapterData",
     "completions_chart", "ss_timeline_chart", "busy_threads_chart",
     "rps_chart", "latency_ecdf_chart", "completion_rate_chart", "throughput_table", "latency_percentiles", "per_second",
-    "f002_verdicts", "predictions_table", "rps_table", "littles_law_table", "ceiling_sentences",
+    "f002_verdicts", "f000_verdicts", "failures_chart", "connections_chart", "capacity_explorer", "explorer_measured",
+    "predictions_table", "rps_table", "littles_law_table", "ceiling_sentences",
     "reproduce_box", "readme_commands", "verdict_table", "machines_table", "steps_table", "peaks_table", "completion_table",
     "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
 ]
@@ -220,7 +222,7 @@ def completion_table(data: ChapterData) -> pd.DataFrame:
     for name in step_order(data):
         meta, requests = data.steps[name], data.requests[data.requests["step"] == name]
         ok = requests["status"].between(200, 399) & (requests["error_code"] == 0)
-        measured = sorted((requests.loc[ok, "end_ms"] - load_start_ms(meta)) / 1000)
+        measured = sorted((requests.loc[ok, "end_ms"] - spike_start_ms(data)[name]) / 1000)
         predicted = [end / 1000 for end, count in meta["model"]["completions"] for _ in range(count)]
         gaps = [abs(m - p) for m, p in zip(measured, predicted, strict=False)]
         rows.append({

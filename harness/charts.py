@@ -1,8 +1,8 @@
 """Altair chart builders shared by every chapter: one theme, tooltips on every mark, legends that highlight.
 
 A chart carries little data: each builder first aggregates in pandas (per time bucket, per series), so a
-page stays light however many requests a step made. Time runs in seconds since the step's load started
-(`load_started_ms` in step.json), so the model's predictions, which count from the spike, line up with it.
+page stays light however many requests a step made. Time runs in seconds since the step's first request
+(`harness.analysis.spike_start_ms`), so the model's predictions, which count from the spike, line up with it.
 One row of small multiples per step.
 """
 from __future__ import annotations
@@ -11,13 +11,14 @@ import altair as alt
 import pandas as pd
 
 from harness import LabError
+from harness.analysis import spike_start_ms
 from harness.store import ChapterData
 
 THEME = "concurrency-lab"
 WIDTH, ROW_HEIGHT = 600, 150
 BUCKET_MS = 100  # completions are counted per 100 ms: finer than any wave, coarse enough to stay small
 SAMPLE_BUCKET_MS = 500  # the samplers' default interval; longer runs still get one point per bucket
-T_TITLE = "seconds since the load started"
+T_TITLE = "seconds since the first request"
 
 # One colour per series, the same in every chart of the book.
 PALETTE = {
@@ -64,14 +65,9 @@ def step_order(data: ChapterData) -> list[str]:
     return sorted(data.steps, key=lambda s: data.steps[s].get("started_ms", 0))
 
 
-def load_start_ms(meta: dict) -> float:
-    return meta.get("load_started_ms", meta["started_ms"])
-
-
-def seconds_since_load(frame: pd.DataFrame, column: str, data: ChapterData) -> pd.Series:
-    """A timestamp column (epoch ms) as seconds since its step's load started."""
-    start = frame["step"].map({s: load_start_ms(m) for s, m in data.steps.items()})
-    return (frame[column] - start) / 1000
+def seconds_since_spike(frame: pd.DataFrame, column: str, data: ChapterData) -> pd.Series:
+    """A timestamp column (epoch ms) as seconds since its step's first request."""
+    return (frame[column] - frame["step"].map(spike_start_ms(data))) / 1000
 
 
 def _buckets(frame: pd.DataFrame, bucket_ms: int):
@@ -123,7 +119,7 @@ def measured_completions(data: ChapterData, bucket_ms: int = BUCKET_MS) -> pd.Da
     frame = pd.DataFrame({
         "step": requests["step"],
         "series": ok.map({True: "measured: ok", False: "measured: failed"}),
-        "t_s": seconds_since_load(requests, "end_ms", data),
+        "t_s": seconds_since_spike(requests, "end_ms", data),
         "requests": 1,
     })
     return count_per_bucket(frame, bucket_ms, "requests").assign(source="measured")
@@ -192,7 +188,7 @@ def ss_samples(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> pd.DataF
     """Established connections and the listening socket's accept queue, from `ss`, highest per bucket."""
     ss = data.ss.rename(columns={"estab": "established", "accept_queue": "accept queue"})
     long = ss.melt(id_vars=["step", "ts_ms"], value_vars=["established", "accept queue"], var_name="series")
-    long["t_s"] = seconds_since_load(long, "ts_ms", data)
+    long["t_s"] = seconds_since_spike(long, "ts_ms", data)
     return thin_samples(long, bucket_ms)
 
 
@@ -213,7 +209,7 @@ def actuator_samples(data: ChapterData, metric: str, series: str, bucket_ms: int
     """One Actuator metric over time, highest per bucket."""
     rows = data.actuator[data.actuator["metric"] == metric]
     frame = pd.DataFrame({"step": rows["step"], "series": series, "value": rows["value"],
-                          "t_s": seconds_since_load(rows, "ts_ms", data)})
+                          "t_s": seconds_since_spike(rows, "ts_ms", data)})
     return thin_samples(frame, bucket_ms)
 
 
@@ -282,7 +278,7 @@ def completion_rate_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.
     require_steps(data)
     ok = data.requests[data.requests.status == 200]
     frame = pd.DataFrame({"step": ok["step"], "series": "measured: ok", "one": 1})
-    frame["t_s"] = seconds_since_load(ok.assign(step=ok["step"]), "end_ms", data).to_numpy()
+    frame["t_s"] = seconds_since_spike(ok.assign(step=ok["step"]), "end_ms", data).to_numpy()
     counts = count_per_bucket(frame, bucket_ms, "one").rename(columns={"one": "requests"})
     counts["per_s"] = counts["requests"] * 1000 / bucket_ms
     bars = alt.Chart(counts).mark_bar().encode(
@@ -293,3 +289,266 @@ def completion_rate_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.
                  alt.Tooltip("requests:Q", title="answered"), alt.Tooltip("per_s:Q", title="as a rate /s", format=".0f")],
     )
     return by_step(bars, data)
+
+
+# ---- chapter 3: failures by kind, connections with SYN-RECV, a capacity explorer ---------------------------
+
+from harness.spec import SERVER_DEFAULTS  # noqa: E402
+from harness.verdicts import answered, failure_kinds  # noqa: E402
+
+PALETTE.update({  # series of the chapter-3 charts, added after the shared ones so their colours stay put
+    "SYN-RECV": "#72b7b2",
+    "listen overflows": "#9d755d",
+    "client timeout (model)": "#222222",
+    "k6 stops (model)": "#888888",
+})
+# Failure kinds are open-ended (k6's error texts); the common ones keep a colour across the book.
+FAILURE_COLORS = {
+    "request timeout": "#e45756",
+    "interrupted: k6 stopped before a response": "#bab0ac",
+    "connection reset by peer": "#f58518",
+    "i/o timeout": "#b279a2",
+    "cannot allocate memory": "#eeca3b",
+    "connection refused": "#ff9da6",
+    "EOF": "#79706e",
+}
+SPARE_COLORS = ("#4c78a8", "#54a24b", "#72b7b2", "#d67195", "#fcbf5f", "#8cd17d")
+FAILURE_BUCKET_MS = 1000
+
+
+def kind_color(kinds: list[str]) -> alt.Color:
+    """Known failure kinds in their colours, others from a spare list, limits (rules) in PALETTE's."""
+    spare = iter(SPARE_COLORS * (1 + len(kinds) // len(SPARE_COLORS)))
+    colors = {k: PALETTE.get(k) or FAILURE_COLORS.get(k) or next(spare) for k in kinds}
+    return alt.Color("series:N", scale=alt.Scale(domain=list(colors), range=list(colors.values())), title=None)
+
+
+def failure_counts(data: ChapterData, bucket_ms: int = FAILURE_BUCKET_MS) -> pd.DataFrame:
+    """Failed requests per step, kind (`series`) and bucket of seconds since the load started. A request k6 cut off
+    has no end: it is placed when k6 stopped (load_ended_ms)."""
+    requests = data.requests.assign(series=failure_kinds(data.requests))
+    failed = requests[requests["series"] != ""]
+    stopped = failed["step"].map({s: m.get("load_ended_ms", m.get("ended_ms")) for s, m in data.steps.items()})
+    frame = failed[["step", "series"]].assign(end_ms=failed["end_ms"].fillna(stopped), requests=1)
+    frame["t_s"] = seconds_since_spike(frame, "end_ms", data)
+    return count_per_bucket(frame, bucket_ms, "requests")
+
+
+def client_limits(data: ChapterData) -> pd.DataFrame:
+    """Per step, when the model says the first clients stop waiting: the request timeout, and k6's stop when that comes
+    first (duration + gracefulStop for constant-vus); in seconds since the load started, like the bars."""
+    rows = []
+    for step, meta in data.steps.items():
+        model = meta["model"]
+        if "client_timeout_ms" not in model:
+            continue
+        rows.append((step, "client timeout (model)", model["client_timeout_ms"] / 1000))
+        if model.get("stop_ms", float("inf")) < model["client_timeout_ms"]:
+            rows.append((step, "k6 stops (model)", model["stop_ms"] / 1000))
+    return pd.DataFrame(rows, columns=["step", "series", "t_s"])
+
+
+def failures_chart(data: ChapterData, bucket_ms: int = FAILURE_BUCKET_MS) -> alt.FacetChart:
+    """Failed requests by kind (k6's error, or "http <status>") per bucket, stacked, one row per step; dashed rules
+    where the model says clients give up."""
+    require_steps(data)
+    counts, limits = failure_counts(data, bucket_ms), client_limits(data)
+    frame = pd.concat([counts.assign(kind="failures"), limits.assign(kind="limit")], ignore_index=True)
+    highlight = legend_highlight()
+    color = kind_color(sorted(counts["series"].unique(), key=lambda k: -counts.loc[counts.series == k, "requests"].sum())
+                       + list(dict.fromkeys(limits["series"])))
+    base = alt.Chart(frame)
+    bars = base.transform_filter(alt.datum.kind == "failures").mark_bar().encode(
+        x=alt.X("t_s:Q", bin="binned", title=T_TITLE, scale=alt.Scale(zero=True)), x2="t_end_s:Q",
+        y=alt.Y("requests:Q", stack="zero", title=f"failed requests per {bucket_ms} ms"),
+        color=color, opacity=faded_unless(highlight),
+        tooltip=[alt.Tooltip("step:N"), alt.Tooltip("series:N", title="failure"),
+                 alt.Tooltip("t_s:Q", title="from (s)", format=".1f"), alt.Tooltip("t_end_s:Q", title="to (s)", format=".1f"),
+                 alt.Tooltip("requests:Q", title="requests")],
+    ).add_params(highlight)
+    rules = base.transform_filter(alt.datum.kind == "limit").mark_rule(strokeDash=[6, 4], strokeWidth=2).encode(
+        x="t_s:Q", color=color, opacity=faded_unless(highlight),
+        tooltip=[alt.Tooltip("step:N"), alt.Tooltip("series:N"), alt.Tooltip("t_s:Q", title="at (s)", format=".1f")],
+    )
+    return by_step(alt.layer(bars, rules), data)
+
+
+def connection_samples(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> pd.DataFrame:
+    """From `ss` and nstat: established connections, the accept queue and SYN-RECV sockets (highest per bucket), and
+    the listen overflows (SYNs dropped at a full accept queue, machine-wide) summed per bucket."""
+    names = {"estab": "established", "accept_queue": "accept queue", "syn_recv": "SYN-RECV"}
+    long = data.ss.rename(columns=names).melt(id_vars=["step", "ts_ms"], value_vars=list(names.values()), var_name="series")
+    long["t_s"] = seconds_since_spike(long, "ts_ms", data)
+    overflows = pd.DataFrame({"step": data.ss["step"], "series": "listen overflows", "value": data.ss["listen_overflows"],
+                              "t_s": seconds_since_spike(data.ss, "ts_ms", data)})
+    summed = count_per_bucket(overflows, bucket_ms, "value").drop(columns="t_end_s")
+    return pd.concat([thin_samples(long, bucket_ms), summed], ignore_index=True)
+
+
+def connections_chart(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> alt.FacetChart:
+    """ss_timeline_chart plus SYN-RECV and the listen overflows per sample: where the users beyond the ceiling are."""
+    require_steps(data)
+    ceiling = model_limit(data, "ceiling (model)", "ceiling")
+    return timeline_chart(connection_samples(data, bucket_ms), ceiling, data, "connections · SYNs dropped")
+
+
+# ---- the capacity explorer: the model's closed form for a spike, on sliders -------------------------------
+# N users arrive at once at a server of T threads that sleep S per request; Tomcat holds max-connections
+# sockets and the kernel's accept queue accept-count + 1 more (model.KERNEL_EXTRA); the rest are beyond the
+# ceiling. Tomcat works on min(T, max-connections) requests at a time, so the held users are answered in waves
+# of that many, one every S; a wave that does not end before the client timeout is lost (one due exactly at
+# the timeout is late, as in model.simulate: a real response adds milliseconds).
+# Keep-alive: when on, an answered connection keeps its Tomcat slot, idle, for Tomcat's keep-alive timeout
+# (Spring Boot 3.5: 60 s). A slot freed at S + 60 s serves nobody before a client timeout of at most 60 s, so
+# only max-connections users can ever be served; those in the accept queue wait in vain. When off, a slot frees
+# with each response and every held user is served in turn.
+# This is model.simulate's outcome for a spike, exactly, when keep-alive is on (the timeout slider stops at 60 s
+# for that reason) or when every user is held. With keep-alive off and users beyond the ceiling it is a lower
+# bound: the simulation lets some of them in on a later SYN retry, as slots free; the chart says so.
+
+EXPLORER_DEFAULTS = {"threads": 1000, "sleep_s": 5.0, "users": 10000, "max_connections": 8192, "accept_count": 100,
+                     "timeout_s": 60, "keep_alive": True}  # the article's 10k users (F000-f)
+EXPLORER_SLIDERS = {  # name → (label, min, max, step)
+    "threads": ("threads (threads.max) ", 1, 2000, 1),
+    "sleep_s": ("sleep per request (s) ", 0.5, 30, 0.5),
+    "users": ("users N ", 1, 20000, 1),
+    "max_connections": ("max-connections ", 1, 50000, 1),
+    "accept_count": ("accept-count ", 1, 10000, 1),
+    "timeout_s": ("client timeout (s) ", 1, 60, 1),
+}
+EXPLORER_MAX_WAVES = 240  # waves drawn; a slider setting with more says so in the text
+EXPLORER_CURVE_STEP = 100  # users between points of the successes-against-users curve
+# The closed form, in dependency order, as Vega expressions over the sliders (evaluated in the browser);
+# explorer_outcome is the same in Python (the tests hold both to model.simulate).
+EXPLORER_EXPRESSIONS = {
+    "ceiling": "max_connections + accept_count + 1",
+    "held": "min(users, ceiling)",
+    "servable": "keep_alive ? min(users, max_connections) : held",
+    "parallel": "min(threads, max_connections)",
+    "wave_count": "ceil(servable / parallel)",
+    "in_time": "floor((round(timeout_s * 1000) - 1) / round(sleep_s * 1000))",  # waves that end before the timeout
+    "successes": "min(servable, parallel * in_time)",
+    "failures": "users - successes",
+}
+EXPLORER_COLUMNS = ["step", "threads", "sleep_s", "users", "max_connections", "accept_count", "timeout_s", "keep_alive",
+                    "successes"]
+
+
+def explorer_outcome(threads: int, sleep_s: float, users: int, max_connections: int, accept_count: int,
+                     timeout_s: float, keep_alive: bool) -> dict:
+    """EXPLORER_EXPRESSIONS in Python: the explorer's numbers for one setting of its sliders."""
+    ceiling = max_connections + accept_count + 1
+    held = min(users, ceiling)
+    servable = min(users, max_connections) if keep_alive else held
+    parallel = min(threads, max_connections)
+    in_time = (round(timeout_s * 1000) - 1) // round(sleep_s * 1000)
+    successes = min(servable, parallel * in_time)
+    return {"ceiling": ceiling, "held": held, "beyond": users - held, "servable": servable, "parallel": parallel,
+            "wave_count": -(-servable // parallel), "in_time": in_time, "successes": successes,
+            "failures": users - successes, "exact": keep_alive or users <= ceiling}
+
+
+def explorer_measured(data: ChapterData) -> pd.DataFrame:
+    """Our spike steps as the explorer's `measured` points: each step's settings in the sliders' terms, its answered
+    requests (`successes`) and the simulation's (`simulated`). The explorer needs EXPLORER_COLUMNS; more may follow.
+    A constant-vus user that retried after a fast failure is still answered at most once."""
+    rows = []
+    for step, meta in data.steps.items():
+        model, server = meta["model"], meta["config"]["server"]
+        if "ceiling" not in model:
+            continue  # closed-loop steps have no spike to explore
+        accept = server.get("TOMCAT_ACCEPT_COUNT", SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"])
+        ok = answered(data.requests[data.requests["step"] == step])
+        rows.append({"step": step, "threads": model["threads"], "sleep_s": model["service_ms"] / 1000,
+                     "users": meta["requests"]["asked"], "max_connections": model["ceiling"] - accept - 1,
+                     "accept_count": accept, "timeout_s": model["client_timeout_ms"] / 1000,
+                     "keep_alive": bool(model["keep_alive"]), "successes": int(ok.sum()), "simulated": model["succeeded"]})
+    return pd.DataFrame(rows, columns=[*EXPLORER_COLUMNS, "simulated"])
+
+
+def _explorer_text() -> str:
+    """The explorer's lines of text as one Vega expression over `datum.line` (EXPLORER_LINES of them)."""
+    n = "format({}, ',')".format
+    lines = [
+        f"'Connections held: ' + {n('held')} + ' of ' + {n('users')} + ' users (max-connections + accept-count + 1 = ' + {n('ceiling')} + ')'",
+        f"'Beyond the ceiling: ' + {n('users - held')} + ' users, retrying their SYN 1, 3, 7, 15, 31 s after the first'",
+        "keep_alive ? 'Keep-alive on: an answered connection keeps its Tomcat slot 60 s, so only max-connections' : "
+        "'Keep-alive off: a Tomcat slot frees with each response; every held user is served in turn'",
+        f"keep_alive ? '(' + {n('max_connections')} + ') users are ever served; ' + {n('held - servable')} + "
+        "' held in the accept queue wait in vain' : ''",
+        f"'Waves: ' + {n('wave_count')} + ' of up to ' + {n('parallel')} + ' = min(threads, max-connections), one every ' + sleep_s"
+        f" + ' s; ' + {n('min(in_time, wave_count)')} + ' end before the ' + timeout_s + ' s timeout'"
+        f" + (wave_count > {EXPLORER_MAX_WAVES} ? ' (first {EXPLORER_MAX_WAVES} drawn)' : '')",
+        f"'Predicted: ' + {n('successes')} + ' succeed, ' + {n('failures')} + ' fail'"
+        " + (!keep_alive && users > held ? ' (at least: the simulation lets some beyond the ceiling in on later SYN retries)' : '')",
+    ]
+    expression = "''"
+    for k in reversed(range(len(lines))):
+        expression = f"datum.line == {k} ? ({lines[k]}) : {expression}"
+    return expression
+
+
+EXPLORER_LINES = 6
+
+
+def capacity_explorer(measured: pd.DataFrame | None = None, **defaults) -> alt.VConcatChart:
+    """Sliders for threads, sleep, users, max-connections, accept-count, client timeout and a keep-alive checkbox;
+    from them, in the browser: the predicted waves (bars past the timeout are failures), what the server holds, and
+    successes against users for these settings. `measured` (explorer_measured(data)) adds our steps as points, in
+    full when their settings equal the sliders'. `defaults` override EXPLORER_DEFAULTS (the sliders' start)."""
+    values = {**EXPLORER_DEFAULTS, **defaults}
+    params = [alt.param(name=name, value=values[name],
+                        bind=alt.binding_range(min=lo, max=hi, step=step, name=label))
+              for name, (label, lo, hi, step) in EXPLORER_SLIDERS.items()]
+    params.append(alt.param(name="keep_alive", value=bool(values["keep_alive"]), bind=alt.binding_checkbox(name="keep-alive ")))
+    params += [alt.param(name=name, expr=expr) for name, expr in EXPLORER_EXPRESSIONS.items()]
+    shown = ["model: ok", "model: failed", "client timeout (model)"] + (["measured: ok"] if measured is not None and len(measured) else [])
+    color = series_color(pd.Series(shown))
+    highlight = legend_highlight()
+
+    text = alt.Chart(alt.sequence(0, EXPLORER_LINES, as_="line")).transform_calculate(text=_explorer_text()).mark_text(
+        align="left", baseline="middle", fontSize=12).encode(
+        x=alt.value(0), y=alt.Y("line:O", axis=None), text="text:N", tooltip=alt.Tooltip("text:N", title="")
+    ).properties(width=WIDTH, height=EXPLORER_LINES * 18)
+
+    bars = alt.Chart(alt.sequence(1, EXPLORER_MAX_WAVES + 1, as_="k")).transform_filter(
+        "datum.k <= wave_count").transform_calculate(
+        size="min(parallel, servable - (datum.k - 1) * parallel)", t_start="(datum.k - 1) * sleep_s",
+        t_end="datum.k * sleep_s", series="datum.k <= in_time ? 'model: ok' : 'model: failed'",
+    ).mark_bar(stroke="white", strokeWidth=0.5).encode(
+        x=alt.X("t_start:Q", bin="binned", title="seconds since the spike"), x2="t_end:Q",
+        y=alt.Y("size:Q", title="requests in the wave"), color=color, opacity=faded_unless(highlight),
+        tooltip=[alt.Tooltip("k:Q", title="wave"), alt.Tooltip("t_end:Q", title="ends at (s)"),
+                 alt.Tooltip("size:Q", title="requests", format=","), alt.Tooltip("series:N", title="")],
+    ).add_params(highlight)
+    timeout = alt.Chart(alt.sequence(0, 1, as_="i")).transform_calculate(
+        t="timeout_s", series="'client timeout (model)'").mark_rule(strokeDash=[6, 4], strokeWidth=2).encode(
+        x="t:Q", color=color, tooltip=[alt.Tooltip("t:Q", title="client timeout (s)")])
+    waves = alt.layer(bars, timeout).properties(width=WIDTH, height=200, title="Predicted waves")
+
+    curve = alt.Chart(alt.sequence(0, EXPLORER_SLIDERS["users"][2] + 1, EXPLORER_CURVE_STEP, as_="n")).transform_calculate(
+        answered="min(keep_alive ? min(datum.n, max_connections) : min(datum.n, ceiling), parallel * in_time)",
+        series="'model: ok'").mark_line(strokeWidth=2).encode(
+        x=alt.X("n:Q", title="users N"), y=alt.Y("answered:Q", title="users answered"), color=color,
+        tooltip=[alt.Tooltip("n:Q", title="users", format=","), alt.Tooltip("answered:Q", title="answered (model)", format=",")])
+    here = alt.Chart(alt.sequence(0, 1, as_="i")).transform_calculate(
+        n="users", answered="successes", series="'model: ok'").mark_point(size=120, filled=True, shape="diamond").encode(
+        x="n:Q", y="answered:Q", color=color,
+        tooltip=[alt.Tooltip("n:Q", title="users", format=","), alt.Tooltip("answered:Q", title="answered (model)", format=",")])
+    layers = [curve, here]
+    if measured is not None and len(measured):
+        points = measured.assign(series="measured: ok", closed_form=[
+            explorer_outcome(**{k: r[k] for k in EXPLORER_SLIDERS} | {"keep_alive": r["keep_alive"]})["successes"]
+            for r in measured.to_dict("records")])
+        same = " && ".join(f"datum.{k} == {k}" for k in [*EXPLORER_SLIDERS, "keep_alive"] if k != "users")
+        layers.append(alt.Chart(points).transform_calculate(same=same).mark_point(filled=True).encode(
+            x="users:Q", y="successes:Q", color=color,
+            opacity=alt.condition("datum.same", alt.value(1.0), alt.value(0.2)),
+            size=alt.condition("datum.same", alt.value(140), alt.value(40)),
+            tooltip=["step:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("successes:Q", title="answered (measured)", format=","),
+                     alt.Tooltip("closed_form:Q", title="answered (this closed form)", format=","),
+                     *([alt.Tooltip("simulated:Q", title="answered (simulation)", format=",")] if "simulated" in points else []),
+                     "threads:Q", alt.Tooltip("sleep_s:Q", title="sleep (s)"), "max_connections:Q", "accept_count:Q",
+                     alt.Tooltip("timeout_s:Q", title="timeout (s)"), "keep_alive:N"]))
+    answered = alt.layer(*layers).properties(width=WIDTH, height=200, title="Users answered, for these settings")
+    return alt.vconcat(text, waves, answered).add_params(*params).resolve_scale(color="shared")

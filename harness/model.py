@@ -16,7 +16,9 @@ What it leaves out: the queue is checked when a SYN arrives and again when the h
 ACK does. A burst of SYNs that finds room is answered in full, but only the room's worth of ACKs
 fit; the other clients believe they are connected while the server keeps them in SYN-RECV and gets
 them in on SYN-ACK and data retransmits, later than the retry schedule above. Past an overflow the
-model is therefore a lower bound on completion times, exact only while every client is held.
+model is therefore a lower bound on completion times, exact only while every client is held. And
+Tomcat's acceptor is taken to empty the queue at once: a burst of SYNs faster than its one thread
+accepts overflows a small queue before the ceiling is reached, and those users get in on retries.
 
 Closed loops (shared-iterations, ab -n/-c: each of C clients sends its next request as soon as the
 last is answered) are a throughput question instead: min(C, T) threads are busy, each finishing
@@ -92,7 +94,7 @@ def simulate(requests: int, server: Server, client_timeout_ms: int, arrivals_ms:
         elif kind == "done":
             free_threads += 1
             deadline = arrival[client] + client_timeout_ms
-            ok = now <= deadline
+            ok = now < deadline  # due exactly at the timeout is late: a real response adds milliseconds
             outcomes[client] = Outcome(now if ok else deadline, ok)
             # A slot frees at once unless a live client keeps the connection open, idle.
             at(now + server.keep_alive_timeout_ms if ok and server.keep_alive else now, "release", client)

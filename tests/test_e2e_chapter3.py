@@ -44,10 +44,11 @@ def test_waves_of_threads_max(chapter3):
 
 
 def test_timeouts_when_waves_outlast_the_client(chapter3):
-    """15 waves of 1 s against a 12 s timeout: 48 answered by 12 s, the last 12 time out at 12 s."""
+    """15 waves of 1 s against a 12 s timeout: 44 answered in 11 waves; the 12th, due exactly at the
+    timeout, and the rest time out at 12 s."""
     step, model, requests, t0 = step_data(chapter3, "d-timeouts")
     ok, failed = requests[requests.status == 200], requests[requests.status != 200]
-    assert (len(ok), len(failed)) == (model.succeeded, model.failed) == (48, 12)
+    assert (len(ok), len(failed)) == (model.succeeded, model.failed) == (44, 16)
     assert set(failed["error"]) == {"request timeout"}
     assert ((failed["end_ms"] - t0) / 1000).between(12, 12.5).all()
     assert ((ok["end_ms"] - t0) / 1000).max() < 12.2

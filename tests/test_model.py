@@ -25,10 +25,11 @@ def test_waves_with_one_request_and_exact_multiples():
 
 
 def test_timeouts_when_waves_outlast_the_client_F000_d():
-    # 3000 users at 200 threads need 15 waves (75 s); k6's 60 s timeout cuts waves 13-15.
+    # 3000 users at 200 threads need 15 waves (75 s); k6's 60 s timeout cuts waves 12-15
+    # (the 12th is due exactly at 60 s, which is late).
     p = predict(step(vus=3000))
     assert p.waves == 15 and p.min_duration_ms == 60000
-    assert (p.succeeded, p.failed) == (2400, 600)
+    assert (p.succeeded, p.failed) == (2200, 800)
     assert predict(step({"TOMCAT_MAX_THREADS": 500}, vus=3000)).failed == 0
 
 

@@ -35,7 +35,7 @@ __all__ = [
     "completions_chart", "ss_timeline_chart", "busy_threads_chart",
     "rps_chart", "latency_ecdf_chart", "completion_rate_chart", "throughput_table", "latency_percentiles", "per_second",
     "f002_verdicts", "f000_verdicts", "failures_chart", "connections_chart", "capacity_explorer", "explorer_measured",
-    "predictions_table", "rps_table", "littles_law_table", "ceiling_sentences",
+    "predictions_table", "spike_predictions_table", "issued_table", "plus_one_table", "rps_table", "littles_law_table", "ceiling_sentences",
     "reproduce_box", "readme_commands", "verdict_table", "machines_table", "steps_table", "peaks_table", "completion_table",
     "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
 ]
@@ -319,3 +319,50 @@ def ceiling_sentences(data: ChapterData) -> str:
             f"a ceiling of **{model['ceiling']}** connections, {room}; the simulation predicts "
             f"{model['succeeded']} responses and {model['failed']} failures.")
     return "\n".join(lines)
+
+
+# ---- spike chapters (chapter 3) ----------------------------------------------------------------------
+
+def spike_predictions_table(data: ChapterData) -> pd.DataFrame:
+    """The model's prediction for every spike step, from step.json, before any measurement."""
+    rows = []
+    for name in step_order(data):
+        meta = data.steps[name]
+        model, server = meta["model"], meta["config"]["server"]
+        if "ceiling" not in model:
+            continue
+        timeout = server.get("TOMCAT_KEEP_ALIVE_TIMEOUT", server.get("TOMCAT_CONNECTION_TIMEOUT", 60000))
+        rows.append({"step": name, "users": model["requests"], "threads": model["threads"], "ceiling": model["ceiling"],
+                     "keep-alive": f"{timeout // 1000} s" if model["keep_alive"] else "off",
+                     "waves": model["waves"], "answered (model)": model["succeeded"], "failed (model)": model["failed"],
+                     "cut by k6 (model)": model["interrupted"],
+                     "last answer s (model)": max((t for t, _ in model["completions"]), default=0) / 1000})
+    return pd.DataFrame(rows).set_index("step")
+
+
+def issued_table(data: ChapterData) -> pd.DataFrame:
+    """Per step: requests asked and sent, and how long k6 took to send them all (its start-up spread)."""
+    rows = []
+    for name in step_order(data):
+        meta, requests = data.steps[name], data.requests[data.requests["step"] == name]
+        rows.append({"step": name, "executor": meta["config"]["load"]["executor"], "asked": meta["requests"]["asked"],
+                     "issued": meta["requests"]["issued"],
+                     "all sent within s": round((requests["start_ms"].max() - requests["start_ms"].min()) / 1000, 1)
+                     if len(requests) else None})
+    return pd.DataFrame(rows).set_index("step")
+
+
+def plus_one_table(data: ChapterData, prefix: str = "plus1-") -> pd.DataFrame:
+    """Whose is the +1? Per step: the limits, and the peaks of Tomcat's count, the accept queue and ESTAB."""
+    rows = []
+    for name in (s for s in step_order(data) if s.startswith(prefix)):
+        server = data.steps[name]["config"]["server"]
+        ss = data.ss[data.ss["step"] == name]
+        tomcat = data.actuator[(data.actuator["step"] == name) & (data.actuator["metric"] == "tomcat.connections.current")]
+        rows.append({"step": name, "max-connections": server["TOMCAT_MAX_CONNECTIONS"],
+                     "accept-count": server["TOMCAT_ACCEPT_COUNT"],
+                     "Tomcat's connections (peak)": int(tomcat["value"].max()) if len(tomcat) else None,
+                     "accept queue, ss Recv-Q (peak)": int(ss["accept_queue"].max()) if len(ss) else None,
+                     "established, ss (peak)": int(ss["estab"].max()) if len(ss) else None,
+                     "ceiling (model)": data.steps[name]["model"]["ceiling"]})
+    return pd.DataFrame(rows).set_index("step")

@@ -7,12 +7,19 @@ One row of small multiples per step.
 """
 from __future__ import annotations
 
+import itertools
+import math
+from collections import Counter
+
 import altair as alt
 import pandas as pd
 
 from harness import LabError
 from harness.analysis import spike_start_ms
+from harness.model import Server, simulate
+from harness.spec import SERVER_DEFAULTS
 from harness.store import ChapterData
+from harness.verdicts import answered, failure_kinds
 
 THEME = "concurrency-lab"
 WIDTH, ROW_HEIGHT = 600, 150
@@ -293,8 +300,6 @@ def completion_rate_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.
 
 # ---- chapter 3: failures by kind, connections with SYN-RECV, a capacity explorer ---------------------------
 
-from harness.spec import SERVER_DEFAULTS  # noqa: E402
-from harness.verdicts import answered, failure_kinds  # noqa: E402
 
 PALETTE.update({  # series of the chapter-3 charts, added after the shared ones so their colours stay put
     "SYN-RECV": "#72b7b2",
@@ -392,163 +397,107 @@ def connections_chart(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> a
     return timeline_chart(connection_samples(data, bucket_ms), ceiling, data, "connections · SYNs dropped")
 
 
-# ---- the capacity explorer: the model's closed form for a spike, on sliders -------------------------------
-# N users arrive at once at a server of T threads that sleep S per request; Tomcat holds max-connections
-# sockets and the kernel's accept queue accept-count + 1 more (model.KERNEL_EXTRA); the rest are beyond the
-# ceiling. Tomcat works on min(T, max-connections) requests at a time, so the held users are answered in waves
-# of that many, one every S; a wave that does not end before the client timeout is lost (one due exactly at
-# the timeout is late, as in model.simulate: a real response adds milliseconds).
-# Keep-alive: when on, an answered connection keeps its Tomcat slot, idle, for Tomcat's keep-alive timeout
-# (Spring Boot 3.5: 60 s). A slot freed at S + 60 s serves nobody before a client timeout of at most 60 s, so
-# only max-connections users can ever be served; those in the accept queue wait in vain. When off, a slot frees
-# with each response and every held user is served in turn.
-# This is model.simulate's outcome for a spike, exactly, when keep-alive is on (the timeout slider stops at 60 s
-# for that reason) or when every user is held. With keep-alive off and users beyond the ceiling it is a lower
-# bound: the simulation lets some of them in on a later SYN retry, as slots free; the chart says so.
+# ---- the capacity explorer: the model itself, on sliders ------------------------------------------------
+# No formula stands in for the model here: Python runs model.simulate for every combination of EXPLORER_GRID
+# (the article's settings and the chapter's steps) and the sliders pick one. A closed form cannot follow a
+# keep-alive slot that frees before the client gives up (the article's 20 s against k6's 60 s) and lets a
+# retried SYN in; the simulation does. Sleep and client timeout are the article's 5 s and 60 s.
 
-EXPLORER_DEFAULTS = {"threads": 1000, "sleep_s": 5.0, "users": 10000, "max_connections": 8192, "accept_count": 100,
-                     "timeout_s": 60, "keep_alive": True}  # the article's 10k users (F000-f)
-EXPLORER_SLIDERS = {  # name → (label, min, max, step)
-    "threads": ("threads (threads.max) ", 1, 2000, 1),
-    "sleep_s": ("sleep per request (s) ", 0.5, 30, 0.5),
-    "users": ("users N ", 1, 20000, 1),
-    "max_connections": ("max-connections ", 1, 50000, 1),
-    "accept_count": ("accept-count ", 1, 10000, 1),
-    "timeout_s": ("client timeout (s) ", 1, 60, 1),
+EXPLORER_GRID = {  # name → values
+    "users": [300, 1000, 2000, 3000, 6000, 10000, 15000],
+    "threads": [200, 500, 1000, 2000],
+    "max_connections": [8192, 20000],
+    "accept_count": [100, 2000],
+    "keep_alive_s": [0, 20, 30, 60],  # 0: the connection closes after its response
 }
-EXPLORER_MAX_WAVES = 240  # waves drawn; a slider setting with more says so in the text
-EXPLORER_CURVE_STEP = 100  # users between points of the successes-against-users curve
-# The closed form, in dependency order, as Vega expressions over the sliders (evaluated in the browser);
-# explorer_outcome is the same in Python (the tests hold both to model.simulate).
-EXPLORER_EXPRESSIONS = {
-    "ceiling": "max_connections + accept_count + 1",
-    "held": "min(users, ceiling)",
-    "servable": "keep_alive ? min(users, max_connections) : held",
-    "parallel": "min(threads, max_connections)",
-    "wave_count": "ceil(servable / parallel)",
-    "in_time": "floor((round(timeout_s * 1000) - 1) / round(sleep_s * 1000))",  # waves that end before the timeout
-    "successes": "min(servable, parallel * in_time)",
-    "failures": "users - successes",
-}
-EXPLORER_COLUMNS = ["step", "threads", "sleep_s", "users", "max_connections", "accept_count", "timeout_s", "keep_alive",
-                    "successes"]
+EXPLORER_LABELS = {"users": "users ", "threads": "threads.max ", "max_connections": "max-connections ",
+                   "accept_count": "accept-count ", "keep_alive_s": "keep-alive timeout (s; 0 = off) "}
+EXPLORER_DEFAULTS = {"users": 10000, "threads": 1000, "max_connections": 8192, "accept_count": 100, "keep_alive_s": 20}
+EXPLORER_SLEEP_MS, EXPLORER_TIMEOUT_MS, EXPLORER_BUCKET_S = 5000, 60000, 5
 
 
-def explorer_outcome(threads: int, sleep_s: float, users: int, max_connections: int, accept_count: int,
-                     timeout_s: float, keep_alive: bool) -> dict:
-    """EXPLORER_EXPRESSIONS in Python: the explorer's numbers for one setting of its sliders."""
-    ceiling = max_connections + accept_count + 1
-    held = min(users, ceiling)
-    servable = min(users, max_connections) if keep_alive else held
-    parallel = min(threads, max_connections)
-    in_time = (round(timeout_s * 1000) - 1) // round(sleep_s * 1000)
-    successes = min(servable, parallel * in_time)
-    return {"ceiling": ceiling, "held": held, "beyond": users - held, "servable": servable, "parallel": parallel,
-            "wave_count": -(-servable // parallel), "in_time": in_time, "successes": successes,
-            "failures": users - successes, "exact": keep_alive or users <= ceiling}
+def _bucket_end_s(end_ms: float) -> int:
+    """The end of the 5 s bucket a completion falls in (a wave due at 5 s counts in 0-5 s)."""
+    return int(math.ceil(end_ms / 1000 / EXPLORER_BUCKET_S) * EXPLORER_BUCKET_S)
+
+
+def explorer_grid() -> pd.DataFrame:
+    """model.simulate for every combination of EXPLORER_GRID: requests answered and failed per 5 s bucket."""
+    rows = []
+    for combo in itertools.product(*EXPLORER_GRID.values()):
+        knobs = dict(zip(EXPLORER_GRID, combo, strict=True))
+        server = Server(knobs["threads"], EXPLORER_SLEEP_MS, knobs["max_connections"], knobs["accept_count"],
+                        keep_alive=knobs["keep_alive_s"] > 0, keep_alive_timeout_ms=knobs["keep_alive_s"] * 1000)
+        counts = Counter((_bucket_end_s(o.end_ms), "model: ok" if o.ok else "model: failed")
+                         for o in simulate(knobs["users"], server, EXPLORER_TIMEOUT_MS))
+        rows += [{**knobs, "t_end_s": t, "series": series, "requests": n} for (t, series), n in counts.items()]
+    return pd.DataFrame(rows).assign(t_s=lambda f: f["t_end_s"] - EXPLORER_BUCKET_S)
+
+
+def explorer_settings(meta: dict) -> dict | None:
+    """A step's settings as a grid point, or None when the grid has no such point (other sleep, timeout, …)."""
+    model, server = meta.get("model", {}), meta["config"]["server"]
+    if "ceiling" not in model or model["service_ms"] != EXPLORER_SLEEP_MS or model["client_timeout_ms"] != EXPLORER_TIMEOUT_MS:
+        return None
+    accept = server.get("TOMCAT_ACCEPT_COUNT", SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"])
+    timeout = server.get("TOMCAT_KEEP_ALIVE_TIMEOUT", server.get("TOMCAT_CONNECTION_TIMEOUT", SERVER_DEFAULTS["TOMCAT_CONNECTION_TIMEOUT"]))
+    point = {"users": meta["requests"]["asked"], "threads": model["threads"],
+             "max_connections": model["ceiling"] - accept - 1, "accept_count": accept,
+             "keep_alive_s": timeout // 1000 if model["keep_alive"] else 0}
+    return point if all(point[k] in values for k, values in EXPLORER_GRID.items()) else None
 
 
 def explorer_measured(data: ChapterData) -> pd.DataFrame:
-    """Our spike steps as the explorer's `measured` points: each step's settings in the sliders' terms, its answered
-    requests (`successes`) and the simulation's (`simulated`). The explorer needs EXPLORER_COLUMNS; more may follow.
-    A constant-vus user that retried after a fast failure is still answered at most once."""
+    """Our spike steps that sit on a grid point, bucketed like the grid: answered and failed per 5 s."""
     rows = []
     for step, meta in data.steps.items():
-        model, server = meta["model"], meta["config"]["server"]
-        if "ceiling" not in model:
-            continue  # closed-loop steps have no spike to explore
-        accept = server.get("TOMCAT_ACCEPT_COUNT", SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"])
-        ok = answered(data.requests[data.requests["step"] == step])
-        rows.append({"step": step, "threads": model["threads"], "sleep_s": model["service_ms"] / 1000,
-                     "users": meta["requests"]["asked"], "max_connections": model["ceiling"] - accept - 1,
-                     "accept_count": accept, "timeout_s": model["client_timeout_ms"] / 1000,
-                     "keep_alive": bool(model["keep_alive"]), "successes": int(ok.sum()), "simulated": model["succeeded"]})
-    return pd.DataFrame(rows, columns=[*EXPLORER_COLUMNS, "simulated"])
-
-
-def _explorer_text() -> str:
-    """The explorer's lines of text as one Vega expression over `datum.line` (EXPLORER_LINES of them)."""
-    n = "format({}, ',')".format
-    lines = [
-        f"'Connections held: ' + {n('held')} + ' of ' + {n('users')} + ' users (max-connections + accept-count + 1 = ' + {n('ceiling')} + ')'",
-        f"'Beyond the ceiling: ' + {n('users - held')} + ' users, retrying their SYN 1, 3, 7, 15, 31 s after the first'",
-        "keep_alive ? 'Keep-alive on: an answered connection keeps its Tomcat slot 60 s, so only max-connections' : "
-        "'Keep-alive off: a Tomcat slot frees with each response; every held user is served in turn'",
-        f"keep_alive ? '(' + {n('max_connections')} + ') users are ever served; ' + {n('held - servable')} + "
-        "' held in the accept queue wait in vain' : ''",
-        f"'Waves: ' + {n('wave_count')} + ' of up to ' + {n('parallel')} + ' = min(threads, max-connections), one every ' + sleep_s"
-        f" + ' s; ' + {n('min(in_time, wave_count)')} + ' end before the ' + timeout_s + ' s timeout'"
-        f" + (wave_count > {EXPLORER_MAX_WAVES} ? ' (first {EXPLORER_MAX_WAVES} drawn)' : '')",
-        f"'Predicted: ' + {n('successes')} + ' succeed, ' + {n('failures')} + ' fail'"
-        " + (!keep_alive && users > held ? ' (at least: the simulation lets some beyond the ceiling in on later SYN retries)' : '')",
-    ]
-    expression = "''"
-    for k in reversed(range(len(lines))):
-        expression = f"datum.line == {k} ? ({lines[k]}) : {expression}"
-    return expression
-
-
-EXPLORER_LINES = 6
+        point = explorer_settings(meta)
+        if point is None:
+            continue
+        requests = data.requests[data.requests["step"] == step]
+        ends = requests["end_ms"].fillna(requests["start_ms"] + EXPLORER_TIMEOUT_MS) - spike_start_ms(data)[step]
+        kinds = answered(requests).map({True: "measured: ok", False: "measured: failed"})
+        counts = Counter(zip((_bucket_end_s(e) for e in ends), kinds, strict=True))
+        rows += [{**point, "step": step, "t_end_s": t, "series": series, "requests": n} for (t, series), n in counts.items()]
+    columns = [*EXPLORER_GRID, "step", "t_end_s", "series", "requests"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def capacity_explorer(measured: pd.DataFrame | None = None, **defaults) -> alt.VConcatChart:
-    """Sliders for threads, sleep, users, max-connections, accept-count, client timeout and a keep-alive checkbox;
-    from them, in the browser: the predicted waves (bars past the timeout are failures), what the server holds, and
-    successes against users for these settings. `measured` (explorer_measured(data)) adds our steps as points, in
-    full when their settings equal the sliders'. `defaults` override EXPLORER_DEFAULTS (the sliders' start)."""
+    """Sliders pick users, threads, max-connections, accept-count and keep-alive; the chart shows the model's answered
+    and failed requests per 5 s for them, with our measured steps at the same settings as points."""
     values = {**EXPLORER_DEFAULTS, **defaults}
-    params = [alt.param(name=name, value=values[name],
-                        bind=alt.binding_range(min=lo, max=hi, step=step, name=label))
-              for name, (label, lo, hi, step) in EXPLORER_SLIDERS.items()]
-    params.append(alt.param(name="keep_alive", value=bool(values["keep_alive"]), bind=alt.binding_checkbox(name="keep-alive ")))
-    params += [alt.param(name=name, expr=expr) for name, expr in EXPLORER_EXPRESSIONS.items()]
-    shown = ["model: ok", "model: failed", "client timeout (model)"] + (["measured: ok"] if measured is not None and len(measured) else [])
+    unknown = set(values) - set(EXPLORER_GRID)
+    if unknown:
+        raise ValueError(f"no explorer setting {', '.join(sorted(unknown))}: choose from {', '.join(EXPLORER_GRID)}")
+    params = [alt.param(name=name, value=values[name], bind=alt.binding_select(options=options, name=EXPLORER_LABELS[name]))
+              for name, options in EXPLORER_GRID.items()]
+    chosen = " && ".join(f"datum.{name} == {name}" for name in EXPLORER_GRID)
+    measured = measured if measured is not None else pd.DataFrame(columns=[*EXPLORER_GRID, "step", "t_end_s", "series", "requests"])
+    shown = ["model: ok", "model: failed", "measured: ok", "measured: failed"]
     color = series_color(pd.Series(shown))
-    highlight = legend_highlight()
-
-    text = alt.Chart(alt.sequence(0, EXPLORER_LINES, as_="line")).transform_calculate(text=_explorer_text()).mark_text(
-        align="left", baseline="middle", fontSize=12).encode(
-        x=alt.value(0), y=alt.Y("line:O", axis=None), text="text:N", tooltip=alt.Tooltip("text:N", title="")
-    ).properties(width=WIDTH, height=EXPLORER_LINES * 18)
-
-    bars = alt.Chart(alt.sequence(1, EXPLORER_MAX_WAVES + 1, as_="k")).transform_filter(
-        "datum.k <= wave_count").transform_calculate(
-        size="min(parallel, servable - (datum.k - 1) * parallel)", t_start="(datum.k - 1) * sleep_s",
-        t_end="datum.k * sleep_s", series="datum.k <= in_time ? 'model: ok' : 'model: failed'",
-    ).mark_bar(stroke="white", strokeWidth=0.5).encode(
-        x=alt.X("t_start:Q", bin="binned", title="seconds since the spike"), x2="t_end:Q",
-        y=alt.Y("size:Q", title="requests in the wave"), color=color, opacity=faded_unless(highlight),
-        tooltip=[alt.Tooltip("k:Q", title="wave"), alt.Tooltip("t_end:Q", title="ends at (s)"),
-                 alt.Tooltip("size:Q", title="requests", format=","), alt.Tooltip("series:N", title="")],
-    ).add_params(highlight)
-    timeout = alt.Chart(alt.sequence(0, 1, as_="i")).transform_calculate(
-        t="timeout_s", series="'client timeout (model)'").mark_rule(strokeDash=[6, 4], strokeWidth=2).encode(
-        x="t:Q", color=color, tooltip=[alt.Tooltip("t:Q", title="client timeout (s)")])
-    waves = alt.layer(bars, timeout).properties(width=WIDTH, height=200, title="Predicted waves")
-
-    curve = alt.Chart(alt.sequence(0, EXPLORER_SLIDERS["users"][2] + 1, EXPLORER_CURVE_STEP, as_="n")).transform_calculate(
-        answered="min(keep_alive ? min(datum.n, max_connections) : min(datum.n, ceiling), parallel * in_time)",
-        series="'model: ok'").mark_line(strokeWidth=2).encode(
-        x=alt.X("n:Q", title="users N"), y=alt.Y("answered:Q", title="users answered"), color=color,
-        tooltip=[alt.Tooltip("n:Q", title="users", format=","), alt.Tooltip("answered:Q", title="answered (model)", format=",")])
-    here = alt.Chart(alt.sequence(0, 1, as_="i")).transform_calculate(
-        n="users", answered="successes", series="'model: ok'").mark_point(size=120, filled=True, shape="diamond").encode(
-        x="n:Q", y="answered:Q", color=color,
-        tooltip=[alt.Tooltip("n:Q", title="users", format=","), alt.Tooltip("answered:Q", title="answered (model)", format=",")])
-    layers = [curve, here]
-    if measured is not None and len(measured):
-        points = measured.assign(series="measured: ok", closed_form=[
-            explorer_outcome(**{k: r[k] for k in EXPLORER_SLIDERS} | {"keep_alive": r["keep_alive"]})["successes"]
-            for r in measured.to_dict("records")])
-        same = " && ".join(f"datum.{k} == {k}" for k in [*EXPLORER_SLIDERS, "keep_alive"] if k != "users")
-        layers.append(alt.Chart(points).transform_calculate(same=same).mark_point(filled=True).encode(
-            x="users:Q", y="successes:Q", color=color,
-            opacity=alt.condition("datum.same", alt.value(1.0), alt.value(0.2)),
-            size=alt.condition("datum.same", alt.value(140), alt.value(40)),
-            tooltip=["step:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("successes:Q", title="answered (measured)", format=","),
-                     alt.Tooltip("closed_form:Q", title="answered (this closed form)", format=","),
-                     *([alt.Tooltip("simulated:Q", title="answered (simulation)", format=",")] if "simulated" in points else []),
-                     "threads:Q", alt.Tooltip("sleep_s:Q", title="sleep (s)"), "max_connections:Q", "accept_count:Q",
-                     alt.Tooltip("timeout_s:Q", title="timeout (s)"), "keep_alive:N"]))
-    answered = alt.layer(*layers).properties(width=WIDTH, height=200, title="Users answered, for these settings")
-    return alt.vconcat(text, waves, answered).add_params(*params).resolve_scale(color="shared")
+    x = alt.X("t_s:Q", bin="binned", title="seconds since the spike", scale=alt.Scale(domain=[0, 65]))
+    bars = alt.Chart(explorer_grid()).transform_filter(chosen).mark_bar(stroke="white", strokeWidth=0.5).encode(
+        x, x2="t_end_s:Q", y=alt.Y("requests:Q", title="requests per 5 s"), color=color,
+        tooltip=[alt.Tooltip("series:N", title=""), alt.Tooltip("t_s:Q", title="from s"),
+                 alt.Tooltip("t_end_s:Q", title="to s"), alt.Tooltip("requests:Q", format=",")],
+    )
+    points = alt.Chart(measured).transform_filter(chosen).transform_calculate(t_mid="datum.t_end_s - 2.5").mark_point(
+        filled=True, size=90, shape="diamond").encode(
+        x=alt.X("t_mid:Q"), y="requests:Q", color=color,
+        tooltip=["step:N", alt.Tooltip("series:N", title=""), alt.Tooltip("t_end_s:Q", title="bucket ends at s"),
+                 alt.Tooltip("requests:Q", format=",")],
+    )
+    totals = alt.Chart(pd.concat([explorer_grid(), measured], ignore_index=True)).transform_filter(chosen).transform_aggregate(
+        total="sum(requests)", groupby=["series"]).transform_calculate(
+        line="datum.series + ': ' + format(datum.total, ',')").mark_text(align="left", fontSize=12).encode(
+        y=alt.Y("series:N", sort=shown, axis=None), x=alt.value(0), text="line:N", color=color,
+        tooltip=[alt.Tooltip("line:N", title="")],
+    ).properties(width=WIDTH, height=70)
+    held = alt.Chart(pd.DataFrame({"i": [0]})).transform_calculate(
+        text="'held at once: ' + format(min(users, max_connections + accept_count + 1), ',') + ' of ' + format(users, ',')"
+             " + ' users (max-connections + accept-count + 1 = ' + format(max_connections + accept_count + 1, ',') + ')'"
+    ).mark_text(align="left", fontSize=12).encode(x=alt.value(0), y=alt.value(8), text="text:N", tooltip="text:N").properties(
+        width=WIDTH, height=16)
+    waves = (bars + points).properties(width=WIDTH, height=240)
+    return alt.vconcat(held, waves, totals).add_params(*params)

@@ -5,7 +5,7 @@ once. Tomcat holds at most max-connections sockets; the kernel queues up to acce
 plus one: Linux tests a full accept queue with `>` rather than `>=` (sk_acceptq_is_full), so a
 listen backlog of B holds B + 1 connections. A SYN that finds the queue full is dropped and the
 client's kernel retransmits it 1, 3, 7, 15, 31 and 63 s after the first (initial RTO 1 s, doubling,
-tcp_syn_retries = 6). After a response, a keep-alive connection keeps its Tomcat slot until the
+tcp_syn_retries = 6), until the client's connect timeout (k6: 30 s). After a response, a keep-alive connection keeps its Tomcat slot until the
 server's keep-alive timeout closes it (k6 does not close a finished VU's connection); with
 `Connection: close` the slot frees at once. A client gives up at its request timeout; a request
 already delivered to the server is still served (the thread sleeps for a client that has gone).
@@ -37,6 +37,10 @@ from harness.spec import Step, duration_ms
 
 KERNEL_EXTRA = 1  # the accept queue holds backlog + 1 (see module docstring)
 SYN_RETRY_MS = (1000, 3000, 7000, 15000, 31000, 63000)  # Linux SYN retransmits after the first SYN
+# k6 stops connecting after 30 s ("dial: i/o timeout"), whatever the request timeout: k6 v1.8.1,
+# internal/js/runner.go, BaseDialer net.Dialer{Timeout: 30 * time.Second}. A user still in SYN retries
+# then gives up 1 s before its 31 s retransmit.
+K6_DIAL_TIMEOUT_MS = 30000
 STARTUP_ALLOWANCE_MS = 4000  # redeploy-to-healthy plus teardown, for progress estimates only
 
 
@@ -58,13 +62,15 @@ class Server:
     keep_alive_timeout_ms: int
 
 
-def simulate(requests: int, server: Server, client_timeout_ms: int, arrivals_ms: list[int] | None = None) -> list[Outcome]:
+def simulate(requests: int, server: Server, client_timeout_ms: int, arrivals_ms: list[int] | None = None,
+             connect_timeout_ms: int = K6_DIAL_TIMEOUT_MS) -> list[Outcome]:
     """Play out N clients against the server described in the module docstring.
 
     They arrive at once unless `arrivals_ms` gives each one's first SYN (e.g. the measured start
     times: k6 needs seconds to start ten thousand users on two cores). Times are from the first arrival.
     """
     arrival = arrivals_ms if arrivals_ms is not None else [0] * requests
+    give_up_ms = min(connect_timeout_ms, client_timeout_ms)  # for a client that never connects
     queue_room = server.accept_count + KERNEL_EXTRA
     kernel: deque[int] = deque()  # established, waiting for Tomcat's accept
     work: deque[int] = deque()  # accepted by Tomcat, waiting for a thread
@@ -86,11 +92,11 @@ def simulate(requests: int, server: Server, client_timeout_ms: int, arrivals_ms:
         if kind == "syn":
             if len(kernel) < queue_room:
                 kernel.append(client)
-            elif retries[client] < len(SYN_RETRY_MS) and SYN_RETRY_MS[retries[client]] < client_timeout_ms:
+            elif retries[client] < len(SYN_RETRY_MS) and SYN_RETRY_MS[retries[client]] < give_up_ms:
                 at(arrival[client] + SYN_RETRY_MS[retries[client]], "syn", client)
                 retries[client] += 1
-            else:  # never connected before the client's timeout: no work reaches the server
-                outcomes[client] = Outcome(arrival[client] + client_timeout_ms, False)
+            else:  # never connected before the client gave up: no work reaches the server
+                outcomes[client] = Outcome(arrival[client] + give_up_ms, False)
         elif kind == "done":
             free_threads += 1
             deadline = arrival[client] + client_timeout_ms

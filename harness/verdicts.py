@@ -6,9 +6,14 @@ Chapters build `Verdict`s from their step data with the helpers here and show th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+
+import pandas as pd
 
 from harness.analysis import latency_percentiles, throughput_table
-from harness.spec import FINDING_ID
+from harness.load import INTERRUPTED_CODE
+from harness.model import simulate_measured_arrivals
+from harness.spec import FINDING_ID, SERVER_DEFAULTS, Step
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -132,13 +137,8 @@ def f002_d(data, table) -> Verdict:
 # has a constant-vus step (-cv, the article's executor) and a per-vu-iterations one (-pv, exactly one request
 # per user): the verdict rests on those that issued every request, and says so when one did not.
 
-from functools import cached_property  # noqa: E402
 
-import pandas as pd  # noqa: E402
 
-from harness.load import INTERRUPTED_CODE  # noqa: E402
-from harness.model import simulate_measured_arrivals  # noqa: E402
-from harness.spec import SERVER_DEFAULTS, Step  # noqa: E402
 
 ARTICLE_000_HELD = 8293  # F000-f: 8192 + 100 + 1, the most connections `ss -s` showed and the VUs that succeeded
 SLEEP_000_S = 5  # GET /hello sleeps 5 s: answers come in waves, one every 5 s
@@ -348,12 +348,20 @@ def keep_alive_s(run: StepRun) -> float:
     return (reported or fallback) / 1000
 
 
-def keep_alive_reason(run: StepRun) -> str:
-    """Why the model serves only max-connections users of a spike when keep-alive is on (model.simulate)."""
-    return (f"keep-alive keeps each answered connection's Tomcat slot for Tomcat's {keep_alive_s(run):.0f} s keep-alive "
-            f"timeout (unset, it is the connection-timeout: 60 s in Spring Boot 3.5), so no more than max-connections "
-            f"({run.knob('TOMCAT_MAX_CONNECTIONS')}) users get a slot before k6's "
-            f"{run.model['client_timeout_ms'] / 1000:.0f} s timeout; the model predicts {run.model['succeeded']}")
+def model_reason(run: StepRun) -> str:
+    """The model's mechanism for a spike's outcome, in the direction its numbers go (model.simulate)."""
+    model, slots = run.model, run.knob("TOMCAT_MAX_CONNECTIONS")
+    timeout = model["client_timeout_ms"] / 1000
+    if not model.get("keep_alive"):
+        return f"connections close after each response, so slots free at once; the model predicts {model['succeeded']}"
+    if model["succeeded"] <= slots:
+        return (f"keep-alive keeps each answered connection's Tomcat slot for the {keep_alive_s(run):.0f} s keep-alive "
+                f"timeout, past k6's {timeout:.0f} s timeout, so no more than max-connections ({slots}) users get a "
+                f"slot; the model predicts {model['succeeded']}")
+    return (f"keep-alive keeps each answered connection's Tomcat slot for the {keep_alive_s(run):.0f} s keep-alive "
+            f"timeout, then frees it, and users waiting in SYN retries (1, 3, 7, 15, 31 s) take the freed slots before "
+            f"k6's {timeout:.0f} s timeout; the model predicts {model['succeeded']}, more than the {model['ceiling']} "
+            f"the server holds at once")
 
 
 def unexplained(run: StepRun) -> str:
@@ -472,7 +480,7 @@ def f000_f(data) -> Verdict:
         why = ("Tomcat holds max-connections sockets and the kernel's accept queue accept-count + 1 (Linux tests a full "
                "queue with >, the article's +1); the rest wait in SYN retries until k6 gives up")
     elif held and all(matches_model(r) for r in runs) and runs[0].model.get("keep_alive"):
-        why = f"the ceiling is the article's 8293, but fewer are answered: {keep_alive_reason(runs[0])}"
+        why = f"the ceiling is the article's 8293, but the number answered is not: {model_reason(runs[0])}"
     else:
         why = f"the server held at most {runs[0].peak('estab'):.0f}, not 8293" if not held else unexplained(runs[0])
     return Verdict("F000-f", article, measured, verdict_of(held and served), why)
@@ -487,7 +495,7 @@ def all_succeed_verdict(data, finding: str, article: str, step_ids, mechanism: s
     if agrees:
         why = mechanism
     elif all(matches_model(r) for r in runs) and runs[0].model.get("keep_alive"):
-        why = keep_alive_reason(runs[0])
+        why = model_reason(runs[0])
     else:
         why = unexplained(runs[0]) if not all(matches_model(r) for r in runs) else "the model predicts these failures too"
     return Verdict(finding, article, joined(runs, outcome_text, notes), verdict_of(agrees), why)

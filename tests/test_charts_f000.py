@@ -1,23 +1,20 @@
 """Chapter 3's charts: valid Vega-Lite on real (smoke) and synthetic data, evaluated by the Vega runtime the book
-ships (node_modules/, headless: no browser), and the capacity explorer's closed form held to model.simulate."""
+ships (node_modules/, headless: no browser), and the capacity explorer held to the model's predictions."""
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 import subprocess
 
-import altair as alt
 import pandas as pd
 import pytest
 from test_verdicts_f000 import STEPS, model_world
 
 from harness import ROOT
-from harness.charts import (EXPLORER_DEFAULTS, EXPLORER_EXPRESSIONS, EXPLORER_MAX_WAVES, FAILURE_COLORS, PALETTE,
-                            capacity_explorer, client_limits, completions_chart, connection_samples, connections_chart, explorer_measured,
-                            explorer_outcome, failure_counts, failures_chart)
-from harness.model import Server, predict, server_of, simulate
-from harness.spec import duration_ms
+from harness.charts import (EXPLORER_DEFAULTS, FAILURE_COLORS, PALETTE, capacity_explorer, client_limits,
+                            completions_chart, connection_samples, connections_chart, explorer_grid, explorer_measured,
+                            explorer_settings, failure_counts, failures_chart)
+from harness.model import predict
 from harness.store import load
 from harness.verdicts import INTERRUPTED_TEXT
 
@@ -46,11 +43,11 @@ const state = view.getState({data: vega.truthy, signals: vega.falsy, recurse: tr
 for (const name of Object.keys(state).filter(n => /^(data|source)_/.test(n))) data[name] = view.data(name).map(d => ({...d}));
 console.log(JSON.stringify({warnings, marks, signals, data}));
 """
-needs_vega = pytest.mark.skipif(not shutil.which("node") or not (ROOT / "node_modules" / "vega-lite").exists(),
-                                reason="node and `npm ci` (node_modules/) run the charts' Vega")
 
 
 def run_vega(spec: dict, tmp_path, signals: dict | None = None, read: list[str] = ()) -> dict:
+    assert shutil.which("node") and (ROOT / "node_modules" / "vega-lite").exists(), \
+        "node and the pinned chart libraries are needed: run `invoke setup` (npm ci)"
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     out = subprocess.run(["node", "--input-type=module", "-e", VEGA_JS, str(path), json.dumps(signals or {}), json.dumps(list(read))],
@@ -114,7 +111,6 @@ def test_completions_chart_already_draws_5_s_waves():
     assert measured[measured.step == "a-300-pv"].set_index("t_s")["requests"].to_dict() == {5.0: 200, 10.0: 100}
 
 
-@needs_vega
 @pytest.mark.parametrize("build", [failures_chart, connections_chart], ids=["failures", "connections"])
 def test_charts_run_in_vega(build, tmp_path):
     result = run_vega(build(SMOKE).to_dict(), tmp_path)
@@ -123,106 +119,66 @@ def test_charts_run_in_vega(build, tmp_path):
 
 # ---- the capacity explorer ------------------------------------------------------------------------------------
 
-def explorer_args(step_id: str) -> dict:
-    """A chapter-3 step as the explorer's slider settings."""
-    step = STEPS[step_id]
-    server = server_of(step)
-    return {"threads": server.threads, "sleep_s": server.service_ms / 1000, "users": step.requests_asked,
-            "max_connections": server.max_connections, "accept_count": server.accept_count,
-            "timeout_s": duration_ms(step.load["request_timeout"]) / 1000, "keep_alive": server.keep_alive}
+GRID = explorer_grid()
 
 
-def simulated(args: dict) -> int:
-    """model.simulate's successes for slider settings (keep-alive timeout: Spring Boot 3.5's 60 s)."""
-    server = Server(args["threads"], round(args["sleep_s"] * 1000), args["max_connections"], args["accept_count"],
-                    args["keep_alive"], 60000)
-    return sum(o.ok for o in simulate(args["users"], server, round(args["timeout_s"] * 1000)))
+def as_meta(step) -> dict:
+    return {"model": predict(step).as_dict(), "config": step.config(), "requests": {"asked": step.requests_asked}}
 
 
-# The chapter's spike steps the explorer covers: its keep-alive timeout is Boot's 60 s (h and boot-timeout set another).
-COVERED = [s for s, step in STEPS.items()
-           if not server_of(step).keep_alive or server_of(step).keep_alive_timeout_ms == 60000]
+def grid_total(point: dict, series: str) -> int:
+    rows = GRID[(GRID[list(point)] == pd.Series(point)).all(axis=1) & (GRID.series == series)]
+    return int(rows["requests"].sum())
 
 
-def test_the_explorer_covers_most_of_the_chapter():
-    assert set(STEPS) - set(COVERED) == {"h-10k-ct30000-cv", "h-10k-ct30000-pv", "j-1-1-1-boot-timeout"}
+ON_GRID = {s: explorer_settings(as_meta(step)) for s, step in STEPS.items() if explorer_settings(as_meta(step))}
 
 
-@pytest.mark.parametrize("step_id", [s for s in COVERED if s.endswith(("-pv", "reuse")) or s.startswith("plus1")])
-def test_closed_form_is_the_simulation_for_the_chapters_steps(step_id):
-    outcome, model = explorer_outcome(**explorer_args(step_id)), predict(STEPS[step_id])
-    if outcome["exact"]:
-        assert (outcome["successes"], outcome["failures"]) == (model.succeeded, model.failed)
-    else:  # keep-alive off, users beyond the ceiling: SYN retries let the simulation serve more
-        assert outcome["successes"] <= model.succeeded
+def test_the_grid_covers_the_articles_steps():
+    assert {s.split("-")[0] for s in ON_GRID} == set("abcdefghik")  # j (1 thread) and the +1 steps (20 s sleep) are off it
+    assert ON_GRID["h-10k-ct30000-pv"]["keep_alive_s"] == 30 and ON_GRID["f-10k-pv"]["keep_alive_s"] == 20
+    assert len(GRID) <= 5000  # the chart embeds it
 
 
-def test_closed_form_on_a_grid_of_small_servers():
-    exact = bound = 0
-    for t, s, n, mc, ac, to, ka in itertools.product([1, 2, 5], [1, 2.5, 5], [1, 7, 20], [1, 3, 8], [1, 4], [4, 12, 60], [True, False]):
-        args = {"threads": t, "sleep_s": s, "users": n, "max_connections": mc, "accept_count": ac, "timeout_s": to, "keep_alive": ka}
-        outcome, ok = explorer_outcome(**args), simulated(args)
-        if outcome["exact"]:
-            exact += 1
-            assert outcome["successes"] == ok, args
-        else:
-            bound += 1
-            assert outcome["successes"] <= ok, args
-    assert exact > bound > 0
+@pytest.mark.parametrize("step_id", sorted(ON_GRID))
+def test_the_grid_is_the_models_prediction(step_id):
+    model = predict(STEPS[step_id])
+    point = ON_GRID[step_id]
+    assert (grid_total(point, "model: ok"), grid_total(point, "model: failed")) == (model.succeeded, model.failed)
 
 
-def test_explorer_is_valid_and_small():
-    spec = capacity_explorer(explorer_measured(SMOKE)).to_dict(validate=True)
-    assert len(json.dumps(spec)) < 20_000  # sequences are generated in the browser: only the measured rows are embedded
-    names = {p["name"] for p in spec["params"]}
-    assert {*EXPLORER_DEFAULTS, *EXPLORER_EXPRESSIONS} <= names
-    bound = {p["name"]: p["bind"]["input"] for p in spec["params"] if "bind" in p and isinstance(p["bind"], dict)}
-    assert bound == {**dict.fromkeys(["threads", "sleep_s", "users", "max_connections", "accept_count", "timeout_s"], "range"),
-                     "keep_alive": "checkbox"}
+def test_measured_steps_land_on_their_grid_points():
+    measured = explorer_measured(model_world())
+    assert set(measured["step"]) == set(ON_GRID)
+    one = measured[measured.step == "f-10k-pv"]
+    assert one["requests"].sum() == 10000 and set(one["series"]) <= {"measured: ok", "measured: failed"}
 
 
-def test_explorer_measured_interface():
-    table = explorer_measured(SMOKE).set_index("step")
-    assert table.loc["keep-alive"].to_dict() == {"threads": 2, "sleep_s": 1.0, "users": 10, "max_connections": 4,
-                                                 "accept_count": 1, "timeout_s": 8.0, "keep_alive": True,
-                                                 "successes": 4, "simulated": 4}
-    assert table.loc["waves", "keep_alive"] == False  # noqa: E712 (a numpy bool)
+def test_explorer_is_valid_and_rejects_unknown_settings():
+    capacity_explorer(explorer_measured(model_world())).to_dict(validate=True)
+    with pytest.raises(ValueError, match="no explorer setting threds"):
+        capacity_explorer(threds=3)
 
 
-def test_explorer_overrides_only_known_sliders():
-    with pytest.raises(TypeError):
-        explorer_outcome(**EXPLORER_DEFAULTS, threds=3)
-    assert isinstance(capacity_explorer(users=300), alt.VConcatChart)
+def totals(result: dict) -> dict[str, int]:
+    """The explorer's `totals` lines as computed by Vega: {series: total}."""
+    rows = [r for rows in result["data"].values() for r in rows if "total" in r and "series" in r]
+    return {r["series"]: r["total"] for r in rows}
 
 
-EXPLORED = ["f-10k-pv", "a-300-pv", "d-3000-t200-pv", "i-10k-ac2000-pv", "j-1-1-1-pv", "j-1-1-10-no-reuse", "plus1-mc5-ac1"]
+def test_vega_shows_the_default_settings_prediction(tmp_path):
+    result = run_vega(capacity_explorer().to_dict(), tmp_path)
+    point = EXPLORER_DEFAULTS
+    assert not result["warnings"]
+    assert totals(result)["model: ok"] == grid_total(point, "model: ok")
 
 
-@needs_vega
-@pytest.mark.parametrize("step_id", EXPLORED)
-def test_explorer_defaults_in_vega_match_the_simulation(step_id, tmp_path):
-    """The chart's own Vega expressions, run by Vega with the sliders at a step's settings, give model.simulate's
-    successes and failures; its wave bars add up to them."""
-    args = explorer_args(step_id)
-    result = run_vega(capacity_explorer(**args).to_dict(), tmp_path, read=["successes", "failures", "wave_count"])
-    assert result["warnings"] == []
-    ok = simulated(args)
-    assert (result["signals"]["successes"], result["signals"]["failures"]) == (ok, args["users"] - ok)
-    bars = next(rows for rows in result["data"].values() if rows and "size" in rows[0])
-    if result["signals"]["wave_count"] <= EXPLORER_MAX_WAVES:
-        assert sum(b["size"] for b in bars if b["series"] == "model: ok") == ok
-
-
-@needs_vega
 def test_moving_a_slider_recomputes(tmp_path):
-    """The default (10k users, f) with keep-alive unticked: every held user is served, 8293."""
-    result = run_vega(capacity_explorer().to_dict(), tmp_path, signals={"keep_alive": False}, read=["successes", "held"])
-    assert result["signals"] == {"successes": 8293, "held": 8293}
-    text = next(rows for rows in result["data"].values() if rows and "text" in rows[0])
-    assert "Predicted: 8,293 succeed, 1,707 fail (at least" in " ".join(r["text"] for r in text)
+    result = run_vega(capacity_explorer().to_dict(), tmp_path, signals={"keep_alive_s": 30})
+    assert totals(result)["model: ok"] == grid_total({**EXPLORER_DEFAULTS, "keep_alive_s": 30}, "model: ok")
+    assert totals(result)["model: ok"] != grid_total(EXPLORER_DEFAULTS, "model: ok")
 
 
-@needs_vega
 def test_explorer_with_measured_points_runs_in_vega(tmp_path):
-    result = run_vega(capacity_explorer(explorer_measured(SMOKE)).to_dict(), tmp_path)
-    assert result["warnings"] == [] and result["marks"] > 0
+    result = run_vega(capacity_explorer(explorer_measured(model_world())).to_dict(), tmp_path)
+    assert not result["warnings"] and totals(result)["measured: ok"] > 0

@@ -28,14 +28,14 @@ from harness.charts import (THEME, busy_threads_chart, capacity_explorer, comple
                             rps_chart, ss_timeline_chart, step_order)
 from harness import ROOT
 from harness.store import ChapterData, complete_steps, data_root, load
-from harness.verdicts import ARTICLE_002_RPS, DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, f000_verdicts, f002_verdicts, verdict_of, within, within_abs
+from harness.verdicts import ARTICLE_002_RPS, answered, failure_kinds, DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, f000_verdicts, f002_verdicts, verdict_of, within, within_abs
 
 __all__ = [
     "alt", "pd", "Markdown", "load", "ChapterData",
     "completions_chart", "ss_timeline_chart", "busy_threads_chart",
     "rps_chart", "latency_ecdf_chart", "completion_rate_chart", "throughput_table", "latency_percentiles", "per_second",
     "f002_verdicts", "f000_verdicts", "failures_chart", "connections_chart", "capacity_explorer", "explorer_measured",
-    "predictions_table", "spike_predictions_table", "issued_table", "plus_one_table", "rps_table", "littles_law_table", "ceiling_sentences",
+    "predictions_table", "spike_predictions_table", "failure_summary", "issued_table", "plus_one_table", "rps_table", "littles_law_table", "ceiling_sentences",
     "reproduce_box", "readme_commands", "verdict_table", "machines_table", "steps_table", "peaks_table", "completion_table",
     "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
 ]
@@ -366,3 +366,18 @@ def plus_one_table(data: ChapterData, prefix: str = "plus1-") -> pd.DataFrame:
                      "established, ss (peak)": int(ss["estab"].max()) if len(ss) else None,
                      "ceiling (model)": data.steps[name]["model"]["ceiling"]})
     return pd.DataFrame(rows).set_index("step")
+
+
+def failure_summary(data: ChapterData) -> pd.DataFrame:
+    """Per step and kind of failure: how many, and when (seconds after the first request: first, median, last)."""
+    rows = []
+    for name in step_order(data):
+        requests = data.requests[data.requests["step"] == name]
+        failed = requests[~answered(requests)]
+        if failed.empty:
+            continue
+        ends = (failed["end_ms"].fillna(failed["start_ms"]) - spike_start_ms(data)[name]) / 1000
+        for kind, times in ends.groupby(failure_kinds(failed)):
+            rows.append({"step": name, "failure": kind, "requests": len(times), "first s": round(times.min(), 1),
+                         "median s": round(times.median(), 1), "last s": round(times.max(), 1)})
+    return pd.DataFrame(rows).set_index(["step", "failure"])

@@ -7,8 +7,11 @@ listen backlog of B holds B + 1 connections. A SYN that finds the queue full is 
 client's kernel retransmits it 1, 3, 7, 15, 31 and 63 s after the first (initial RTO 1 s, doubling,
 tcp_syn_retries = 6), until the client's connect timeout (k6: 30 s). After a response, a keep-alive connection keeps its Tomcat slot until the
 server's keep-alive timeout closes it (k6 does not close a finished VU's connection); with
-`Connection: close` the slot frees at once. A client gives up at its request timeout; a request
-already delivered to the server is still served (the thread sleeps for a client that has gone).
+`Connection: close` the slot frees at once. Tomcat closes an expired keep-alive connection on a
+worker thread (the poller dispatches the timeout to the executor), so the close waits in the same
+queue as the requests: while the pool is saturated, a slot frees only when the queue ahead of its
+close has drained. A client gives up at its request timeout; a request already delivered to the
+server is still served (the thread sleeps for a client that has gone).
 
 `simulate` plays this out request by request; `predict` summarises it for a step.
 
@@ -73,7 +76,7 @@ def simulate(requests: int, server: Server, client_timeout_ms: int, arrivals_ms:
     give_up_ms = min(connect_timeout_ms, client_timeout_ms)  # for a client that never connects
     queue_room = server.accept_count + KERNEL_EXTRA
     kernel: deque[int] = deque()  # established, waiting for Tomcat's accept
-    work: deque[int] = deque()  # accepted by Tomcat, waiting for a thread
+    work: deque[tuple[str, int]] = deque()  # ("request" | "close", client): Tomcat's executor queue
     held, free_threads = 0, server.threads
     outcomes: dict[int, Outcome] = {}
     events: list[tuple[int, int, str, int]] = []  # (time, order, kind, client)
@@ -102,17 +105,32 @@ def simulate(requests: int, server: Server, client_timeout_ms: int, arrivals_ms:
             deadline = arrival[client] + client_timeout_ms
             ok = now < deadline  # due exactly at the timeout is late: a real response adds milliseconds
             outcomes[client] = Outcome(now if ok else deadline, ok)
-            # A slot frees at once unless a live client keeps the connection open, idle.
-            at(now + server.keep_alive_timeout_ms if ok and server.keep_alive else now, "release", client)
+            # A slot frees at once unless a live client keeps the connection open, idle, until it expires.
+            at(now + server.keep_alive_timeout_ms if ok and server.keep_alive else now,
+               "expire" if ok and server.keep_alive else "release", client)
+        elif kind == "expire":  # the close is a task for a worker thread, queued behind the requests
+            work.append(("close", client))
         elif kind == "release":
             held -= 1
-        while kernel and held < server.max_connections:  # Tomcat's acceptor
-            work.append(kernel.popleft())
-            held += 1
-        while work and free_threads:  # the thread pool
-            free_threads -= 1
-            at(now + server.service_ms, "done", work.popleft())
+        held, free_threads = _run_tomcat(now, kernel, work, held, free_threads, server, at)
     return [outcomes[c] for c in range(requests)]
+
+
+def _run_tomcat(now, kernel, work, held, free_threads, server: Server, at) -> tuple[int, int]:
+    """Tomcat at one instant: the acceptor takes queued connections while it has slots; free threads take
+    executor tasks in order (a request holds its thread for the service time; a close frees a slot at once)."""
+    while True:
+        while kernel and held < server.max_connections:
+            work.append(("request", kernel.popleft()))
+            held += 1
+        if not (work and free_threads):
+            return held, free_threads
+        task, client = work.popleft()
+        if task == "close":
+            held -= 1
+        else:
+            free_threads -= 1
+            at(now + server.service_ms, "done", client)
 
 
 @dataclass(frozen=True)

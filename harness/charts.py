@@ -7,6 +7,7 @@ One row of small multiples per step.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter
@@ -188,7 +189,8 @@ def timeline_chart(samples: pd.DataFrame, limits: pd.DataFrame, data: ChapterDat
     ).add_params(highlight)
     rules = base.transform_filter(alt.datum.kind == "limit").mark_rule(strokeDash=[6, 4], strokeWidth=2).encode(
         y="value:Q", **encode)
-    return by_step(alt.layer(lines, rules), data)
+    # Each row on its own scale: a step with 7 connections must not be flattened under one with 8293.
+    return by_step(alt.layer(lines, rules), data).resolve_scale(y="independent")
 
 
 def ss_samples(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> pd.DataFrame:
@@ -421,8 +423,10 @@ def _bucket_end_s(end_ms: float) -> int:
     return int(math.ceil(end_ms / 1000 / EXPLORER_BUCKET_S) * EXPLORER_BUCKET_S)
 
 
+@functools.cache
 def explorer_grid() -> pd.DataFrame:
-    """model.simulate for every combination of EXPLORER_GRID: requests answered and failed per 5 s bucket."""
+    """model.simulate for every combination of EXPLORER_GRID: requests answered and failed per 5 s bucket.
+    Computed once per process (~9 s): the chart and its totals share it. Callers must not modify it."""
     rows = []
     for combo in itertools.product(*EXPLORER_GRID.values()):
         knobs = dict(zip(EXPLORER_GRID, combo, strict=True))
@@ -452,8 +456,8 @@ def explorer_measured(data: ChapterData) -> pd.DataFrame:
     rows = []
     for step, meta in data.steps.items():
         point = explorer_settings(meta)
-        if point is None:
-            continue
+        if point is None or meta["requests"]["issued"] < meta["requests"]["asked"]:
+            continue  # off the grid, or a constant-vus run that sent fewer requests than it has users
         requests = data.requests[data.requests["step"] == step]
         ends = requests["end_ms"].fillna(requests["start_ms"] + EXPLORER_TIMEOUT_MS) - spike_start_ms(data)[step]
         kinds = answered(requests).map({True: "measured: ok", False: "measured: failed"})
@@ -488,7 +492,8 @@ def capacity_explorer(measured: pd.DataFrame | None = None, **defaults) -> alt.V
         tooltip=["step:N", alt.Tooltip("series:N", title=""), alt.Tooltip("t_end_s:Q", title="bucket ends at s"),
                  alt.Tooltip("requests:Q", format=",")],
     )
-    totals = alt.Chart(pd.concat([explorer_grid(), measured], ignore_index=True)).transform_filter(chosen).transform_aggregate(
+    shared = [*EXPLORER_GRID, "series", "requests"]  # no column only one side has: it would embed NaN, invalid JSON
+    totals = alt.Chart(pd.concat([explorer_grid()[shared], measured[shared]], ignore_index=True)).transform_filter(chosen).transform_aggregate(
         total="sum(requests)", groupby=["series"]).transform_calculate(
         line="datum.series + ': ' + format(datum.total, ',')").mark_text(align="left", fontSize=12).encode(
         y=alt.Y("series:N", sort=shown, axis=None), x=alt.value(0), text="line:N", color=color,
@@ -499,5 +504,7 @@ def capacity_explorer(measured: pd.DataFrame | None = None, **defaults) -> alt.V
              " + ' users (max-connections + accept-count + 1 = ' + format(max_connections + accept_count + 1, ',') + ')'"
     ).mark_text(align="left", fontSize=12).encode(x=alt.value(0), y=alt.value(8), text="text:N", tooltip="text:N").properties(
         width=WIDTH, height=16)
-    waves = (bars + points).properties(width=WIDTH, height=240)
+    # An empty points layer would make Vega warn of an infinite extent: draw it only with measured steps (the
+    # chapter's default settings are F000-f's, which has them).
+    waves = (bars + points if len(measured) else bars).properties(width=WIDTH, height=240)
     return alt.vconcat(held, waves, totals).add_params(*params)

@@ -58,11 +58,11 @@ def test_the_connection_ceiling(chapter3):
     """The server side never holds more than max-connections + accept-count + 1; kept-alive slots stay taken."""
     step, model, requests, t0 = step_data(chapter3, "f-ceiling")
     ss = chapter3.ss[chapter3.ss.step == "f-ceiling"]
-    assert ss["estab"].max() == model.ceiling == 167
-    assert ss["accept_queue"].max() == 3  # accept-count 2, plus the kernel's one
+    assert model.ceiling <= ss["estab"].max() <= model.ceiling + 1 == 182  # +1: Tomcat's close race (verdicts.py)
+    assert ss["accept_queue"].max() == 31  # accept-count 30, plus the kernel's one
     assert ss["listen_overflows"].sum() > 0
     actuator = chapter3.actuator[chapter3.actuator.step == "f-ceiling"]
     held = actuator[actuator.metric == "tomcat.connections.current"]["value"]
-    assert held.max() <= 164 + 1  # Tomcat's own count (its acceptor reserves one while waiting)
+    assert held.max() <= 150 + 1  # Tomcat's own count (its acceptor reserves one while waiting)
     ok = requests[requests.status == 200]
-    assert len(ok) == model.succeeded == 164  # keep-alive: the served connections keep Tomcat's slots
+    assert len(ok) == model.succeeded == 150  # keep-alive: the served connections keep Tomcat's slots

@@ -115,15 +115,15 @@ def verdict(data: ChapterData, finding: str):
 
 # ---- the model's world: what the chapter should find if the model is right -----------------------------
 
-def test_in_the_models_world_keep_alive_decides_f_j_l():
+def test_in_the_models_world_keep_alive_decides_j():
     result = verdicts(model_world())
     assert result == {
         "F000-a": REPRODUCED, "F000-b": REPRODUCED, "F000-c": REPRODUCED, "F000-d": REPRODUCED,
         "F000-e": REPRODUCED,  # the 12th wave is due at exactly 60 s: the model counts it late
-        # With the article's 20 s timeout, freed keep-alive slots let retried users in: all 10k answered (f),
-        # accept-count 10 cannot beat the held slot (j), and a 30 s timeout serves fewer than 20 s (l).
-        "F000-f": NOT_REPRODUCED, "F000-g": REPRODUCED, "F000-h": REPRODUCED,
-        "F000-i": REPRODUCED, "F000-j": NOT_REPRODUCED, "F000-k": REPRODUCED, "F000-l": NOT_REPRODUCED,
+        # Kept-alive slots free only as the saturated pool drains, and k6 stops connecting at 30 s: 8293 answered
+        # (f, as the article), 20 s or 30 s alike (h, l); accept-count 10 cannot beat the held slot (j).
+        "F000-f": REPRODUCED, "F000-g": REPRODUCED, "F000-h": REPRODUCED,
+        "F000-i": REPRODUCED, "F000-j": NOT_REPRODUCED, "F000-k": REPRODUCED, "F000-l": REPRODUCED,
     }
 
 
@@ -136,11 +136,11 @@ def test_every_verdict_names_its_steps_and_says_why():
 def test_disagreements_give_the_models_mechanism():
     found = {v.finding: v for v in f000_verdicts(model_world())}
     f = found["F000-f"]
-    assert "keep-alive" in f.why and "20 s" in f.why and "SYN retries" in f.why and "10000" in f.why
-    assert "at most 8293 established" in f.measured and "10000 of 10000 ok" in f.measured
+    assert "kept-alive" in f.why and "worker thread" in f.why and "30 s" in f.why and "retransmit" in f.why
+    assert "at most 8293 established" in f.measured and "8293 of 10000 ok" in f.measured
     j = found["F000-j"]
     assert "keep-alive" in j.why and "3 of 3" in j.why  # the isolation steps match the model
-    assert "j-1-1-1-no-reuse 8/10 (model 8)" in j.measured
+    assert "j-1-1-1-no-reuse 5/10 (model 5)" in j.measured
     assert "boundary" in found["F000-e"].why
 
 
@@ -243,7 +243,7 @@ def test_repeat_requests_of_constant_vus_count_as_issued():
 
 @pytest.mark.parametrize("keep, judged", [
     ([], {}),
-    (["a-300-pv", "f-10k-pv"], {"F000-a": REPRODUCED, "F000-f": NOT_REPRODUCED}),
+    (["a-300-pv", "f-10k-pv"], {"F000-a": REPRODUCED, "F000-f": REPRODUCED}),
     (["j-1-1-1-pv"], {}),  # F000-j needs the accept-count 10 steps too
 ])
 def test_missing_steps_give_no_data_not_a_crash(keep, judged):
@@ -292,3 +292,11 @@ def test_the_model_is_also_fed_with_k6s_measured_start_times():
     assert run.arrivals_ok > run.model["succeeded"]
     expected = f"(model {run.model['succeeded']}; {run.arrivals_ok} with k6's measured start times, spread over 3.0 s)"
     assert expected in outcome_text(run)
+
+
+def test_one_connection_over_the_ceiling_is_tomcats_close_race_two_are_not():
+    # Tomcat counts a slot free just before the old socket closes: ss may see the ceiling + 1 for an instant.
+    once = with_step(model_world(), "f-10k-pv", ss=ss_frame("f-10k-pv", 8294, 101))
+    assert verdict(once, "F000-l").verdict == REPRODUCED
+    twice = with_step(model_world(), "f-10k-pv", ss=ss_frame("f-10k-pv", 8295, 101))
+    assert verdict(twice, "F000-l").verdict == NOT_REPRODUCED

@@ -27,6 +27,7 @@ PHASES = {  # k6 metric → requests.parquet column (ms)
     "http_req_connecting": "connecting_ms",
     "http_req_waiting": "waiting_ms",
 }
+DASHBOARD_REPORT = "k6-report.html"
 INTERRUPTED_CODE = -1  # no response recorded: k6 stopped the iteration (gracefulStop / maxDuration)
 
 
@@ -74,8 +75,9 @@ def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool
         cmd += ["-e", f"{key}={value}"]
     env = {"K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}
     if dashboard:
-        env |= {"K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_HOST": "127.0.0.1",
-                "K6_WEB_DASHBOARD_EXPORT": str(workdir / "k6-report.html")}
+        # A 1 s period: with the default 10 s, k6 skips the report of a step shorter than two periods.
+        env |= {"K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_HOST": "127.0.0.1", "K6_WEB_DASHBOARD_PERIOD": "1s",
+                "K6_WEB_DASHBOARD_EXPORT": str(workdir / DASHBOARD_REPORT)}
     return cmd + [str(SCRIPT)], env
 
 

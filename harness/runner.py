@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from harness import LabError, model, store, system
 from harness.deploy import StepFailed, backend as make_backend, check_port_free, spawn, terminate
-from harness.load import load_tool, request_counts
+from harness.load import DASHBOARD_REPORT, load_tool, request_counts
 from harness.samplers import Samplers, now_ms
 from harness.spec import Step, load_spec
 
@@ -135,7 +135,7 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         if load_proc is not None:
             terminate(load_proc, grace_s=5)
         meta["server_exit"] = server.stop()
-        _write_tables(step, tool, writer, meta, samplers)
+        _write_tables(step, tool, writer, meta, samplers, dashboard)
 
 
 def _wait_load(proc, name: str, step: Step, samplers: Samplers) -> None:
@@ -163,7 +163,8 @@ def _live(samplers: Samplers) -> str:
             f"busy threads {'?' if busy is None else int(busy)}")
 
 
-def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, samplers: Samplers | None) -> None:
+def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, samplers: Samplers | None,
+                  dashboard: bool = False) -> None:
     """Whatever was measured goes into the step directory, also when the step failed."""
     try:
         requests = tool.collect(writer.path)
@@ -177,6 +178,8 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
         for name in ("ss", "actuator", "process"):
             writer.table(name, samplers.rows(name))
         meta["samplers"] = samplers.summary()
+    if dashboard and not (writer.path / DASHBOARD_REPORT).exists():
+        say(f"    note: {tool.name} wrote no dashboard report for this step (see {tool.name}.log.gz)")
     writer.gzip(writer.path / "server.log", "server.log")
     writer.gzip(writer.path / f"{tool.name}.log", f"{tool.name}.log")
 

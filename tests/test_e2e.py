@@ -231,3 +231,13 @@ def test_busy_port_gives_one_clear_error(lab_ready, tmp_path):
 def test_bad_spec_is_refused_before_anything_starts(lab_ready, tmp_path):
     code, out = finish(invoke(tmp_path, "run", "no-such-chapter"), timeout=60)
     assert code == 2 and "error: no experiment 'no-such-chapter'" in out and "Traceback" not in out
+
+
+def test_dashboard_report_is_kept_per_step(lab_ready, tmp_path):
+    """`--dashboard` keeps k6's web-dashboard HTML report in the step, even for a 5 s step."""
+    code, out = finish(invoke(tmp_path, "run", "smoke", "--step", "waves", "--dashboard"), timeout=120)
+    assert code == 0, out
+    report = tmp_path / "smoke" / "waves" / "k6-report.html"
+    assert report.exists() and report.stat().st_size > 10_000, out
+    assert "<html" in report.read_text(errors="replace")[:2000].lower()
+    assert "no dashboard report" not in out

@@ -539,6 +539,14 @@ def f000_i(data) -> Verdict:
                                "accept queue and are accepted as slots free")
 
 
+def isolation_text(runs: list[StepRun]) -> str:
+    """F000-j's isolation steps in words, with their measured answers."""
+    said = {"j-1-1-1-boot-timeout": "Spring Boot 3.5's own 60 s keep-alive answers {ok} of {asked}",
+            "j-1-1-1-no-reuse": "without keep-alive the slot frees with every response: {ok} of {asked} with accept-count 1",
+            "j-1-1-10-no-reuse": "and {ok} of {asked} with accept-count 10"}
+    return ", ".join(said[r.step].format(ok=r.ok, asked=r.asked) for r in runs if r.step in said)
+
+
 def f000_j(data) -> Verdict:
     article = "threads = max-connections = accept-count = 1, 10 users: 3 succeed, 7 fail; accept-count 10: all succeed"
     one, one_notes = judged_runs(data, J_AC1)
@@ -556,8 +564,9 @@ def f000_j(data) -> Verdict:
     elif all(matches_model(r) for r in one + ten):
         why = (f"with keep-alive the one Tomcat slot stays taken for the {keep_alive_s(one[0]):.0f} s keep-alive timeout "
                f"after each response, so only {one[0].model['succeeded']} of {one[0].asked} is answered whatever the accept-count"
-               + (f"; the isolation steps match the model in {fits} of {len(isolation)} (a 20 s keep-alive, the article's "
-                  "connection-timeout, gives 3; without keep-alive the slot frees at once)" if isolation else ""))
+               + (f"; isolating it: {isolation_text(isolation)}; the isolation steps match the model in {fits} of "
+                  f"{len(isolation)} (past the ceiling the model is a lower bound: users also get in through SYN-RECV)"
+                  if isolation else ""))
     else:
         why = unexplained(next(r for r in one + ten if not matches_model(r)))
     return Verdict("F000-j", article, measured, verdict_of(agrees), why)

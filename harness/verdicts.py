@@ -145,7 +145,9 @@ SLEEP_000_S = 5  # GET /hello sleeps 5 s: answers come in waves, one every 5 s
 COUNT_TOLERANCE = 0.05  # a wave, or a count of users, within 5 % (stragglers of a wave land in the next bucket)
 TIME_SLACK_S = 3.0  # times within 3 s of the expected: k6's start-up and scheduling on 2 cores
 MODEL_SLACK = 0.005  # successes "match the model" within 0.5 % of the users (keeps 8192 and 8293 apart)
-CLOSE_RACE = 1  # ESTAB may exceed the ceiling by one for an instant: Tomcat counts a slot free before its socket closes
+# The ceiling can be passed by one: the kernel checks a full accept queue without a lock, so on 2 cores two handshakes
+# completing at once can both get in (seen in CI: Recv-Q 3 with a backlog of 1, ESTAB 7 against a ceiling of 6).
+QUEUE_RACE = 1
 OVERFLOW_EXTRA = 0.02  # past the ceiling the model is a lower bound: measured 8344-8395 where it says 8293
 INTERRUPTED_TEXT = "interrupted: k6 stopped before a response"  # harness.load writes it with INTERRUPTED_CODE
 A_300, B_1000 = ("a-300-cv", "a-300-pv"), ("b-1000-cv", "b-1000-pv")
@@ -437,16 +439,25 @@ def timeouts_at(run: StepRun) -> float:
     return float(run.requests.loc[run.requests["kind"] == "request timeout", "end_s"].median())
 
 
+def fewer_and_more_threads(data, slow_ids, fast_ids) -> tuple[list[StepRun], list[StepRun], str, list[str]]:
+    """F000-d and F000-e: the runs on fewer threads (the article saw timeouts), on more (all answered), the measured
+    text, and the notes on steps not judged (for `no_data` when a side is missing)."""
+    slow, slow_notes = judged_runs(data, slow_ids)
+    fast, fast_notes = judged_runs(data, fast_ids)
+    notes = slow_notes + fast_notes
+    if not slow or not fast:
+        return slow, fast, "", notes
+    return slow, fast, (joined(slow, outcome_text, slow_notes) + "; " +
+                        joined(fast, lambda r: f"{r.step}: {r.ok} of {r.asked} ok, last at {r.last_ok_s():.1f} s", fast_notes)), notes
+
+
 def f000_d(data) -> Verdict:
     article = "3000 users, 200 threads: request timeouts after ~60 s (75 s needed); 500 threads: all succeed in ~30 s"
-    slow, slow_notes = judged_runs(data, D_T200)
-    fast, fast_notes = judged_runs(data, D_T500)
+    slow, fast, measured, notes = fewer_and_more_threads(data, D_T200, D_T500)
     if not slow or not fast:
-        return no_data("F000-d", article, slow_notes + fast_notes)
+        return no_data("F000-d", article, notes)
     timeouts = all(r.kinds().get("request timeout", 0) > 0 and within_abs(timeouts_at(r), 60, TIME_SLACK_S) for r in slow)
     quick = all(all_ok(r) and within_abs(r.last_ok_s(), 30, TIME_SLACK_S) for r in fast)
-    measured = (joined(slow, outcome_text, slow_notes) + "; " +
-                joined(fast, lambda r: f"{r.step}: {r.ok} of {r.asked} ok, last at {r.last_ok_s():.1f} s", fast_notes))
     return Verdict("F000-d", article, measured, verdict_of(timeouts and quick),
                    "15 waves × 5 s = 75 s outlast k6's 60 s request timeout, so the last waves time out; 500 threads make "
                    "6 waves, 30 s" if timeouts and quick else
@@ -455,14 +466,11 @@ def f000_d(data) -> Verdict:
 
 def f000_e(data) -> Verdict:
     article = "6000 users, 500 threads: timeouts; 1000 threads: all succeed"
-    slow, slow_notes = judged_runs(data, E_T500)
-    fast, fast_notes = judged_runs(data, E_T1000)
+    slow, fast, measured, notes = fewer_and_more_threads(data, E_T500, E_T1000)
     if not slow or not fast:
-        return no_data("F000-e", article, slow_notes + fast_notes)
+        return no_data("F000-e", article, notes)
     timeouts = all(r.kinds().get("request timeout", 0) > 0 for r in slow)
     quick = all(all_ok(r) for r in fast)
-    measured = (joined(slow, outcome_text, slow_notes) + "; " +
-                joined(fast, lambda r: f"{r.step}: {r.ok} of {r.asked} ok, last at {r.last_ok_s():.1f} s", fast_notes))
     boundary = "6000 / 500 = 12 waves: the last is due at 60 s, exactly k6's 60 s timeout, a boundary case"
     why = (f"{boundary} that a real response's milliseconds tip past it (as the model has it); 1000 threads need only 30 s"
            if timeouts and quick else f"{boundary}, and here the last wave made it in time" if not timeouts
@@ -598,10 +606,10 @@ def f000_l(data) -> Verdict:
     # throughput: the first wave is threads.max answers, whatever the users
     first = {r.step: (wave_counts(r).get(1, 0), r.model["threads"]) for r in wave_steps}
     throughput = all(within(n, t, COUNT_TOLERANCE) for n, t in first.values())
-    # connections held: ss peaks at the model's ceiling (one more for an instant is Tomcat freeing a slot just
-    # before the old socket has closed); the kernel's share is exactly accept-count + 1
-    ceiling = all(0 <= r.peak("estab") - r.model["ceiling"] <= CLOSE_RACE for r in held_steps) and all(
-        r.peak("accept_queue") == r.knob("TOMCAT_ACCEPT_COUNT") + 1 for r in plus1)
+    # connections held: ss peaks at the model's ceiling, the kernel's share at accept-count + 1 (each may be passed
+    # by one when two handshakes race past the kernel's unlocked queue check: QUEUE_RACE)
+    ceiling = all(0 <= r.peak("estab") - r.model["ceiling"] <= QUEUE_RACE for r in held_steps) and all(
+        0 <= r.peak("accept_queue") - (r.knob("TOMCAT_ACCEPT_COUNT") + 1) <= QUEUE_RACE for r in plus1)
     # connection-timeout: 30 s (h) leaves the users beyond the ceiling as failed as the default (f)
     unrelated = all(r.failed > 0 for r in f_runs + h_runs) and within(h_runs[0].ok, f_runs[0].ok, 0.02)
     by_threads: dict[int, list[int]] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 import signal
 import socket
 import subprocess
@@ -64,6 +65,19 @@ def wait_for(predicate, timeout: float, what: str):
 def port_open(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def profile_run(tmp_path_factory, profile: Path):
+    """Run a scaled profile through the command line into a temporary data root; yield its data."""
+    data_dir = tmp_path_factory.mktemp(profile.stem) / "data"
+    code, out = finish(invoke(data_dir, "run", str(profile)), timeout=300)
+    assert code == 0, out
+    os.environ["LAB_DATA_DIR"] = str(data_dir)
+    try:
+        yield store.load(profile.stem)
+    finally:
+        del os.environ["LAB_DATA_DIR"]
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +155,9 @@ def test_ss_shows_the_connection_ceiling(smoke):
     _, data, _ = smoke
     ss = data.ss[data.ss.step == "keep-alive"]  # there the ceiling is held for seconds
     ceiling = predict(load_spec("smoke").steps[1]).ceiling
-    assert ss["estab"].max() == ceiling
+    # + 1: two handshakes completing at once on 2 cores can both pass the kernel's unlocked full-queue check
+    # (seen once in CI: Recv-Q 3 with a backlog of 1); verdicts.QUEUE_RACE
+    assert ceiling <= ss["estab"].max() <= ceiling + 1
     assert ss["accept_backlog"].max() == 1  # accept-count reached the listen() call
     assert ss["listen_overflows"].sum() > 0  # the SYNs beyond the ceiling were dropped
 

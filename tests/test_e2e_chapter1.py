@@ -1,13 +1,11 @@
 """Chapter 1 scaled down, end to end: measured RPS follows min(C, pool) × rate, for k6 and ab."""
-import os
-
 import pytest
 
-from harness import ROOT, store
+from harness import ROOT
 from harness.model import predict
 from harness.spec import load_spec
 
-from test_e2e import finish, invoke
+from test_e2e import profile_run
 
 pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "chapter1-scaled.toml"
@@ -20,14 +18,8 @@ def measured_rps(requests) -> float:
 
 @pytest.fixture(scope="module")
 def chapter1(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("chapter1") / "data"
-    code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
-    assert code == 0, out
-    os.environ["LAB_DATA_DIR"] = str(data_dir)
-    try:
-        yield store.load("chapter1-scaled")
-    finally:
-        del os.environ["LAB_DATA_DIR"]
+    with profile_run(tmp_path_factory, PROFILE) as data:
+        yield data
 
 
 @pytest.mark.parametrize("step_id", ["k6-c1", "k6-c4", "k6-c8", "ab-c8"])

@@ -1,13 +1,11 @@
 """Chapter 3 scaled down, end to end: waves, timeouts past waves × sleep, the connection ceiling."""
-import os
-
 import pytest
 
-from harness import ROOT, store
+from harness import ROOT
 from harness.model import predict
 from harness.spec import load_spec
 
-from test_e2e import finish, invoke
+from test_e2e import profile_run
 
 pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "chapter3-scaled.toml"
@@ -15,14 +13,8 @@ PROFILE = ROOT / "tests" / "profiles" / "chapter3-scaled.toml"
 
 @pytest.fixture(scope="module")
 def chapter3(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("chapter3") / "data"
-    code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
-    assert code == 0, out
-    os.environ["LAB_DATA_DIR"] = str(data_dir)
-    try:
-        yield store.load("chapter3-scaled")
-    finally:
-        del os.environ["LAB_DATA_DIR"]
+    with profile_run(tmp_path_factory, PROFILE) as data:
+        yield data
 
 
 def step_data(chapter3, step_id):
@@ -58,8 +50,9 @@ def test_the_connection_ceiling(chapter3):
     """The server side never holds more than max-connections + accept-count + 1; kept-alive slots stay taken."""
     step, model, requests, t0 = step_data(chapter3, "f-ceiling")
     ss = chapter3.ss[chapter3.ss.step == "f-ceiling"]
-    assert model.ceiling <= ss["estab"].max() <= model.ceiling + 1 == 182  # +1: Tomcat's close race (verdicts.py)
-    assert ss["accept_queue"].max() == 31  # accept-count 30, plus the kernel's one
+    # + 1: the kernel's unlocked full-queue check can let two racing handshakes in (verdicts.QUEUE_RACE)
+    assert model.ceiling <= ss["estab"].max() <= model.ceiling + 1 == 182
+    assert 31 <= ss["accept_queue"].max() <= 32  # accept-count 30, plus the kernel's one (plus a race)
     assert ss["listen_overflows"].sum() > 0
     actuator = chapter3.actuator[chapter3.actuator.step == "f-ceiling"]
     held = actuator[actuator.metric == "tomcat.connections.current"]["value"]

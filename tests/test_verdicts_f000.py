@@ -294,8 +294,8 @@ def test_the_model_is_also_fed_with_k6s_measured_start_times():
     assert expected in outcome_text(run)
 
 
-def test_one_connection_over_the_ceiling_is_tomcats_close_race_two_are_not():
-    # Tomcat counts a slot free just before the old socket closes: ss may see the ceiling + 1 for an instant.
+def test_one_connection_over_the_ceiling_is_the_kernels_queue_race_two_are_not():
+    # Two handshakes completing at once can both pass the kernel's unlocked full-queue check: the ceiling + 1.
     once = with_step(model_world(), "f-10k-pv", ss=ss_frame("f-10k-pv", 8294, 101))
     assert verdict(once, "F000-l").verdict == REPRODUCED
     twice = with_step(model_world(), "f-10k-pv", ss=ss_frame("f-10k-pv", 8295, 101))

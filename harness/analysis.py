@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from harness.model import little_concurrency
 from harness.store import ChapterData
 
 PERCENTILES = (0.5, 0.66, 0.9, 0.99)
@@ -47,7 +48,7 @@ def throughput_table(data: ChapterData) -> pd.DataFrame:
     table["rps_error"] = table["rps"] / table["rps_model"] - 1
     table["mean_latency_ms"] = latency
     # Little's law: requests in flight = throughput × mean latency; the clients keep C in flight.
-    table["littles_concurrency"] = table["rps"] * table["mean_latency_ms"] / 1000
+    table["littles_concurrency"] = little_concurrency(table["rps"], table["mean_latency_ms"])
     return table
 
 

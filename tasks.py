@@ -75,7 +75,8 @@ def list_(c):
             print(chapter)
             for s in steps:
                 done = "✓" if store.is_complete(chapter, s.id) else " "
-                print(f"  {done} {s.id:<28} {s.load['executor']:<18} {s.load['vus']:>6} VUs  {s.why}")
+                what = f"{s.load['executor']:<18} {s.load['vus']:>6} VUs" if s.kind == "load" else f"{s.kind:<18} {s.starts:>6} starts"
+                print(f"  {done} {s.id:<28} {what}  {s.why}")
 
 
 @task(help={"fast": "unit tests only (no real server, no k6)", "pytest_args": "extra arguments for pytest"})

@@ -5,24 +5,38 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from harness.deploy import backend as make_backend
-from harness.spec import load_spec
+from harness.deploy import backend as make_backend, check_launches
+from harness.samplers import now_ms, read_proc
+from harness.spec import Step, load_spec
+
+
+def redeploys(step: Step, server_backend, starts: int, log: Path, rows: list[dict], info: dict, progress=None) -> None:
+    """Start `starts` fresh servers one after another. Appends a row per start (start-to-healthy ms, RSS when
+    healthy) to `rows` as it comes, so a failure keeps what was measured; `info` gets the server's own report."""
+    for n in range(1, starts + 1):
+        started_ms = now_ms()
+        server = server_backend.start(step, log)
+        try:
+            healthy_ms = server.wait_healthy()
+            rss = read_proc(server.pid)["rss_bytes"]
+            info.update(server.info())
+        finally:
+            server.stop()
+        rows.append({"start": n, "started_ms": started_ms, "startup_ms": round(healthy_ms, 1), "rss_bytes": rss})
+        if progress:
+            progress(f"    start {n}/{starts}: healthy after {healthy_ms:.0f} ms")
 
 
 def redeploy_times(starts: int = 5, chapter: str = "smoke", backend: str = "local") -> list[float]:
-    """Start-to-healthy milliseconds of `starts` fresh servers with the first step's configuration."""
+    """Start-to-healthy milliseconds of `starts` fresh servers with the chapter's first step's configuration."""
     step = load_spec(chapter).steps[0]
     server_backend = make_backend(backend)
     server_backend.check()
-    times = []
+    check_launches([step])
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in range(starts):
-            server = server_backend.start(step, Path(tmp) / f"server-{n}.log")
-            try:
-                times.append(server.wait_healthy())
-            finally:
-                server.stop()
-    return times
+        redeploys(step, server_backend, starts, Path(tmp) / "server.log", rows, {})
+    return [row["startup_ms"] for row in rows]
 
 
 def describe(times: list[float]) -> str:

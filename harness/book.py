@@ -26,7 +26,10 @@ from harness.analysis import latency_percentiles, per_second, spike_start_ms, th
 from harness.charts import (THEME, busy_threads_chart, capacity_explorer, completion_rate_chart, completions_chart,
                             connections_chart, explorer_measured, failures_chart, latency_ecdf_chart,
                             rps_chart, ss_timeline_chart, step_order)
-from harness import ROOT
+from harness import ROOT, calibration
+from harness.calibration import Check
+from harness.charts import (issued_chart, memory_chart, noise_chart, redeploy_chart, sampler_cost_chart, spread_chart,
+                            start_curves_chart)
 from harness.store import ChapterData, complete_steps, data_root, load
 from harness.verdicts import ARTICLE_002_RPS, answered, failure_kinds, DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, f000_verdicts, f002_verdicts, verdict_of, within, within_abs
 
@@ -38,6 +41,9 @@ __all__ = [
     "predictions_table", "spike_predictions_table", "failure_summary", "issued_table", "plus_one_table", "rps_table", "littles_law_table", "ceiling_sentences",
     "reproduce_box", "readme_commands", "verdict_table", "machines_table", "steps_table", "peaks_table", "completion_table",
     "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
+    "calibration", "check_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary", "noise_runs",
+    "noise_waves", "sampler_summary", "start_curves_chart", "spread_chart", "issued_chart", "memory_chart", "redeploy_chart",
+    "sampler_cost_chart", "noise_chart",
 ]
 
 RENDERER = "concurrency-lab-offline"
@@ -194,6 +200,73 @@ def verdict_table(verdicts: list[Verdict]) -> Markdown:
         verdict = f"**{v.verdict}**" + (f": {v.why}" if v.why else "")
         rows.append("| " + " | ".join(_cell(c) for c in (v.finding, v.article, v.measured, verdict)) + " |")
     return Markdown("\n".join(rows))
+
+
+def check_table(checks: list[Check]) -> Markdown:
+    """Chapter 2's closing table: what the book says of its lab, the numbers, and whether they bear it out."""
+    rows = ["| The book says | We measured | Holds? |", "|---|---|---|"]
+    rows += [f"| {_cell(c.claim)} | {_cell(c.measured)} | **{'yes' if c.holds else 'no'}** |" for c in checks]
+    return Markdown("\n".join(rows))
+
+
+# What each of the machine's ceilings caps in the book (the values come from step.json).
+CEILINGS = {
+    "cores": ("CPU cores", "k6, the server and the samplers share them: k6's start-up speed and every timing depend on it"),
+    "memory_bytes": ("memory", "k6's users and the server's threads and connections; far from the limit, see above"),
+    "nofile_limit": ("open files per process (hard limit)", "one socket per user: k6 and the server each hold fewer than this; "
+                     "chapter 3's 15,000 users are the most one k6 process can run here"),
+    "somaxconn": ("net.core.somaxconn", "silently caps Tomcat's accept-count; chapter 3 raises it for its accept-count 2000 step"),
+    "local_port_range": ("local port range", "client ports to one server address and port: about 28,000 connections at once"),
+    "pid_max": ("kernel.pid_max", "every server thread takes a pid: N threads plus everything else must fit"),
+    "threads_max": ("kernel.threads-max", "threads system-wide"),
+}
+
+
+def ceilings_table(data: ChapterData) -> pd.DataFrame:
+    """The machine's ceilings as recorded with the data, and what each caps in the chapters."""
+    machine = next(iter(data.steps.values()))["machine"]
+    rows = []
+    for key, (name, caps) in CEILINGS.items():
+        value = machine.get(key)
+        if key == "memory_bytes" and value:
+            value = f"{value / 2**30:.1f} GiB"
+        elif key == "local_port_range" and value:
+            value = f"{value[0]}–{value[1]} ({int(value[1]) - int(value[0]) + 1:,} ports)"
+        elif isinstance(value, int):
+            value = f"{value:,}"
+        rows.append({"ceiling": name, "on this machine": value if value is not None else "not recorded", "what it caps": caps})
+    return pd.DataFrame(rows)
+
+
+def starts_summary(data: ChapterData) -> pd.DataFrame:
+    table = calibration.start_table(data)
+    return table.rename(columns={"started_1s": "started in 1 s", "p50_s": "half started (s)", "p95_s": "95 % started (s)",
+                                 "spread_s": "all started (s)"}).round(2)
+
+
+def memory_summary(data: ChapterData) -> pd.DataFrame:
+    table = calibration.memory_table(data)
+    return table.rename(columns={"k6_mib": "k6 peak MiB", "server_mib": "server peak MiB", "server_idle_mib": "server at start MiB",
+                                 "connections": "connections (peak)", "threads": "threads (peak)"}).round(0)
+
+
+def redeploy_summary(data: ChapterData) -> pd.DataFrame:
+    return calibration.redeploy_table(data).round(0)
+
+
+def sampler_summary(data: ChapterData) -> pd.DataFrame:
+    table = calibration.sampler_cost_table(data)
+    return table.assign(core_share=(table["core_share"] * 100).round(1)).rename(
+        columns={"core_share": "% of one core", "ss_cpu_s": "ss + nstat CPU s", "actuator_cpu_s": "Actuator CPU s",
+                 "process_cpu_s": "/proc CPU s", "load_s": "load s"}).round(2)
+
+
+def noise_runs(data: ChapterData) -> pd.DataFrame:
+    return calibration.runs_table(calibration.noise_table(data))
+
+
+def noise_waves(data: ChapterData) -> pd.DataFrame:
+    return calibration.noise_summary(calibration.noise_table(data)).round(2)
 
 
 def _cell(text: str) -> str:

@@ -167,7 +167,7 @@ class LocalProcessBackend:
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         env |= {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
         started = time.monotonic()
-        return RunningServer(step, spawn(server_command(), env, log), log, started)
+        return RunningServer(step, spawn(server_command(step.system.get("launch", "auto")), env, log), log, started)
 
 
 def java_command() -> str:
@@ -186,10 +186,24 @@ def java_major(java: str) -> int:
     return int(match.group(2)) if major == 1 else major
 
 
-def server_command() -> list[str]:
-    if CDS_JAR.exists() and CDS_ARCHIVE.exists():
+def cds_ready() -> bool:
+    return CDS_JAR.exists() and CDS_ARCHIVE.exists()
+
+
+def server_command(launch: str = "auto") -> list[str]:
+    """The JVM command: `cds` starts from the extracted jar with the trained archive, `jar` from the fat jar,
+    `auto` uses CDS when `invoke setup` made the archive."""
+    if launch == "cds" or (launch == "auto" and cds_ready()):
         return [java_command(), f"-XX:SharedArchiveFile={CDS_ARCHIVE}", "-Xshare:auto", "-jar", str(CDS_JAR)]
     return [java_command(), "-jar", str(JAR)]
+
+
+def check_launches(steps) -> None:
+    """A step that asks for CDS needs the archive `invoke setup` trains; say so before anything starts."""
+    needing = [s.id for s in steps if s.system.get("launch") == "cds"]
+    if needing and not cds_ready():
+        raise LabError(f"step(s) {', '.join(needing)} start the server with Class Data Sharing, but "
+                       f"{CDS_ARCHIVE.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
 
 
 BACKENDS = {"local": LocalProcessBackend}

@@ -256,7 +256,9 @@ def predict_spike(step: Step, requests: int | None = None) -> Prediction:
 
 
 def expected_step_ms(step: Step) -> int:
-    """A wall-time estimate for progress messages: start-up plus the load phase."""
+    """A wall-time estimate for progress messages: start-up plus the load phase (a redeploy step: start-ups)."""
+    if step.kind == "redeploy":
+        return STARTUP_ALLOWANCE_MS * step.starts
     return STARTUP_ALLOWANCE_MS + predict(step).min_duration_ms
 
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import os
 import signal
+import statistics
 import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness import LabError, model, store, system
-from harness.deploy import StepFailed, backend as make_backend, check_port_free, spawn, terminate
+from harness.bench import redeploys
+from harness.deploy import StepFailed, backend as make_backend, check_launches, check_port_free, spawn, terminate
 from harness.load import DASHBOARD_REPORT, load_tool, request_counts
 from harness.samplers import Samplers, now_ms
 from harness.spec import Step, load_spec
@@ -45,12 +47,14 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     server_backend = make_backend(backend)
     server_backend.check()
     todo = [s for s in steps if force or not store.is_complete(chapter, s.id)]
+    if server_backend.name == "local":
+        check_launches(todo)
     skipped = len(steps) - len(todo)
     if skipped:
         say(f"{skipped} step(s) already complete in {store.data_root() / chapter} (use --force to redo them)")
     if not todo:
         return []
-    tools = {name: load_tool(name) for name in sorted({s.load["tool"] for s in todo})}  # refuse a missing tool now
+    tools = {name: load_tool(name) for name in sorted({s.load["tool"] for s in todo if s.kind == "load"})}  # refuse a missing tool now
     for step in todo:
         check_port_free(step.address, step.port, "server")
         check_port_free(step.address, step.management_port, "management")
@@ -62,17 +66,24 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     with _sigterm_as_interrupt():
         for n, step in enumerate(todo):
             eta = _clock(time.monotonic() - began + sum(estimates[n:]))
-            say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load['executor']} "
+            say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load.get('executor', step.kind)} "
                 f"(predicted {estimates[n]:.0f} s; chapter done in ≈ {eta})")
-            outcome = run_step(step, server_backend, tools[step.load["tool"]], dashboard)
+            outcome = run_step(step, server_backend, tools.get(step.load.get("tool")), dashboard)
             outcomes.append(outcome)
-            say(f"    {outcome.status}: issued {outcome.requests.get('issued', 0)}/{outcome.requests.get('asked', 0)}, "
-                f"ok {outcome.requests.get('succeeded', 0)}, failed {outcome.requests.get('failed', 0)}, "
-                f"{outcome.wall_s:.1f} s{(' — ' + outcome.reason) if outcome.reason else ''}")
+            say(f"    {outcome.status}: {_result_line(outcome)}, {outcome.wall_s:.1f} s"
+                f"{(' — ' + outcome.reason) if outcome.reason else ''}")
     failed = [o for o in outcomes if o.status != "complete"]
     say(f"done in {_clock(time.monotonic() - began)}: {len(outcomes) - len(failed)} complete, {len(failed)} failed; "
         f"data in {store.data_root() / chapter}")
     return outcomes
+
+
+def _result_line(outcome: Outcome) -> str:
+    if outcome.step.kind == "redeploy":
+        return f"{outcome.step.starts} starts"
+    counts = outcome.requests
+    return (f"issued {counts.get('issued', 0)}/{counts.get('asked', 0)}, ok {counts.get('succeeded', 0)}, "
+            f"failed {counts.get('failed', 0)}")
 
 
 def run_step(step: Step, server_backend, tool, dashboard: bool = False) -> Outcome:
@@ -81,7 +92,10 @@ def run_step(step: Step, server_backend, tool, dashboard: bool = False) -> Outco
     began = time.monotonic()
     try:
         with _somaxconn_for(step, meta):
-            _measure(step, server_backend, tool, writer, meta, dashboard)
+            if step.kind == "redeploy":
+                _measure_redeploys(step, server_backend, writer, meta)
+            else:
+                _measure(step, server_backend, tool, writer, meta, dashboard)
         meta["status"] = "complete"
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
@@ -114,11 +128,11 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
     samplers = None
     try:
         meta["startup_ms"] = round(server.wait_healthy())
-        info = server.info()
-        meta["server_info"] = info
-        meta["versions"] |= {"java": info.get("java", {}).get("version"), "spring_boot": info.get("springBootVersion")}
+        _record_server(meta, server.info())
+        meta["launch"] = _launch_used(step, server_backend)
         pids = {"server": server.pid}
-        samplers = Samplers(step.system["sample_interval_ms"], step.port, server.management_url, lambda: dict(pids))
+        samplers = Samplers(step.system["sample_interval_ms"], step.port, server.management_url, lambda: dict(pids),
+                            enabled=step.system["sampling"])
         with samplers:
             cmd, env = tool.command(step, server.url, writer.path, dashboard)
             meta["load_started_ms"] = now_ms()
@@ -136,6 +150,43 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
             terminate(load_proc, grace_s=5)
         meta["server_exit"] = server.stop()
         _write_tables(step, tool, writer, meta, samplers, dashboard)
+
+
+def _measure_redeploys(step: Step, server_backend, writer: store.StepWriter, meta: dict) -> None:
+    """No load: `step.starts` fresh servers, each timed from start to healthy, then stopped."""
+    log = writer.path / "server.log"
+    rows: list[dict] = []
+    try:
+        check_port_free(step.address, step.port, "server")
+        check_port_free(step.address, step.management_port, "management")
+    except LabError as err:
+        raise StepFailed(str(err)) from None
+    info: dict = {}
+    meta["launch"] = _launch_used(step, server_backend)
+    try:
+        redeploys(step, server_backend, step.starts, log, rows, info, progress=say)
+    finally:
+        writer.table("startup", rows)
+        writer.gzip(log, "server.log")
+        _record_server(meta, info)
+    meta["startup_ms"] = round(statistics.median(r["startup_ms"] for r in rows))
+
+
+def _launch_used(step: Step, server_backend) -> str:
+    """What `auto` became: the book says which JVM start-up a step's numbers come from."""
+    from harness.deploy import cds_ready
+
+    launch = step.system.get("launch", "auto")
+    if server_backend.name != "local" or launch != "auto":
+        return launch if server_backend.name == "local" else server_backend.name
+    return "cds" if cds_ready() else "jar"
+
+
+def _record_server(meta: dict, info: dict) -> None:
+    """The server's own report: effective Tomcat settings and the versions results depend on."""
+    if info:
+        meta["server_info"] = info
+        meta["versions"] |= {"java": info.get("java", {}).get("version"), "spring_boot": info.get("springBootVersion")}
 
 
 def _wait_load(proc, name: str, step: Step, samplers: Samplers) -> None:
@@ -199,8 +250,8 @@ def _base_meta(step: Step, backend_name: str, tool) -> dict:
         "started_ms": now_ms(),
         "config": step.config() | {"backend": backend_name},
         "requests": {"asked": step.requests_asked, "issued": 0},
-        "model": model.predict(step).as_dict(),
-        "versions": {tool.name: tool.version(), "python": sys.version.split()[0]},
+        "model": model.predict(step).as_dict() if step.kind == "load" else None,
+        "versions": ({tool.name: tool.version()} if tool else {}) | {"python": sys.version.split()[0]},
         "machine": system.machine(),
         "git_commit": system.git_commit(),
     }

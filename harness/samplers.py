@@ -236,23 +236,25 @@ class ProcessSampler(Sampler):
 
 
 class Samplers:
-    """Start and stop the three samplers together."""
+    """Start and stop the three samplers together; `enabled=False` runs none (their tables stay empty)."""
 
-    def __init__(self, interval_ms: int, port: int, management_url: str, pids: Callable[[], dict[str, int]]):
+    def __init__(self, interval_ms: int, port: int, management_url: str, pids: Callable[[], dict[str, int]],
+                 enabled: bool = True):
         self.all = {
             "ss": SocketSampler(interval_ms, port),
             "actuator": ActuatorSampler(interval_ms, management_url, port),
             "process": ProcessSampler(interval_ms, pids),
         }
         self.interval_ms = interval_ms
+        self.enabled = enabled
 
     def __enter__(self) -> Samplers:
-        for sampler in self.all.values():
+        for sampler in self.all.values() if self.enabled else ():
             sampler.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        for sampler in self.all.values():
+        for sampler in self.all.values() if self.enabled else ():
             sampler.stop()
 
     def rows(self, name: str) -> list[dict]:
@@ -261,4 +263,4 @@ class Samplers:
     def summary(self) -> dict:
         parts = {name: s.summary() for name, s in self.all.items()}
         total = round(sum(p["cpu_seconds"] for p in parts.values()), 3)
-        return {"interval_ms": self.interval_ms, "cpu_seconds": total, **parts}
+        return {"enabled": self.enabled, "interval_ms": self.interval_ms, "cpu_seconds": total, **parts}

@@ -69,10 +69,17 @@ SYSTEM_KEYS: dict[str, tuple[type, int | None]] = {
     "raise_somaxconn": (bool, None),  # raise net.core.somaxconn to the accept-count when lower
     "allow_fd_exhaustion": (bool, None),  # the step deliberately probes the open-files limit
     "sample_interval_ms": (int, 50),
+    "sampling": (bool, None),  # false: no ss/Actuator/process samplers (chapter 2: do they change results?)
+    "launch": (str, None),  # how the local JVM starts: auto (CDS when `invoke setup` made it), cds, jar
 }
-SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500}
+SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500,
+                   "sampling": True, "launch": "auto"}
+LAUNCHES = ("auto", "cds", "jar")
 SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS}
-STEP_KEYS = {"id", "why", "findings", *SECTIONS}
+# A step is a load test, or (kind = "redeploy") `starts` fresh servers timed to healthy, with no load.
+KINDS = ("load", "redeploy")
+# same_as = "<chapter>:<step>" starts from another chapter's resolved step; repeat = n runs it n times.
+STEP_KEYS = {"id", "why", "findings", "kind", "starts", "same_as", "repeat", *SECTIONS}
 TOP_KEYS = {"title", "description", "defaults", "step"}
 # File descriptors a process needs besides its sockets (jars, logs, epoll, pipes).
 FD_RESERVE = 200
@@ -101,6 +108,9 @@ class Step:
     system: dict
     index: int = 0  # position in the chapter, from 1
     total: int = 0
+    kind: str = "load"
+    starts: int = 0  # redeploy steps: how many fresh servers
+    same_as: str = ""  # "<chapter>:<step>" this step copies
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
@@ -122,6 +132,8 @@ class Step:
     def requests_asked(self) -> int:
         """Requests the step asks for; constant-vus asks one per VU (the articles' reading)."""
         load = self.load
+        if self.kind != "load":
+            return 0
         if load["executor"] == "per-vu-iterations":
             return load["vus"] * load["iterations"]
         if load["executor"] == "shared-iterations":
@@ -129,7 +141,9 @@ class Step:
         return load["vus"]
 
     def config(self) -> dict:
-        return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system)}
+        extra = {"kind": self.kind, "starts": self.starts} if self.kind != "load" else {}
+        extra |= {"same_as": self.same_as} if self.same_as else {}
+        return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system)} | extra
 
 
 @dataclass
@@ -197,6 +211,7 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     base = {section: _typed(section, defaults.get(section, {}), "[defaults]", problems) for section in SECTIONS}
     base["findings"] = defaults.get("findings", [])
     spec = Spec(chapter, raw.get("title", chapter), raw.get("description", ""), path)
+    tables = _expand_repeats(tables, problems)
     seen: set[str] = set()
     for n, table in enumerate(tables, start=1):
         where = f"step {table.get('id', f'#{n}')!s}"
@@ -207,7 +222,8 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
         elif step_id in seen:
             problems.append(f"{where}: id is used twice")
         seen.add(str(step_id))
-        step = _resolve(chapter, table, base, n, len(tables), where, problems)
+        step_base = _same_as_base(table.get("same_as"), base, path, limits, where, problems)
+        step = _resolve(chapter, table, step_base, n, len(tables), where, problems)
         if step:
             _check_limits(step, limits, where, problems)
             spec.steps.append(step)
@@ -215,6 +231,43 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise LabError(f"{path.name} has {len(problems)} problem(s):\n{lines}")
     return spec
+
+
+def _expand_repeats(tables: list[dict], problems: list[str]) -> list[dict]:
+    """A step with repeat = n becomes steps <id>-1 … <id>-n (for the spread of one measurement)."""
+    out = []
+    for table in tables:
+        repeat = table.get("repeat", 1)
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= 100:
+            problems.append(f"step {table.get('id')}: repeat must be a whole number from 1 to 100, got {repeat!r}")
+            repeat = 1
+        if "repeat" not in table:
+            out.append(table)
+            continue
+        out += [{k: v for k, v in table.items() if k != "repeat"} | {"id": f"{table.get('id')}-{n}"}
+                for n in range(1, repeat + 1)]
+    return out
+
+
+def _same_as_base(reference, base: dict, path: Path, limits: dict, where: str, problems: list[str]) -> dict:
+    """The settings a step starts from: this chapter's defaults, or another chapter's step (`same_as`)."""
+    if reference is None:
+        return base
+    chapter, _, step_id = str(reference).rpartition(":")
+    if not chapter or not step_id:
+        problems.append(f"{where}: same_as must be '<chapter>:<step id>', e.g. 'chapter3:f-10k-pv', got {reference!r}")
+        return base
+    if chapter.endswith(".toml") and not Path(chapter).is_absolute():
+        chapter = str(path.parent / chapter)  # a profile next to this spec
+    if Path(spec_path(chapter)).resolve() == path.resolve():
+        problems.append(f"{where}: same_as must name another chapter's step, not this chapter's")
+        return base
+    try:
+        source = load_spec(chapter, limits).select([step_id])[0]
+    except LabError as err:
+        problems.append(f"{where}: same_as {reference!r}: {err}")
+        return base
+    return {"server": dict(source.server), "load": dict(source.load), "system": dict(source.system), "findings": []}
 
 
 def _unknown(table: dict, allowed: set[str], where: str, problems: list[str]) -> None:
@@ -249,11 +302,33 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if not isinstance(findings, list) or not all(isinstance(f, str) and FINDING_ID.match(f) for f in findings):
         problems.append(f"{where}: findings must be a list of IDs like 'F000-a', got {findings!r}")
         findings = []
-    _check_load(load, where, problems)
+    kind, starts = _check_kind(table, where, problems)
+    if kind == "load":
+        _check_load(load, where, problems)
+    else:
+        load = {}
     _check_server(merged["server"], where, problems)
+    if system_["launch"] not in LAUNCHES:
+        problems.append(f"{where}: system.launch must be one of {', '.join(LAUNCHES)}, got {system_['launch']!r}")
     if len(problems) > before:
         return None
-    return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total)
+    return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,
+                kind, starts, table.get("same_as", ""))
+
+
+def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]:
+    kind = table.get("kind", "load")
+    if kind not in KINDS:
+        problems.append(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        return "load", 0
+    starts = table.get("starts", 5 if kind == "redeploy" else 0)
+    if kind == "load" and "starts" in table:
+        problems.append(f"{where}: starts applies to kind = \"redeploy\" steps only")
+    elif kind == "redeploy" and (not isinstance(starts, int) or isinstance(starts, bool) or starts < 1):
+        problems.append(f"{where}: starts must be a whole number ≥ 1, got {starts!r}")
+    if kind == "redeploy" and "load" in table:
+        problems.append(f"{where}: a redeploy step sends no load; remove its [load] table")
+    return kind, starts if isinstance(starts, int) else 0
 
 
 def _check_load(load: dict, where: str, problems: list[str]) -> None:
@@ -304,6 +379,8 @@ def _check_server(server: dict, where: str, problems: list[str]) -> None:
 
 
 def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> None:
+    if step.kind != "load":
+        return
     usable = limits["nofile"] - FD_RESERVE
     vus = step.load["vus"]
     if vus > usable:

@@ -10,7 +10,7 @@ import gzip
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +18,7 @@ import pandas as pd
 from harness import DATA
 
 STEP_FILE = "step.json"
-TABLES = ("requests", "ss", "actuator", "process")
+TABLES = ("requests", "ss", "actuator", "process", "startup")
 # The documented columns of each table (ARCHITECTURE.md); more may follow, these never change name.
 COLUMNS = {
     "requests": ["vu", "iteration", "start_ms", "end_ms", "duration_ms", "status", "error_code", "error"],
@@ -26,6 +26,7 @@ COLUMNS = {
            "accept_backlog", "listen_overflows", "listen_drops", "syncookies_sent"],
     "actuator": ["ts_ms", "metric", "value"],
     "process": ["ts_ms", "process", "rss_bytes", "cpu_seconds"],
+    "startup": ["start", "started_ms", "startup_ms", "rss_bytes"],  # redeploy steps only
 }
 
 
@@ -98,7 +99,7 @@ def _replace(source: Path, target: Path) -> None:
 
 @dataclass
 class ChapterData:
-    """Every complete step of a chapter: step metadata and the four tables, each with a `step` column."""
+    """Every complete step of a chapter: step metadata and the tables, each with a `step` column."""
 
     chapter: str
     steps: dict[str, dict]
@@ -106,6 +107,7 @@ class ChapterData:
     ss: pd.DataFrame
     actuator: pd.DataFrame
     process: pd.DataFrame
+    startup: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS["startup"] + ["step"]))
 
     def meta(self, step_id: str) -> dict:
         return self.steps[step_id]

@@ -42,6 +42,8 @@ def machine() -> dict:
         "nofile_limit": nofile_limit(),
         "somaxconn": somaxconn(),
         "local_port_range": Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split(),
+        "pid_max": int(Path("/proc/sys/kernel/pid_max").read_text()),  # threads count against it, system-wide
+        "threads_max": int(Path("/proc/sys/kernel/threads-max").read_text()),
         "kernel": platform.release(),
         "cpu_model": _cpu_model(),
     }

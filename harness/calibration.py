@@ -1,0 +1,329 @@
+"""Chapter 2: the lab's own limits, computed from its data — how fast k6 starts users, what a user, a
+connection and a thread cost in memory, how long a redeploy takes, what the samplers cost, how much a
+repeated step varies — and the checks the book makes of them.
+
+Steps are grouped by id prefix (experiments/chapter2.toml): hold-N (N users on N threads), queue-N (N users
+on 200 threads), cv-N (constant-vus for 1 s), redeploy-*, noise-* and unsampled-* (chapter 3's headline
+step repeated, with and without samplers).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis import spike_start_ms
+from harness.store import ChapterData
+
+SPIKE_S = 1.0  # the articles' constant-vus duration: a user k6 starts later sends nothing
+MIB = 2**20
+SERIES = {"hold-": "N threads", "queue-": "200 threads", "cv-": "constant-vus 1 s"}
+# What the checks allow (named so the chapter can say them):
+ISSUED_TOLERANCE = 0.15  # constant-vus issued against per-vu users started in 1 s: two runs, same machine
+K6_MEMORY_SHARE = 0.25  # k6 is "no limit" while its peak stays under this share of the machine's memory
+REDEPLOY_GOAL_MS = 3000  # the lab's redeploy goal (issue 2): a chapter of 40 steps spends < 2 min starting
+WAVE_SLACK_S = 0.25  # unsampled wave times may lie this far outside the sampled runs' range
+FAILED_SLACK = 0.01  # … and failure counts this share of the requests
+SAMPLER_BUDGET = {1000: 0.05, 15000: 0.15}  # share of one core the samplers may use, up to N connections
+
+
+@dataclass(frozen=True)
+class Check:
+    claim: str  # what the book says of its lab
+    measured: str  # the numbers behind it
+    holds: bool
+
+    def __post_init__(self):
+        object.__setattr__(self, "holds", bool(self.holds))  # numpy's bool_ prints oddly in a table
+
+
+def steps_with(data: ChapterData, prefix: str) -> list[str]:
+    """The steps of a series, fewest users first."""
+    ids = [s for s in data.steps if s.startswith(prefix)]
+    return sorted(ids, key=lambda s: (data.steps[s]["config"]["load"].get("vus", 0), s))
+
+
+def _users(data: ChapterData, step: str) -> int:
+    return data.steps[step]["config"]["load"]["vus"]
+
+
+# ---- how fast k6 starts users ----------------------------------------------------------------------
+
+def first_starts_s(data: ChapterData, step: str) -> pd.Series:
+    """Seconds from the step's first request to each user's first request, sorted."""
+    requests = data.requests[data.requests.step == step]
+    first = requests.groupby("vu")["start_ms"].min()
+    return ((first - spike_start_ms(data)[step]) / 1000).sort_values().reset_index(drop=True)
+
+
+def start_table(data: ChapterData) -> pd.DataFrame:
+    """Per step of the hold, queue and cv series: users asked, requests issued, and how the starts spread."""
+    rows = []
+    for prefix, series in SERIES.items():
+        for step in steps_with(data, prefix):
+            starts = first_starts_s(data, step)
+            meta = data.steps[step]
+            rows.append({
+                "step": step, "series": series, "users": _users(data, step),
+                "issued": meta["requests"]["issued"], "started_1s": int((starts <= SPIKE_S).sum()),
+                "p50_s": starts.quantile(0.5), "p95_s": starts.quantile(0.95), "spread_s": starts.max(),
+            })
+    return pd.DataFrame(rows)
+
+
+def start_curves(data: ChapterData, prefix: str = "hold-", points: int = 100) -> pd.DataFrame:
+    """Share of users started against seconds since the first, per step, from `points` quantiles."""
+    shares = np.linspace(0, 1, points)
+    frames = [pd.DataFrame({"step": step, "users": _users(data, step), "share": shares,
+                            "t_s": first_starts_s(data, step).quantile(shares).to_numpy()})
+              for step in steps_with(data, prefix)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "users", "share", "t_s"])
+
+
+def spike_limit(table: pd.DataFrame) -> int | None:
+    """The largest N up to which every per-vu step started all its users within SPIKE_S (None: not even the first)."""
+    limit = None
+    for row in table[table.series == SERIES["hold-"]].sort_values("users").itertuples():
+        if row.spread_s > SPIKE_S:
+            break
+        limit = row.users
+    return limit
+
+
+# ---- what a user, a connection and a thread cost -----------------------------------------------------
+
+def _peak(frame: pd.DataFrame, step: str, column: str, **where) -> float:
+    rows = frame[frame.step == step]
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    return float(rows[column].max()) if len(rows) else float("nan")
+
+
+def memory_table(data: ChapterData) -> pd.DataFrame:
+    """Peak memory (RSS) of k6 and the server, with the connections and threads the server held at the time."""
+    rows = []
+    for prefix in ("hold-", "queue-"):
+        for step in steps_with(data, prefix):
+            server = data.process[(data.process.step == step) & (data.process.process == "server")]
+            rows.append({
+                "step": step, "series": SERIES[prefix], "users": _users(data, step),
+                "k6_mib": _peak(data.process, step, "rss_bytes", process="k6") / MIB,
+                "server_mib": server["rss_bytes"].max() / MIB,
+                "server_idle_mib": server.sort_values("ts_ms")["rss_bytes"].iloc[0] / MIB if len(server) else float("nan"),
+                "connections": _peak(data.ss, step, "estab"),
+                "threads": _peak(data.actuator, step, "value", metric="tomcat.threads.current"),
+            })
+    return pd.DataFrame(rows)
+
+
+def _slope(x: pd.Series, y: pd.Series) -> tuple[float, float]:
+    """Least-squares line y = slope × x + intercept."""
+    slope, intercept = np.polyfit(x.astype(float), y.astype(float), 1)
+    return float(slope), float(intercept)
+
+
+def memory_costs(table: pd.DataFrame) -> dict[str, float]:
+    """KiB per unit from straight lines through the peaks: k6 per user (both series), the server per held
+    connection (200 threads) and per connection with its own thread (N threads); a thread is the difference."""
+    hold, queue = table[table.series == SERIES["hold-"]], table[table.series == SERIES["queue-"]]
+    k6, _ = _slope(table["users"], table["k6_mib"])
+    both, _ = _slope(hold["connections"], hold["server_mib"])
+    connection, _ = _slope(queue["connections"], queue["server_mib"])
+    return {"k6_per_user_kib": k6 * 1024, "server_per_connection_kib": connection * 1024,
+            "server_per_connection_and_thread_kib": both * 1024, "server_per_thread_kib": (both - connection) * 1024}
+
+
+# ---- redeploys ---------------------------------------------------------------------------------------
+
+def redeploy_table(data: ChapterData) -> pd.DataFrame:
+    """Start to healthy per redeploy step: how the JVM started, median and range, memory when healthy."""
+    rows = []
+    for step in steps_with(data, "redeploy-"):
+        starts = data.startup[data.startup.step == step]
+        rows.append({"step": step, "launch": data.steps[step].get("launch", "?"), "starts": len(starts),
+                     "median_ms": starts["startup_ms"].median(), "min_ms": starts["startup_ms"].min(),
+                     "max_ms": starts["startup_ms"].max(), "rss_mib": starts["rss_bytes"].median() / MIB})
+    return pd.DataFrame(rows)
+
+
+# ---- the samplers' cost ------------------------------------------------------------------------------
+
+def sampler_cost_table(data: ChapterData) -> pd.DataFrame:
+    """CPU the samplers used per step, as a share of one core over the load, against the connections held."""
+    rows = []
+    for step, meta in data.steps.items():
+        samplers = meta.get("samplers") or {}
+        if not samplers.get("enabled", True) or "load_ended_ms" not in meta:
+            continue
+        seconds = (meta["load_ended_ms"] - meta["load_started_ms"]) / 1000
+        rows.append({"step": step, "connections": _peak(data.ss, step, "estab"), "load_s": seconds,
+                     "core_share": samplers["cpu_seconds"] / seconds,
+                     **{f"{name}_cpu_s": samplers[name]["cpu_seconds"] for name in ("ss", "actuator", "process")}})
+    return pd.DataFrame(rows).sort_values("connections", ignore_index=True)
+
+
+# ---- noise: one step, repeated -----------------------------------------------------------------------
+
+def wave_times(ends_s, wave_size: int) -> list[float]:
+    """The median of each full wave of `wave_size` completions (sorted seconds), in order."""
+    ends_s = np.sort(np.asarray(ends_s, dtype=float))
+    return [float(np.median(ends_s[k:k + wave_size])) for k in range(0, len(ends_s) - wave_size + 1, wave_size)]
+
+
+def measured_wave_times_s(data: ChapterData, step: str, wave_size: int) -> list[float]:
+    requests = data.requests[(data.requests.step == step) & (data.requests.status == 200)]
+    return wave_times((requests["end_ms"] - spike_start_ms(data)[step]) / 1000, wave_size)
+
+
+def model_wave_times_s(model: dict) -> list[float]:
+    """The same waves in the model's predicted completions."""
+    ends = [t / 1000 for t, count in model["completions"] for _ in range(count)]
+    return wave_times(ends, model["threads"])
+
+
+def noise_table(data: ChapterData) -> pd.DataFrame:
+    """One row per run and wave of the repeated step: when the wave finished (measured, model), and the run's counts."""
+    rows = []
+    for prefix, sampled in (("noise-", True), ("unsampled-", False)):
+        for step in steps_with(data, prefix):
+            meta = data.steps[step]
+            model, counts = meta["model"], meta["requests"]
+            predicted = model_wave_times_s(model)
+            for wave, t in enumerate(measured_wave_times_s(data, step, model["threads"]), start=1):
+                rows.append({"step": step, "sampled": sampled, "wave": wave, "t_s": t,
+                             "model_s": predicted[wave - 1] if wave <= len(predicted) else float("nan"),
+                             "ok": counts["succeeded"], "failed": counts["failed"], "model_failed": model["failed"]})
+    return pd.DataFrame(rows, columns=["step", "sampled", "wave", "t_s", "model_s", "ok", "failed", "model_failed"])
+
+
+def noise_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per wave: median and range of its time over the sampled runs, and where the unsampled runs fell."""
+    sampled, unsampled = table[table.sampled], table[~table.sampled]
+    out = sampled.groupby("wave")["t_s"].agg(median_s="median", min_s="min", max_s="max").reset_index()
+    out["range_s"] = out["max_s"] - out["min_s"]
+    off = unsampled.groupby("wave")["t_s"].agg(unsampled_min_s="min", unsampled_max_s="max").reset_index()
+    return out.merge(off, on="wave", how="left")
+
+
+def runs_table(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per run of the repeated step: sampled or not, answered and failed."""
+    return table.drop_duplicates("step")[["step", "sampled", "ok", "failed", "model_failed"]].reset_index(drop=True)
+
+
+# ---- the checks ----------------------------------------------------------------------------------------
+
+def checks(data: ChapterData) -> list[Check]:
+    """Every claim chapter 2 makes of the lab, with the numbers and whether they bear it out."""
+    starts = start_table(data)
+    return [check_spike(starts), check_constant_vus(starts), check_k6_memory(data),
+            check_files_before_memory(data), check_redeploy(data), *check_samplers(data)]
+
+
+def check_spike(starts: pd.DataFrame) -> Check:
+    hold = starts[starts.series == SERIES["hold-"]].sort_values("users")
+    limit = spike_limit(starts)
+    spreads = ", ".join(f"{r.users:,}: {r.spread_s:.1f} s" for r in hold.itertuples())
+    return Check(f"k6 starts every user of a spike within {SPIKE_S:.0f} s, at every N chapter 3 uses",
+                 f"last user's first request after {spreads}; a spike up to N = {limit or 0:,}",
+                 bool(len(hold)) and limit == hold["users"].max())
+
+
+def check_constant_vus(starts: pd.DataFrame) -> Check:
+    """constant-vus for 1 s issues one request per user k6 started within that second (from the hold runs)."""
+    cv = starts[starts.series == SERIES["cv-"]].set_index("users")
+    hold = starts[starts.series == SERIES["hold-"]].set_index("users")
+    both = cv.index.intersection(hold.index)
+    pairs = [(n, int(cv.loc[n, "issued"]), int(hold.loc[n, "started_1s"])) for n in both]
+    ok = bool(pairs) and all(abs(issued - started) <= ISSUED_TOLERANCE * started for _, issued, started in pairs)
+    text = "; ".join(f"{n:,}: issued {i:,}, started in 1 s {s:,}" for n, i, s in pairs)
+    return Check(f"constant-vus for 1 s issues as many requests as per-vu users start within 1 s (±{ISSUED_TOLERANCE:.0%})",
+                 text, ok)
+
+
+def check_k6_memory(data: ChapterData) -> Check:
+    table = memory_table(data)
+    biggest = table.sort_values("users").iloc[-1] if len(table) else None
+    memory = _machine(data)["memory_bytes"] / MIB
+    if biggest is None:
+        return Check("k6's memory is no limit on this machine", "no hold or queue step", False)
+    share = biggest["k6_mib"] / memory
+    return Check(f"k6's memory is no limit here: its peak stays under {K6_MEMORY_SHARE:.0%} of the machine's memory",
+                 f"{biggest['users']:,} users: k6 peaked at {biggest['k6_mib']:,.0f} MiB, {share:.1%} of {memory / 1024:.0f} GiB",
+                 share < K6_MEMORY_SHARE)
+
+
+def memory_bound_users(data: ChapterData) -> float:
+    """How many users memory alone would allow: the machine's memory over k6's and the server's cost of one."""
+    costs = memory_costs(memory_table(data))
+    per_user_kib = costs["k6_per_user_kib"] + costs["server_per_connection_and_thread_kib"]
+    return _machine(data)["memory_bytes"] / 1024 / per_user_kib
+
+
+def check_files_before_memory(data: ChapterData) -> Check:
+    nofile = _machine(data)["nofile_limit"]
+    users = memory_bound_users(data)
+    return Check("the open-files limit, not memory, caps how many users one machine can hold",
+                 f"memory allows ≈ {users:,.0f} users at the measured cost (k6 + a server thread and connection each); "
+                 f"open files allow < {nofile:,} per process", users > nofile)
+
+
+def check_redeploy(data: ChapterData) -> Check:
+    table = redeploy_table(data)
+    cds = table[table.launch == "cds"]
+    if cds.empty:
+        return Check(f"a redeploy takes under {REDEPLOY_GOAL_MS / 1000:.0f} s (median, with CDS)", "no CDS redeploy step", False)
+    median = float(cds["median_ms"].iloc[0])
+    others = "; ".join(f"{r.launch}: median {r.median_ms:,.0f} ms" for r in table[table.launch != "cds"].itertuples())
+    return Check(f"a redeploy takes under {REDEPLOY_GOAL_MS / 1000:.0f} s (median, with CDS)",
+                 f"cds: median {median:,.0f} ms ({cds['min_ms'].iloc[0]:,.0f}–{cds['max_ms'].iloc[0]:,.0f}); {others}",
+                 median < REDEPLOY_GOAL_MS)
+
+
+def check_samplers(data: ChapterData) -> list[Check]:
+    return [check_sampler_cost(data), check_sampling_changes_nothing(data)]
+
+
+def check_sampler_cost(data: ChapterData) -> Check:
+    table = sampler_cost_table(data)
+    parts, ok = [], bool(len(table))
+    lower = 0
+    for upto, budget in sorted(SAMPLER_BUDGET.items()):
+        rows = table[(table.connections > lower) & (table.connections <= upto)]
+        worst = rows["core_share"].max() if len(rows) else None
+        ok &= worst is not None and worst <= budget
+        parts.append(f"≤ {upto:,} connections: " + (f"at most {worst:.1%}" if worst is not None else "no step"))
+        lower = upto
+    return Check("the samplers cost little CPU: " + ", ".join(f"≤ {b:.0%} of a core up to {u:,} connections"
+                                                          for u, b in sorted(SAMPLER_BUDGET.items())),
+                 "; ".join(parts), ok)
+
+
+def check_sampling_changes_nothing(data: ChapterData) -> Check:
+    table = noise_table(data)
+    claim = "sampling does not change the results: runs without samplers fall within the sampled runs' range"
+    if table.empty or table["sampled"].all() or (~table["sampled"]).all():
+        return Check(claim, "needs noise-* and unsampled-* runs", False)
+    runs = runs_table(table)
+    on, off = runs[runs.sampled], runs[~runs.sampled]
+    asked = statistics.median(meta["requests"]["asked"] for step, meta in data.steps.items() if step in set(runs.step))
+    slack = FAILED_SLACK * asked
+    failed_ok = off["failed"].between(on["failed"].min() - slack, on["failed"].max() + slack).all()
+    waves = noise_summary(table).dropna()
+    waves_ok = ((waves["unsampled_min_s"] >= waves["min_s"] - WAVE_SLACK_S)
+                & (waves["unsampled_max_s"] <= waves["max_s"] + WAVE_SLACK_S)).all()
+    measured = (f"failed: sampled {on['failed'].min():,}–{on['failed'].max():,}, unsampled {off['failed'].min():,}–"
+                f"{off['failed'].max():,} (slack {slack:,.0f}); wave times outside the sampled range by at most "
+                f"{_worst_outside(waves):.2f} s (slack {WAVE_SLACK_S} s)")
+    return Check(claim, measured, bool(failed_ok and waves_ok))
+
+
+def _worst_outside(waves: pd.DataFrame) -> float:
+    below = (waves["min_s"] - waves["unsampled_min_s"]).clip(lower=0)
+    above = (waves["unsampled_max_s"] - waves["max_s"]).clip(lower=0)
+    return float(max(below.max(), above.max(), 0.0)) if len(waves) else 0.0
+
+
+def _machine(data: ChapterData) -> dict:
+    return next(iter(data.steps.values()))["machine"]

@@ -327,3 +327,67 @@ def _worst_outside(waves: pd.DataFrame) -> float:
 
 def _machine(data: ChapterData) -> dict:
     return next(iter(data.steps.values()))["machine"]
+
+
+# ---- sentences the chapter prints (numbers from the data, never typed in) ------------------------------
+
+def memory_sentence(data: ChapterData) -> str:
+    costs = memory_costs(memory_table(data))
+    users = memory_bound_users(data)
+    return (f"Measured here: k6 needs **{costs['k6_per_user_kib']:,.0f} KiB per user**; the server "
+            f"**{costs['server_per_connection_kib']:,.0f} KiB per held connection** and "
+            f"**{costs['server_per_thread_kib']:,.0f} KiB more** when the connection has a thread of its own. "
+            f"At that cost the machine's memory would hold about {users:,.0f} users with a thread each, "
+            f"more than the {_machine(data)['nofile_limit']:,} open files one process may have.")
+
+
+def noise_sentence(data: ChapterData) -> str:
+    runs = runs_table(noise_table(data))
+    sampled = runs[runs.sampled]
+    if sampled.empty:
+        return "*No noise runs yet.*"
+    waves = noise_summary(noise_table(data))
+    failed = sampled["failed"]
+    return (f"Over {len(sampled)} runs the failures range from {failed.min():,} to {failed.max():,} "
+            f"(median {failed.median():,.0f}; the model says {int(sampled['model_failed'].iloc[0]):,}), a spread of "
+            f"{(failed.max() - failed.min()) / max(failed.median(), 1):.0%} of the median; a wave's time varies by at most "
+            f"{waves['range_s'].max():.2f} s. The book quotes a repeated step's median and range, and a verdict that "
+            f"depends on a count allows for this spread.")
+
+
+def meaning_sentences(data: ChapterData) -> str:
+    """The consequences for the other chapters, each worded from the number it rests on."""
+    starts = start_table(data)
+    hold = starts[starts.series == SERIES["hold-"]].sort_values("users")
+    limit = spike_limit(starts)
+    costs = memory_costs(memory_table(data))
+    sampler = sampler_cost_table(data)
+    redeploy = redeploy_table(data)
+    machine = _machine(data)
+    lines = []
+    if len(hold):
+        last = hold.iloc[-1]
+        if limit == last["users"]:
+            lines.append(f"- **Every spike is a spike**: k6 starts all {last['users']:,} users within {SPIKE_S:g} s.")
+        else:
+            lines.append(f"- **Spikes are spikes up to {limit or 0:,} users.** Beyond, k6 needs up to {last['spread_s']:.1f} s "
+                         f"to start {last['users']:,}; chapter 3 feeds its model the measured arrival times and shows both "
+                         "executors for that reason.")
+    per_user = costs["k6_per_user_kib"] + costs["server_per_connection_and_thread_kib"]
+    bound = "open files, not memory," if memory_bound_users(data) > machine["nofile_limit"] else "memory, before open files,"
+    lines.append(f"- **{bound.capitalize()} limit how many users one machine holds**: {costs['k6_per_user_kib']:,.0f} KiB per "
+                 f"k6 user and {costs['server_per_connection_and_thread_kib']:,.0f} KiB per server thread with its connection "
+                 f"({per_user:,.0f} KiB a user) against {machine['memory_bytes'] / 2**30:.0f} GiB, and "
+                 f"{machine['nofile_limit']:,} open files per process.")
+    if len(sampler):
+        worst = sampler.iloc[sampler["core_share"].idxmax()]
+        effect = check_sampling_changes_nothing(data)
+        lines.append(f"- **The samplers take at most {worst['core_share']:.1%} of a core** (at {worst['connections']:,.0f} "
+                     "connections); the runs without them " + ("land inside the sampled runs' spread." if effect.holds
+                                                              else "do not all land inside the sampled runs' spread: "
+                                                              "see the checks before trusting a sampled count."))
+    if len(redeploy):
+        best = redeploy.sort_values("median_ms").iloc[0]
+        lines.append(f"- **A fresh server per step costs {best['median_ms'] / 1000:.1f} s** ({best['launch']}, median): "
+                     f"{40 * best['median_ms'] / 60000:.1f} minutes of a forty-step chapter go into starting servers.")
+    return "\n".join(lines)

@@ -259,10 +259,10 @@ def _same_as_base(reference, base: dict, path: Path, limits: dict, where: str, p
         return base
     if chapter.endswith(".toml") and not Path(chapter).is_absolute():
         chapter = str(path.parent / chapter)  # a profile next to this spec
-    if Path(spec_path(chapter)).resolve() == path.resolve():
-        problems.append(f"{where}: same_as must name another chapter's step, not this chapter's")
-        return base
     try:
+        if spec_path(chapter).resolve() == path.resolve():
+            problems.append(f"{where}: same_as must name another chapter's step, not this chapter's")
+            return base
         source = load_spec(chapter, limits).select([step_id])[0]
     except LabError as err:
         problems.append(f"{where}: same_as {reference!r}: {err}")

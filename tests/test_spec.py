@@ -114,3 +114,65 @@ def test_durations(text, ms):
 def test_bad_durations(text):
     with pytest.raises(ValueError):
         duration_ms(text)
+
+
+# ---- chapter 2's step kinds: repeat, same_as, redeploy, sampling, launch --------------------------------
+
+def test_repeat_makes_numbered_copies():
+    spec = parse({"defaults": {"load": {"vus": 10}}, "step": [{"id": "noise", "repeat": 3}, {"id": "other"}]})
+    assert [s.id for s in spec.steps] == ["noise-1", "noise-2", "noise-3", "other"]
+    assert problems_of(one_step(repeat=0)).count("repeat must be a whole number from 1 to 100") == 1
+
+
+def test_same_as_starts_from_the_other_chapters_step(tmp_path):
+    (tmp_path / "source.toml").write_text(
+        '[defaults.server]\nSLEEP_MS = 5000\n[[step]]\nid = "big"\nserver = { TOMCAT_MAX_THREADS = 1000 }\n'
+        'load = { vus = 300, request_timeout = "20s" }\n')
+    raw = {"defaults": {"server": {"SLEEP_MS": 1}, "load": {"vus": 1}},
+           "step": [{"id": "copy", "same_as": "source.toml:big", "system": {"sampling": False}}]}
+    step = parse_spec("t", raw, tmp_path / "t.toml", LIMITS).steps[0]
+    assert step.server == {"SLEEP_MS": 5000, "TOMCAT_MAX_THREADS": 1000}  # the source's, not this chapter's defaults
+    assert (step.load["vus"], step.load["request_timeout"], step.system["sampling"]) == (300, "20s", False)
+    assert step.config()["same_as"] == "source.toml:big"
+
+
+def test_same_as_names_a_step_that_exists(tmp_path):
+    (tmp_path / "source.toml").write_text('[[step]]\nid = "big"\nload = { vus = 3 }\n')
+    raw = {"step": [{"id": "a", "same_as": "source.toml:nope"}, {"id": "b", "same_as": "no-colon"},
+                    {"id": "c", "same_as": "missing.toml:big"}, {"id": "d", "same_as": "t.toml:a"}]}
+    (tmp_path / "t.toml").write_text("")
+    with pytest.raises(LabError) as err:
+        parse_spec("t", raw, tmp_path / "t.toml", LIMITS)
+    text = str(err.value)
+    assert "step a: same_as 'source.toml:nope': source.toml: no step nope; steps are: big" in text
+    assert "same_as must be '<chapter>:<step id>'" in text
+    assert "step c: same_as 'missing.toml:big': no spec file" in text
+    assert "same_as must name another chapter's step" in text
+
+
+def test_same_as_of_a_real_chapter_step():
+    step = load_spec("chapter2", LIMITS).select(["noise-1"])[0]
+    source = load_spec("chapter3", LIMITS).select(["f-10k-pv"])[0]
+    assert (step.server, step.load) == (source.server, source.load)
+    assert step.findings == ()
+
+
+def test_redeploy_steps_take_starts_and_no_load():
+    spec = parse({"defaults": {"load": {"vus": 10}}, "step": [{"id": "r", "kind": "redeploy", "starts": 4}]})
+    step = spec.steps[0]
+    assert (step.kind, step.starts, step.load, step.requests_asked) == ("redeploy", 4, {}, 0)
+    assert step.config()["kind"] == "redeploy"
+    text = problems_of({"step": [{"id": "a", "kind": "redeploy", "starts": 0}, {"id": "b", "kind": "bench"},
+                                 {"id": "c", "starts": 2, "load": {"vus": 1}},
+                                 {"id": "d", "kind": "redeploy", "load": {"vus": 1}}]})
+    assert "starts must be a whole number ≥ 1" in text
+    assert "kind must be one of load, redeploy" in text
+    assert 'starts applies to kind = "redeploy" steps only' in text
+    assert "a redeploy step sends no load" in text
+
+
+def test_launch_and_sampling_are_checked():
+    text = problems_of(one_step(system={"launch": "graal", "sampling": "no"}))
+    assert "system.launch must be one of auto, cds, jar" in text
+    assert "system.sampling must be bool" in text
+    assert (parse(one_step()).steps[0].system["launch"], parse(one_step()).steps[0].system["sampling"]) == ("auto", True)

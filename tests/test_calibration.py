@@ -1,0 +1,153 @@
+"""Chapter 2's analysis on synthetic steps whose answers are known: start spreads, memory costs, waves, checks."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness import calibration as cal
+from harness.store import COLUMNS, ChapterData
+
+MIB, KIB = 2**20, 1024
+MACHINE = {"cores": 2, "memory_bytes": 24 * 2**30, "nofile_limit": 20000}
+K6_BASE, K6_PER_USER = 40 * MIB, 150 * KIB
+SERVER_BASE, PER_CONNECTION, PER_THREAD = 180 * MIB, 40 * KIB, 100 * KIB
+
+
+def meta(step, vus, issued=None, executor="per-vu-iterations", **extra):
+    return {"id": step, "started_ms": 0, "machine": MACHINE, "load_started_ms": 0, "load_ended_ms": 10_000,
+            "config": {"load": {"vus": vus, "executor": executor}},
+            "requests": {"asked": vus, "issued": vus if issued is None else issued}, **extra}
+
+
+def spike(step, users, spread_s, t0=1_000_000):
+    """One request per user, first requests spread evenly over `spread_s`."""
+    starts = t0 + np.linspace(0, spread_s * 1000, users)
+    return pd.DataFrame({"step": step, "vu": range(1, users + 1), "iteration": 0, "start_ms": starts,
+                         "end_ms": starts + 25_000, "status": 200})
+
+
+def memory_rows(step, users, threads):
+    k6 = K6_BASE + K6_PER_USER * users
+    server = SERVER_BASE + PER_CONNECTION * users + PER_THREAD * threads
+    process = pd.DataFrame({"step": step, "ts_ms": [1, 2, 1, 2], "process": ["k6", "k6", "server", "server"],
+                            "rss_bytes": [K6_BASE, k6, SERVER_BASE, server], "cpu_seconds": 0.0})
+    ss = pd.DataFrame({"step": step, "ts_ms": [1, 2], "estab": [0, users]})
+    actuator = pd.DataFrame({"step": step, "ts_ms": [2], "metric": ["tomcat.threads.current"], "value": [threads]})
+    return process, ss, actuator
+
+
+def chapter(spreads: dict[int, float], cv_issued: dict[int, int], sampler_cpu_s: float = 0.1) -> ChapterData:
+    metas, requests, process, ss, actuator = {}, [], [], [], []
+    for users, spread in spreads.items():
+        for prefix, threads in (("hold-", users), ("queue-", 200)):
+            step = f"{prefix}{users}"
+            metas[step] = meta(step, users, samplers={"enabled": True, "cpu_seconds": sampler_cpu_s, "ss": {"cpu_seconds": 0},
+                                                      "actuator": {"cpu_seconds": 0}, "process": {"cpu_seconds": 0}})
+            requests.append(spike(step, users, spread))
+            for frames, frame in zip((process, ss, actuator), memory_rows(step, users, threads), strict=True):
+                frames.append(frame)
+    for users, issued in cv_issued.items():
+        metas[f"cv-{users}"] = meta(f"cv-{users}", users, issued=issued, executor="constant-vus")
+        requests.append(spike(f"cv-{users}", issued, 0.9))
+    return ChapterData("chapter2", metas, pd.concat(requests, ignore_index=True), pd.concat(ss), pd.concat(actuator),
+                       pd.concat(process), pd.DataFrame(columns=COLUMNS["startup"] + ["step"]))
+
+
+def test_start_spread_and_users_started_within_a_second():
+    data = chapter({300: 0.2, 3000: 4.0}, {})
+    table = cal.start_table(data).set_index("step")
+    assert table.loc["hold-300", "spread_s"] == pytest.approx(0.2)
+    assert table.loc["hold-3000", "spread_s"] == pytest.approx(4.0)
+    assert table.loc["hold-3000", "started_1s"] == pytest.approx(3000 / 4, abs=2)
+    assert table.loc["hold-3000", "p50_s"] == pytest.approx(2.0, abs=0.01)
+
+
+def test_spike_limit_is_the_last_n_before_the_first_slow_start():
+    assert cal.spike_limit(cal.start_table(chapter({300: 0.2, 1000: 0.9, 3000: 4.0, 6000: 0.5}, {}))) == 1000
+    assert cal.spike_limit(cal.start_table(chapter({300: 1.5}, {}))) is None
+
+
+def test_memory_costs_recover_the_per_unit_costs():
+    costs = cal.memory_costs(cal.memory_table(chapter({300: 0.1, 1000: 0.1, 3000: 0.1, 6000: 0.1}, {})))
+    assert costs["k6_per_user_kib"] == pytest.approx(150)
+    assert costs["server_per_connection_kib"] == pytest.approx(40)
+    assert costs["server_per_thread_kib"] == pytest.approx(100)
+    assert costs["server_per_connection_and_thread_kib"] == pytest.approx(140)
+
+
+def test_constant_vus_check_compares_issued_with_users_started_in_a_second():
+    spreads = {300: 0.2, 3000: 3.0}
+    agrees = cal.check_constant_vus(cal.start_table(chapter(spreads, {300: 300, 3000: 1000})))
+    assert agrees.holds and "3,000: issued 1,000, started in 1 s 1,000" in agrees.measured
+    assert not cal.check_constant_vus(cal.start_table(chapter(spreads, {300: 300, 3000: 3000}))).holds
+
+
+def test_spike_check_holds_only_when_every_n_starts_within_a_second():
+    assert cal.check_spike(cal.start_table(chapter({300: 0.2, 1000: 0.5}, {}))).holds
+    failing = cal.check_spike(cal.start_table(chapter({300: 0.2, 1000: 2.5}, {})))
+    assert not failing.holds and "a spike up to N = 300" in failing.measured
+
+
+def test_files_before_memory_follows_the_measured_costs():
+    data = chapter({300: 0.1, 3000: 0.1}, {})
+    assert cal.memory_bound_users(data) == pytest.approx(24 * 2**20 / (150 + 140), rel=1e-6)
+    assert cal.check_files_before_memory(data).holds
+    small = ChapterData(data.chapter, {s: m | {"machine": MACHINE | {"memory_bytes": 2**30}} for s, m in data.steps.items()},
+                        data.requests, data.ss, data.actuator, data.process, data.startup)
+    assert not cal.check_files_before_memory(small).holds  # 1 GiB holds ~3600 users: memory first
+
+
+def test_sampler_cost_budget():
+    cheap = cal.check_sampler_cost(chapter({300: 0.1, 15000: 0.1}, {}, sampler_cpu_s=0.2))  # 2 % of a core
+    assert cheap.holds
+    assert not cal.check_sampler_cost(chapter({300: 0.1, 15000: 0.1}, {}, sampler_cpu_s=1.0)).holds  # 10 % > 5 %
+    assert not cal.check_sampler_cost(chapter({300: 0.1}, {}, sampler_cpu_s=0.2)).holds  # no step above 1000: unproven
+
+
+def test_wave_times_are_medians_of_full_waves():
+    assert cal.wave_times([5.1, 4.9, 5.0, 10.0, 10.2, 9.9, 14], 3) == [5.0, 10.0]
+    model = {"threads": 2, "completions": [[5000, 2], [10000, 1]]}
+    assert cal.model_wave_times_s(model) == [5.0]
+
+
+def noise_data(failed: dict[str, int], shift_s: dict[str, float]) -> ChapterData:
+    metas, frames = {}, []
+    model = {"threads": 2, "failed": 1, "completions": [[5000, 2], [10000, 2]]}
+    for step, lost in failed.items():
+        metas[step] = meta(step, 5) | {"model": model, "requests": {"asked": 100, "issued": 100, "succeeded": 4, "failed": lost}}
+        ends = np.array([5.0, 5.0, 10.0, 10.0]) + shift_s.get(step, 0.0)
+        frames.append(pd.DataFrame({"step": step, "vu": range(1, 5), "start_ms": 0.0, "end_ms": ends * 1000, "status": 200}))
+    empty = pd.DataFrame(columns=["step", "ts_ms"])
+    return ChapterData("chapter2", metas, pd.concat(frames, ignore_index=True), empty, empty, empty)
+
+
+def test_noise_table_and_summary():
+    data = noise_data({"noise-1": 10, "noise-2": 14, "unsampled-1": 12}, {"noise-2": 0.2})
+    table = cal.noise_table(data)
+    assert list(table[table.step == "noise-2"]["t_s"]) == pytest.approx([5.2, 10.2])
+    assert list(table["model_s"].unique()) == [5.0, 10.0]
+    summary = cal.noise_summary(table).set_index("wave")
+    assert summary.loc[1, "range_s"] == pytest.approx(0.2)
+    assert summary.loc[1, "unsampled_min_s"] == pytest.approx(5.0)
+
+
+def test_sampling_check_fails_when_unsampled_runs_leave_the_range():
+    inside = noise_data({"noise-1": 10, "noise-2": 14, "unsampled-1": 12}, {})
+    assert cal.check_sampling_changes_nothing(inside).holds
+    more_failures = noise_data({"noise-1": 10, "noise-2": 14, "unsampled-1": 20}, {})  # slack: 1 % of 100 = 1
+    assert not cal.check_sampling_changes_nothing(more_failures).holds
+    later_waves = noise_data({"noise-1": 10, "noise-2": 14, "unsampled-1": 12}, {"unsampled-1": 0.5})
+    assert not cal.check_sampling_changes_nothing(later_waves).holds
+    assert not cal.check_sampling_changes_nothing(noise_data({"noise-1": 10}, {})).holds  # nothing to compare
+
+
+def test_redeploy_check():
+    startup = pd.DataFrame({"step": ["redeploy-cds"] * 3 + ["redeploy-jar"] * 3, "start": [1, 2, 3] * 2,
+                            "started_ms": 0, "startup_ms": [2000, 2100, 2900, 3600, 3700, 3800], "rss_bytes": MIB})
+    metas = {"redeploy-cds": meta("redeploy-cds", 0) | {"launch": "cds"}, "redeploy-jar": meta("redeploy-jar", 0) | {"launch": "jar"}}
+    empty = pd.DataFrame(columns=["step"])
+    data = ChapterData("chapter2", metas, empty, empty, empty, empty, startup)
+    table = cal.redeploy_table(data).set_index("launch")
+    assert table.loc["cds", "median_ms"] == 2100 and table.loc["jar", "max_ms"] == 3800
+    assert cal.check_redeploy(data).holds
+    slow = ChapterData("chapter2", metas, empty, empty, empty, empty, startup.assign(startup_ms=startup["startup_ms"] + 1000))
+    assert not cal.check_redeploy(slow).holds

@@ -44,6 +44,9 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     steps = spec.select(step_ids)
     server_backend = make_backend(backend)
     server_backend.check()
+    if server_backend.name != "docker" and any(s.container for s in steps):
+        say(f"note: the [container] limits (cpus, memory, nofile) apply to the docker backend only; "
+            f"the {server_backend.name} server runs without them")
     todo = [s for s in steps if force or not store.is_complete(chapter, s.id)]
     skipped = len(steps) - len(todo)
     if skipped:
@@ -117,8 +120,10 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         info = server.info()
         meta["server_info"] = info
         meta["versions"] |= {"java": info.get("java", {}).get("version"), "spring_boot": info.get("springBootVersion")}
+        meta |= server.step_meta()
         pids = {"server": server.pid}
-        samplers = Samplers(step.system["sample_interval_ms"], step.port, server.management_url, lambda: dict(pids))
+        samplers = Samplers(step.system["sample_interval_ms"], step.port, server.management_url, lambda: dict(pids),
+                            server.cgroups())
         with samplers:
             cmd, env = tool.command(step, server.url, writer.path, dashboard)
             meta["load_started_ms"] = now_ms()

@@ -71,7 +71,13 @@ SYSTEM_KEYS: dict[str, tuple[type, int | None]] = {
     "sample_interval_ms": (int, 50),
 }
 SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500}
-SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS}
+# Resource limits of the server's container (the docker backend only; the local backend ignores them).
+CONTAINER_KEYS: dict[str, tuple[type, int | None]] = {
+    "cpus": (float, None),  # docker run --cpus: a CPU quota, e.g. 2 for the article's t4g.small
+    "memory": (str, None),  # docker run --memory (and the same --memory-swap: no swap), e.g. "2g"
+    "nofile": (int, 1),  # the open-files limit inside the container (default: this machine's hard limit)
+}
+SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "container": CONTAINER_KEYS}
 STEP_KEYS = {"id", "why", "findings", *SECTIONS}
 TOP_KEYS = {"title", "description", "defaults", "step"}
 # File descriptors a process needs besides its sockets (jars, logs, epoll, pipes).
@@ -79,6 +85,9 @@ FD_RESERVE = 200
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 FINDING_ID = re.compile(r"^F\d{3}-[a-z]$")
 DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+MEMORY = re.compile(r"^([1-9]\d*)([kmg])$", re.IGNORECASE)
+MEMORY_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30}
+MIN_CONTAINER_MEMORY = 6 * 2**20  # docker refuses less
 
 
 def duration_ms(text: str) -> int:
@@ -88,6 +97,14 @@ def duration_ms(text: str) -> int:
         raise ValueError(f"{text!r} is not a duration like '30s', '5m' or '500ms'")
     h, m, s, ms = (int(g or 0) for g in match.groups())
     return ((h * 60 + m) * 60 + s) * 1000 + ms
+
+
+def memory_bytes(text: str) -> int:
+    """docker's memory size ('2g', '512m', '65536k') → bytes; ValueError when malformed."""
+    match = MEMORY.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a size like '2g' or '512m'")
+    return int(match.group(1)) * MEMORY_UNITS[match.group(2).lower()]
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,7 @@ class Step:
     system: dict
     index: int = 0  # position in the chapter, from 1
     total: int = 0
+    container: dict = field(default_factory=dict)  # resource limits for the docker backend
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
@@ -129,7 +147,8 @@ class Step:
         return load["vus"]
 
     def config(self) -> dict:
-        return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system)}
+        return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system),
+                "container": dict(self.container)}
 
 
 @dataclass
@@ -169,7 +188,7 @@ def spec_path(chapter: str) -> Path:
 
 
 def load_spec(chapter: str, limits: dict | None = None) -> Spec:
-    """Parse and validate a chapter's spec. `limits` (nofile, somaxconn, can_raise) default to this machine's."""
+    """Parse and validate a chapter's spec. `limits` (nofile, somaxconn, can_raise, cores) default to this machine's."""
     path = spec_path(chapter)
     try:
         raw = tomllib.loads(path.read_text())
@@ -183,6 +202,7 @@ def machine_limits() -> dict:
         "nofile": system.nofile_limit(),
         "somaxconn": system.somaxconn(),
         "can_raise_somaxconn": system.can_raise_somaxconn(),
+        "cores": system.cores(),
     }
 
 
@@ -230,6 +250,8 @@ def _typed(section: str, values: dict, where: str, problems: list[str]) -> dict:
         if key not in keys:
             continue
         kind, minimum = keys[key]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)  # cpus = 2 means 2.0
         # bool is a subclass of int in Python: refuse true where a number is meant.
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             problems.append(f"{where}: {section}.{key} must be {kind.__name__}, got {value!r}")
@@ -253,7 +275,8 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     _check_server(merged["server"], where, problems)
     if len(problems) > before:
         return None
-    return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total)
+    return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,
+                merged["container"])
 
 
 def _check_load(load: dict, where: str, problems: list[str]) -> None:
@@ -304,6 +327,7 @@ def _check_server(server: dict, where: str, problems: list[str]) -> None:
 
 
 def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> None:
+    _check_container(step.container, limits, where, problems)
     usable = limits["nofile"] - FD_RESERVE
     vus = step.load["vus"]
     if vus > usable:
@@ -329,3 +353,21 @@ def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> 
                 f"{where}: TOMCAT_ACCEPT_COUNT {accept} needs net.core.somaxconn ≥ {accept} (now "
                 f"{limits['somaxconn']}) and this user cannot write /proc/sys/net/core/somaxconn (run as root)"
             )
+
+
+def _check_container(container: dict, limits: dict, where: str, problems: list[str]) -> None:
+    cpus = container.get("cpus")
+    if cpus is not None and not 0 < cpus <= limits["cores"]:
+        problems.append(f"{where}: container.cpus must be > 0 and ≤ this machine's {limits['cores']} cores, got {cpus}")
+    if "memory" in container:
+        try:
+            size = memory_bytes(container["memory"])
+        except ValueError as err:
+            problems.append(f"{where}: container.memory: {err}")
+        else:
+            if size < MIN_CONTAINER_MEMORY:
+                problems.append(f"{where}: container.memory must be at least 6m (docker's minimum), got {container['memory']!r}")
+    nofile = container.get("nofile")
+    if nofile is not None and nofile > limits["nofile"]:
+        problems.append(f"{where}: container.nofile {nofile} exceeds this machine's hard open-files limit "
+                        f"{limits['nofile']} (docker cannot raise it); lower it")

@@ -405,6 +405,8 @@ def start_daemon() -> str:
     while daemon_version(os.environ | {"DOCKER_HOST": host}) is None:
         if proc.poll() is not None or time.monotonic() > deadline:
             tail = "\n".join(DAEMON_LOG.read_text(errors="replace").splitlines()[-10:])
+            _kill_and_wait(proc.pid)
+            _remove_runtime_files()
             raise LabError(f"the private Docker daemon did not come up (exit {proc.poll()}):\n{tail}")
         time.sleep(0.5)
     say(f"Docker daemon up (pid {proc.pid}); stop it with `invoke dockerd --stop`")
@@ -423,7 +425,12 @@ def stop_daemon() -> None:
         _kill_and_wait(pid)
     else:
         say("no private Docker daemon is running")
-    for mount in sorted(_mounts_under(DAEMON_EXEC_ROOT), key=len, reverse=True):  # netns/default first
+    _remove_runtime_files()
+
+
+def _remove_runtime_files() -> None:
+    """What a stopped daemon leaves: its mounts (netns/default must go before the directory can), exec root, socket."""
+    for mount in sorted(_mounts_under(DAEMON_EXEC_ROOT), key=len, reverse=True):
         subprocess.run(["umount", mount], check=False)
     shutil.rmtree(DAEMON_EXEC_ROOT, ignore_errors=True)
     for path in (DAEMON_PIDFILE, DAEMON_SOCKET):

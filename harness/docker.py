@@ -301,10 +301,7 @@ def ensure_debootstrap_base() -> str:
     if image_id(DEBOOTSTRAP_BASE):
         say(f"base image {DEBOOTSTRAP_BASE} is present: reusing it ({image_size(DEBOOTSTRAP_BASE)})")
         return DEBOOTSTRAP_BASE
-    if not shutil.which("debootstrap"):
-        raise LabError("debootstrap is missing: `apt-get install debootstrap`")
-    if os.geteuid() != 0:
-        raise LabError("debootstrap needs root to build the base image")
+    _require_as_root("debootstrap", "debootstrap", "building the base image")
     mirror = debian_mirror(apt_sources(), DEBIAN_SUITE)
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lab-rootfs-", dir="/var/tmp") as tmp:
@@ -325,6 +322,13 @@ def ensure_debootstrap_base() -> str:
             raise LabError(f"importing the base image failed: {imported.stderr.strip()}")
     say(f"built {DEBOOTSTRAP_BASE} in {time.monotonic() - began:.0f} s ({image_size(DEBOOTSTRAP_BASE)})")
     return DEBOOTSTRAP_BASE
+
+
+def _require_as_root(tool: str, package: str, task: str) -> None:
+    if not shutil.which(tool):
+        raise LabError(f"{tool} is missing: install it (Debian: `apt-get install {package}`)")
+    if os.geteuid() != 0:
+        raise LabError(f"{task} needs root")
 
 
 def _run_with_progress(cmd: list[str], log: Path, every_s: float = 15) -> None:
@@ -388,10 +392,7 @@ def start_daemon() -> str:
         host = docker_env().get("DOCKER_HOST", f"unix://{DEFAULT_SOCKET}")
         say(f"a Docker daemon ({version}) already answers at {host}: using it, nothing started")
         return host
-    if not shutil.which("dockerd"):
-        raise LabError("dockerd is missing: install Docker (Debian: `apt-get install docker.io`)")
-    if os.geteuid() != 0:
-        raise LabError("starting a private Docker daemon needs root")
+    _require_as_root("dockerd", "docker.io", "starting a private Docker daemon")
     host = f"unix://{DAEMON_SOCKET}"
     for path in (DAEMON_DATA_ROOT, DAEMON_EXEC_ROOT):
         path.mkdir(parents=True, exist_ok=True)

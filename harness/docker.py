@@ -151,7 +151,7 @@ class DockerBackend:
         started = time.monotonic()
         try:
             container = docker(*run_argv(step, self.image, system.nofile_limit())).stdout.strip()
-            return ContainerServer(step, container, log, started)
+            return ContainerServer(step, container, self.image, log, started)
         except BaseException:  # Ctrl-C or a failed start: no container may outlive the step
             docker("rm", "--force", name, check=False)
             raise
@@ -162,9 +162,9 @@ class ContainerServer(RunningServer):
 
     backend = "docker"
 
-    def __init__(self, step: Step, container: str, log: Path, started: float):
+    def __init__(self, step: Step, container: str, image: str, log: Path, started: float):
         super().__init__(step, None, log, started)
-        self.container = container
+        self.container, self.image = container, image
         state = self._inspect("{{.State.Pid}} {{.Image}}").split()
         self.host_pid, self.image_id = int(state[0]), state[1]
 
@@ -203,7 +203,7 @@ class ContainerServer(RunningServer):
                              f"not the container's JVM (pid {inner} in the container)")
 
     def step_meta(self) -> dict:
-        facts = {"image": SERVER_TAG, "image_id": self.image_id, "container_id": self.container,
+        facts = {"image": self.image, "image_id": self.image_id, "container_id": self.container,
                  "name": container_name(self.step), "requested": dict(self.step.container),
                  "nofile": open_files_limit(self.host_pid)}
         try:
@@ -213,15 +213,18 @@ class ContainerServer(RunningServer):
         return {"container": facts}
 
     def cgroups(self) -> dict:
-        return {"container": Cgroup.of_pid(self.host_pid)}
+        try:
+            return {"container": Cgroup.of_pid(self.host_pid)}
+        except (OSError, ValueError):  # the container is gone: the runner sees the server dead and says so
+            return {}
 
     def stop(self) -> int:
         """docker stop (SIGTERM, SIGKILL after the grace), keep the logs, remove the container."""
         try:
             docker("stop", "--time", str(STOP_GRACE_S), self.container, check=False, timeout=STOP_GRACE_S + 30)
-            code = self._inspect("{{.State.ExitCode}}")
+            state = docker("inspect", "--format", "{{.State.ExitCode}}", self.container, check=False)
             self._save_logs()
-            return int(code)
+            return int(state.stdout) if state.returncode == 0 else -1  # -1: the daemon lost it
         finally:
             docker("rm", "--force", self.container, check=False)
 

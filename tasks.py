@@ -3,6 +3,8 @@
     invoke setup            check JDK/Python, build k6 and the server
     invoke run smoke        run an experiment (chapter)
     invoke list             experiments and their steps
+    invoke image            the server's container image (for --backend docker)
+    invoke dockerd          a private Docker daemon (--stop stops it)
     invoke test             all tests
     invoke render           build the book with Quarto
 """
@@ -41,7 +43,7 @@ def setup(c):
         "chapter": "experiment to run: a name from experiments/ (e.g. smoke, chapter3)",
         "step": "run only this step id (repeatable)",
         "force": "re-run steps that are already complete",
-        "backend": "where the server runs: local (default)",
+        "backend": "where the server runs: local (default) or docker (a fresh container per step; `invoke image` first)",
         "dashboard": "also save k6's web-dashboard HTML report in each step",
     },
 )
@@ -55,13 +57,35 @@ def run(c, chapter, step=None, force=False, backend="local", dashboard=False):
         raise Exit("some steps failed: see the reasons above (kept with status failed)", code=1)
 
 
-@task(help={"starts": "how many fresh starts", "backend": "local (default)"})
+@task(help={"starts": "how many fresh starts", "backend": "local (default) or docker"})
 def startup(c, starts=5, backend="local"):
     """Measure redeploy time: fresh server start to healthy Actuator, over several starts."""
     from harness.bench import describe, redeploy_times
 
     with _clear_errors():
         print(f"start-to-healthy: {describe(redeploy_times(int(starts), backend=backend))}")
+
+
+@task(help={"base": "base image with a JRE 17+: a name (default eclipse-temurin:17-jre), or `debootstrap` to build "
+                    "Debian + JRE from this machine's apt mirror (no registry needed; reused once built)"})
+def image(c, base=None):
+    """Build the server's container image from the jar (for `invoke run … --backend docker`)."""
+    from harness import docker
+
+    with _clear_errors():
+        docker.build_image(base)
+
+
+@task(help={"stop": "stop the private daemon this command started and clean up after it"})
+def dockerd(c, stop=False):
+    """Start a private Docker daemon (no bridge network; none is started when one already answers)."""
+    from harness import docker
+
+    with _clear_errors():
+        if stop:
+            docker.stop_daemon()
+        else:
+            print(f"export DOCKER_HOST={docker.start_daemon()}")
 
 
 @task(name="list")

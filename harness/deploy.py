@@ -1,7 +1,7 @@
 """Server backends: start a fresh sample server for a step, wait until healthy, stop it for sure.
 
 `LocalProcessBackend` (the default) runs the jar as a child process. A backend returns a
-`RunningServer`; the Docker backend implements the same two classes. Every child the lab starts
+`RunningServer`; the Docker backend (harness/docker.py) subclasses it for a container. Every child the lab starts
 (java, k6) gets its own session, so the user's Ctrl-C reaches only the harness, which then stops
 them; and PR_SET_PDEATHSIG, so they die even if the harness itself is killed.
 """
@@ -86,9 +86,15 @@ def check_port_free(address: str, port: int, what: str) -> None:
 
 
 def _listener(port: int) -> str:
+    found = listener(port)
+    return f" by {found[0]} (pid {found[1]})" if found else ""
+
+
+def listener(port: int) -> tuple[str, int] | None:
+    """The command name and pid of the process listening on a TCP port, when `ss -p` may see it."""
     out = subprocess.run(["ss", "-Hltnp", f"( sport = :{port} )"], capture_output=True, text=True).stdout
     match = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
-    return f" by {match.group(1)} (pid {match.group(2)})" if match else ""
+    return (match.group(1), int(match.group(2))) if match else None
 
 
 # ---- the server ----------------------------------------------------------------------------------
@@ -145,6 +151,14 @@ class RunningServer:
         """Effective Tomcat settings and versions, read back from the running server."""
         return http_json(f"{self.management_url}/actuator/info").get("lab", {})
 
+    def step_meta(self) -> dict:
+        """What the backend adds to step.json (the docker backend: image and container limits)."""
+        return {}
+
+    def cgroups(self) -> dict:
+        """Cgroups sampled besides the processes, by name (the docker backend: its container)."""
+        return {}
+
     def stop(self) -> int:
         return terminate(self.proc)
 
@@ -164,10 +178,14 @@ class LocalProcessBackend:
             raise LabError(f"the server jar {JAR.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
 
     def start(self, step: Step, log: Path) -> RunningServer:
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-        env |= {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step)
         started = time.monotonic()
         return RunningServer(step, spawn(server_command(step.system.get("launch", "auto")), env, log), log, started)
+
+
+def server_env(step: Step) -> dict[str, str]:
+    """The step's server settings as environment variables (booleans as Spring writes them)."""
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
 
 
 def java_command() -> str:
@@ -206,7 +224,13 @@ def check_launches(steps) -> None:
                        f"{CDS_ARCHIVE.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
 
 
-BACKENDS = {"local": LocalProcessBackend}
+def _docker_backend():
+    from harness.docker import DockerBackend  # imported late: harness.docker builds on this module
+
+    return DockerBackend()
+
+
+BACKENDS = {"local": LocalProcessBackend, "docker": _docker_backend}
 
 
 def backend(name: str):

@@ -46,6 +46,9 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     steps = spec.select(step_ids)
     server_backend = make_backend(backend)
     server_backend.check()
+    if server_backend.name != "docker" and any(s.container for s in steps):
+        say(f"note: the [container] limits (cpus, memory, nofile) apply to the docker backend only; "
+            f"the {server_backend.name} server runs without them")
     todo = [s for s in steps if force or not store.is_complete(chapter, s.id)]
     if server_backend.name == "local":
         check_launches(todo)
@@ -129,10 +132,11 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
     try:
         meta["startup_ms"] = round(server.wait_healthy())
         _record_server(meta, server.info())
+        meta |= server.step_meta()
         meta["launch"] = _launch_used(step, server_backend)
         pids = {"server": server.pid}
         samplers = Samplers(step.system["sample_interval_ms"], step.port, server.management_url, lambda: dict(pids),
-                            enabled=step.system["sampling"])
+                            server.cgroups(), enabled=step.system["sampling"])
         with samplers:
             cmd, env = tool.command(step, server.url, writer.path, dashboard)
             meta["load_started_ms"] = now_ms()

@@ -13,8 +13,9 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from pathlib import Path
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 # ss state names → ss.parquet columns; every other state is summed into other_states.
 SS_STATES = {"ESTAB": "estab", "SYN-RECV": "syn_recv", "TIME-WAIT": "time_wait", "CLOSE-WAIT": "close_wait"}
@@ -55,6 +56,8 @@ PROM_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
 PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+NO_MEMORY_LIMIT_V1 = 2**62  # cgroup v1 reports "no limit" as a huge page-aligned number
 
 
 def now_ms() -> int:
@@ -124,6 +127,75 @@ def read_proc(pid: int) -> dict:
         "cpu_seconds": (int(fields[11]) + int(fields[12])) / CLOCK_TICKS,
         "open_fds": len(os.listdir(f"/proc/{pid}/fd")),
     }
+
+
+@dataclass(frozen=True)
+class Cgroup:
+    """A container's cgroup: its CPU and memory use (sampled) and its limits (read once), v1 or v2."""
+
+    version: int
+    cpu: Path  # cpu.max (v2) or cpu.cfs_quota_us / cpu.cfs_period_us (v1)
+    cpuacct: Path  # cpu.stat usage_usec (v2) or cpuacct.usage in ns (v1)
+    memory: Path  # memory.current / memory.max (v2) or memory.usage_in_bytes / memory.limit_in_bytes (v1)
+
+    @classmethod
+    def of_pid(cls, pid: int, root: Path = CGROUP_ROOT) -> Cgroup:
+        return parse_cgroup(Path(f"/proc/{pid}/cgroup").read_text(), root)
+
+    def usage(self) -> dict:
+        """The columns of a process row: memory charged to the cgroup (page cache included), CPU, open files."""
+        if self.version == 2:
+            stat = dict(line.split() for line in (self.cpuacct / "cpu.stat").read_text().splitlines())
+            cpu_seconds, memory = int(stat["usage_usec"]) / 1e6, int((self.memory / "memory.current").read_text())
+        else:
+            cpu_seconds = int((self.cpuacct / "cpuacct.usage").read_text()) / 1e9
+            memory = int((self.memory / "memory.usage_in_bytes").read_text())
+        pids = (self.memory / "cgroup.procs").read_text().split()
+        return {"rss_bytes": memory, "cpu_seconds": cpu_seconds, "open_fds": sum(_open_fds(int(p)) for p in pids)}
+
+    def limits(self) -> dict:
+        if self.version == 2:
+            quota, period = (self.cpu / "cpu.max").read_text().split()
+            memory = (self.memory / "memory.max").read_text().strip()
+            quota_us = None if quota == "max" else int(quota)
+            memory_bytes = None if memory == "max" else int(memory)
+        else:
+            quota_us = int((self.cpu / "cpu.cfs_quota_us").read_text())
+            quota_us = None if quota_us < 0 else quota_us
+            period = (self.cpu / "cpu.cfs_period_us").read_text()
+            memory_bytes = int((self.memory / "memory.limit_in_bytes").read_text())
+            memory_bytes = None if memory_bytes >= NO_MEMORY_LIMIT_V1 else memory_bytes
+        period_us = int(period)
+        return {"cgroup_version": self.version, "cpu_quota_us": quota_us, "cpu_period_us": period_us,
+                "cpus": None if quota_us is None else quota_us / period_us, "memory_limit_bytes": memory_bytes}
+
+
+def parse_cgroup(text: str, root: Path = CGROUP_ROOT) -> Cgroup:
+    """/proc/<pid>/cgroup → the directories of its cpu, cpuacct and memory controllers.
+
+    v1 (and hybrid) lines name their controllers, `4:memory:/docker/<id>`, each mounted under root/<controllers>;
+    pure v2 has only `0::/path` below one unified root.
+    """
+    v1: dict[str, Path] = {}
+    unified = None
+    for line in text.splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in filter(None, controllers.split(",")):
+            v1[controller] = root / controllers / path.lstrip("/")
+        if not controllers:
+            unified = root / path.lstrip("/")
+    if "memory" in v1:
+        return Cgroup(1, v1["cpu"], v1["cpuacct"], v1["memory"])
+    if unified is None:
+        raise ValueError(f"no cgroup found in {text!r}")
+    return Cgroup(2, unified, unified, unified)
+
+
+def _open_fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except FileNotFoundError:
+        return 0
 
 
 def run_measured(cmd: list[str]) -> tuple[str, float]:
@@ -217,13 +289,18 @@ class ActuatorSampler(Sampler):
 
 
 class ProcessSampler(Sampler):
-    """RSS and CPU of the lab's processes (server, k6); `pids()` is asked each tick as k6 comes and goes."""
+    """RSS and CPU of the lab's processes (server, k6) and of the server's container when there is one.
+
+    `pids()` is asked each tick as k6 comes and goes; a cgroup gives a row like a process's, named
+    after it (`container`), so both backends write the same columns.
+    """
 
     name_ = "process"
 
-    def __init__(self, interval_ms: int, pids: Callable[[], dict[str, int]]):
+    def __init__(self, interval_ms: int, pids: Callable[[], dict[str, int]], cgroups: dict[str, Cgroup] | None = None):
         super().__init__(interval_ms)
         self.pids = pids
+        self.cgroups = cgroups or {}
 
     def take(self, ts_ms: int) -> list[dict]:
         rows = []
@@ -232,6 +309,11 @@ class ProcessSampler(Sampler):
                 rows.append({"ts_ms": ts_ms, "process": process, **read_proc(pid)})
             except (FileNotFoundError, ProcessLookupError):
                 pass  # exited between the lookup and the read
+        for name, cgroup in self.cgroups.items():
+            try:
+                rows.append({"ts_ms": ts_ms, "process": name, **cgroup.usage()})
+            except FileNotFoundError:
+                pass  # the container is gone
         return rows
 
 
@@ -239,11 +321,11 @@ class Samplers:
     """Start and stop the three samplers together; `enabled=False` runs none (their tables stay empty)."""
 
     def __init__(self, interval_ms: int, port: int, management_url: str, pids: Callable[[], dict[str, int]],
-                 enabled: bool = True):
+                 cgroups: dict[str, Cgroup] | None = None, enabled: bool = True):
         self.all = {
             "ss": SocketSampler(interval_ms, port),
             "actuator": ActuatorSampler(interval_ms, management_url, port),
-            "process": ProcessSampler(interval_ms, pids),
+            "process": ProcessSampler(interval_ms, pids, cgroups),
         }
         self.interval_ms = interval_ms
         self.enabled = enabled

@@ -75,7 +75,13 @@ SYSTEM_KEYS: dict[str, tuple[type, int | None]] = {
 SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500,
                    "sampling": True, "launch": "auto"}
 LAUNCHES = ("auto", "cds", "jar")
-SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS}
+# Resource limits of the server's container (the docker backend only; the local backend ignores them).
+CONTAINER_KEYS: dict[str, tuple[type, int | None]] = {
+    "cpus": (float, None),  # docker run --cpus: a CPU quota, e.g. 2 for the article's t4g.small
+    "memory": (str, None),  # docker run --memory (and the same --memory-swap: no swap), e.g. "2g"
+    "nofile": (int, 1),  # the open-files limit inside the container (default: this machine's hard limit)
+}
+SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "container": CONTAINER_KEYS}
 # A step is a load test, or (kind = "redeploy") `starts` fresh servers timed to healthy, with no load.
 KINDS = ("load", "redeploy")
 # same_as = "<chapter>:<step>" starts from another chapter's resolved step; repeat = n runs it n times.
@@ -86,6 +92,9 @@ FD_RESERVE = 200
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 FINDING_ID = re.compile(r"^F\d{3}-[a-z]$")
 DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+MEMORY = re.compile(r"^([1-9]\d*)([kmg])$", re.IGNORECASE)
+MEMORY_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30}
+MIN_CONTAINER_MEMORY = 6 * 2**20  # docker refuses less
 
 
 def duration_ms(text: str) -> int:
@@ -95,6 +104,14 @@ def duration_ms(text: str) -> int:
         raise ValueError(f"{text!r} is not a duration like '30s', '5m' or '500ms'")
     h, m, s, ms = (int(g or 0) for g in match.groups())
     return ((h * 60 + m) * 60 + s) * 1000 + ms
+
+
+def memory_bytes(text: str) -> int:
+    """docker's memory size ('2g', '512m', '65536k') → bytes; ValueError when malformed."""
+    match = MEMORY.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a size like '2g' or '512m'")
+    return int(match.group(1)) * MEMORY_UNITS[match.group(2).lower()]
 
 
 @dataclass(frozen=True)
@@ -111,6 +128,7 @@ class Step:
     kind: str = "load"
     starts: int = 0  # redeploy steps: how many fresh servers
     same_as: str = ""  # "<chapter>:<step>" this step copies
+    container: dict = field(default_factory=dict)  # resource limits for the docker backend
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
@@ -143,7 +161,8 @@ class Step:
     def config(self) -> dict:
         extra = {"kind": self.kind, "starts": self.starts} if self.kind != "load" else {}
         extra |= {"same_as": self.same_as} if self.same_as else {}
-        return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system)} | extra
+        return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system),
+                "container": dict(self.container)} | extra
 
 
 @dataclass
@@ -183,7 +202,7 @@ def spec_path(chapter: str) -> Path:
 
 
 def load_spec(chapter: str, limits: dict | None = None) -> Spec:
-    """Parse and validate a chapter's spec. `limits` (nofile, somaxconn, can_raise) default to this machine's."""
+    """Parse and validate a chapter's spec. `limits` (nofile, somaxconn, can_raise, cores) default to this machine's."""
     path = spec_path(chapter)
     try:
         raw = tomllib.loads(path.read_text())
@@ -197,6 +216,7 @@ def machine_limits() -> dict:
         "nofile": system.nofile_limit(),
         "somaxconn": system.somaxconn(),
         "can_raise_somaxconn": system.can_raise_somaxconn(),
+        "cores": system.cores(),
     }
 
 
@@ -267,7 +287,8 @@ def _same_as_base(reference, base: dict, path: Path, limits: dict, where: str, p
     except LabError as err:
         problems.append(f"{where}: same_as {reference!r}: {err}")
         return base
-    return {"server": dict(source.server), "load": dict(source.load), "system": dict(source.system), "findings": []}
+    return {"server": dict(source.server), "load": dict(source.load), "system": dict(source.system),
+            "container": dict(source.container), "findings": []}
 
 
 def _unknown(table: dict, allowed: set[str], where: str, problems: list[str]) -> None:
@@ -283,6 +304,8 @@ def _typed(section: str, values: dict, where: str, problems: list[str]) -> dict:
         if key not in keys:
             continue
         kind, minimum = keys[key]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)  # cpus = 2 means 2.0
         # bool is a subclass of int in Python: refuse true where a number is meant.
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             problems.append(f"{where}: {section}.{key} must be {kind.__name__}, got {value!r}")
@@ -313,7 +336,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if len(problems) > before:
         return None
     return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,
-                kind, starts, table.get("same_as", ""))
+                kind, starts, table.get("same_as", ""), merged["container"])
 
 
 def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]:
@@ -379,6 +402,7 @@ def _check_server(server: dict, where: str, problems: list[str]) -> None:
 
 
 def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> None:
+    _check_container(step.container, limits, where, problems)
     if step.kind != "load":
         return
     usable = limits["nofile"] - FD_RESERVE
@@ -406,3 +430,21 @@ def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> 
                 f"{where}: TOMCAT_ACCEPT_COUNT {accept} needs net.core.somaxconn ≥ {accept} (now "
                 f"{limits['somaxconn']}) and this user cannot write /proc/sys/net/core/somaxconn (run as root)"
             )
+
+
+def _check_container(container: dict, limits: dict, where: str, problems: list[str]) -> None:
+    cpus = container.get("cpus")
+    if cpus is not None and not 0 < cpus <= limits["cores"]:
+        problems.append(f"{where}: container.cpus must be > 0 and ≤ this machine's {limits['cores']} cores, got {cpus}")
+    if "memory" in container:
+        try:
+            size = memory_bytes(container["memory"])
+        except ValueError as err:
+            problems.append(f"{where}: container.memory: {err}")
+        else:
+            if size < MIN_CONTAINER_MEMORY:
+                problems.append(f"{where}: container.memory must be at least 6m (docker's minimum), got {container['memory']!r}")
+    nofile = container.get("nofile")
+    if nofile is not None and nofile > limits["nofile"]:
+        problems.append(f"{where}: container.nofile {nofile} exceeds this machine's hard open-files limit "
+                        f"{limits['nofile']} (docker cannot raise it); lower it")

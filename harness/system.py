@@ -16,6 +16,10 @@ def nofile_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 
 
+def cores() -> int:
+    return os.cpu_count() or 1
+
+
 def somaxconn() -> int:
     return int(SOMAXCONN.read_text())
 
@@ -37,7 +41,7 @@ def memory_bytes() -> int:
 
 def machine() -> dict:
     return {
-        "cores": os.cpu_count(),
+        "cores": cores(),
         "memory_bytes": memory_bytes(),
         "nofile_limit": nofile_limit(),
         "somaxconn": somaxconn(),

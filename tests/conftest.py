@@ -1,7 +1,7 @@
 import pytest
 
 SAMPLES = __import__("pathlib").Path(__file__).parent / "samples"
-LIMITS = {"nofile": 20000, "somaxconn": 4096, "can_raise_somaxconn": True}
+LIMITS = {"nofile": 20000, "somaxconn": 4096, "can_raise_somaxconn": True, "cores": 2}
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from harness import LabError
-from harness.spec import duration_ms, load_spec, parse_spec
+from harness.spec import duration_ms, load_spec, memory_bytes, parse_spec
 
 from conftest import LIMITS
 
@@ -176,3 +176,32 @@ def test_launch_and_sampling_are_checked():
     assert "system.launch must be one of auto, cds, jar" in text
     assert "system.sampling must be bool" in text
     assert (parse(one_step()).steps[0].system["launch"], parse(one_step()).steps[0].system["sampling"]) == ("auto", True)
+
+
+def test_container_limits_merge_and_whole_cpus_become_numbers():
+    raw = one_step(container={"cpus": 2, "memory": "2g"})
+    raw["defaults"]["container"] = {"nofile": 10000, "cpus": 1}
+    step = parse(raw).steps[0]
+    assert step.container == {"cpus": 2.0, "memory": "2g", "nofile": 10000}
+    assert step.config()["container"] == step.container
+
+
+@pytest.mark.parametrize("container, expected", [
+    ({"cpus": 0}, "container.cpus must be > 0 and ≤ this machine's 2 cores, got 0"),
+    ({"cpus": 2.5}, "container.cpus must be > 0 and ≤ this machine's 2 cores, got 2.5"),
+    ({"cpus": "2"}, "container.cpus must be float, got '2'"),
+    ({"cpus": True}, "container.cpus must be float, got True"),
+    ({"memory": "2 GB"}, "container.memory: '2 GB' is not a size like '2g' or '512m'"),
+    ({"memory": 2048}, "container.memory must be str, got 2048"),
+    ({"memory": "5m"}, "container.memory must be at least 6m"),
+    ({"nofile": 20001}, "container.nofile 20001 exceeds this machine's hard open-files limit 20000"),
+    ({"nofile": 0}, "container.nofile must be ≥ 1, got 0"),
+    ({"swap": "1g"}, "unknown key 'swap'"),
+])
+def test_bad_container_limits_are_named(container, expected):
+    assert expected in problems_of(one_step(container=container))
+
+
+@pytest.mark.parametrize("text, size", [("2g", 2 * 2**30), ("512m", 512 * 2**20), ("768M", 768 * 2**20), ("65536k", 2**26)])
+def test_memory_sizes(text, size):
+    assert memory_bytes(text) == size

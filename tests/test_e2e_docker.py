@@ -1,0 +1,131 @@
+"""End to end through the docker backend: the smoke experiment, each step in a fresh limited container.
+
+Needs a Docker daemon and the server image (`invoke dockerd`, `invoke image --base debootstrap`).
+Without them these tests skip, saying why; with LAB_REQUIRE_DOCKER=1 (CI sets it) they fail instead.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from unittest import mock
+
+import pandas as pd
+import pytest
+
+from harness import EXPERIMENTS, LabError, store
+from harness.docker import DockerBackend, lab_containers
+
+from test_e2e import finish, invoke, lab_children, lab_ready, measured_vs_model, port_open, wait_for  # noqa: F401
+
+pytestmark = pytest.mark.e2e
+
+# Limits a default container would not have, so seeing them in the cgroup proves they were applied.
+CPUS, MEMORY, NOFILE = 1.5, 768 * 2**20, 10000
+LIMITS = f'\n[defaults.container]\ncpus = {CPUS}\nmemory = "768m"\nnofile = {NOFILE}\n'
+
+
+@pytest.fixture(scope="module")
+def docker_ready(lab_ready):  # noqa: F811
+    try:
+        DockerBackend().check()
+    except LabError as err:
+        if os.environ.get("LAB_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"LAB_REQUIRE_DOCKER=1 but the docker backend cannot run: {err}")
+        pytest.skip(f"the docker backend cannot run here: {err}")
+
+
+@pytest.fixture(scope="module")
+def smoke_spec(tmp_path_factory) -> Path:
+    """experiments/smoke.toml plus container limits, under the same name so its data lands in smoke/."""
+    spec = tmp_path_factory.mktemp("spec") / "smoke.toml"
+    spec.write_text((EXPERIMENTS / "smoke.toml").read_text() + LIMITS)
+    return spec
+
+
+@pytest.fixture(scope="module")
+def docker_smoke(docker_ready, smoke_spec, tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("docker") / "data"
+    code, out = finish(invoke(data_dir, "run", str(smoke_spec), "--backend", "docker"))
+    print(out)
+    assert code == 0, out
+    assert "2 complete, 0 failed" in out
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def local_waves(lab_ready, tmp_path_factory) -> Path:  # noqa: F811
+    """The local backend's waves step, the shape the docker backend's data must have."""
+    data_dir = tmp_path_factory.mktemp("local") / "data"
+    code, out = finish(invoke(data_dir, "run", "smoke", "--step", "waves"))
+    assert code == 0, out
+    return data_dir / "smoke" / "waves"
+
+
+def meta(data_dir: Path, step_id: str) -> dict:
+    return json.loads((data_dir / "smoke" / step_id / "step.json").read_text())
+
+
+@pytest.mark.parametrize("step_id", ["waves", "keep-alive"])
+def test_the_container_had_the_requested_limits(docker_smoke, step_id):
+    facts = meta(docker_smoke, step_id)
+    assert facts["config"]["backend"] == "docker"
+    assert facts["config"]["container"] == {"cpus": CPUS, "memory": "768m", "nofile": NOFILE}
+    cgroup = facts["container"]["cgroup"]  # read from the container's own cgroup while it ran
+    assert cgroup["cpus"] == CPUS and cgroup["cpu_quota_us"] == CPUS * cgroup["cpu_period_us"]
+    assert cgroup["memory_limit_bytes"] == MEMORY
+    assert facts["container"]["nofile"] == NOFILE  # from /proc/<jvm>/limits
+    assert facts["container"]["image"].startswith("concurrency-lab/sample-server")
+
+
+def test_step_data_has_the_local_backends_shape(docker_smoke, local_waves):
+    in_container = docker_smoke / "smoke" / "waves"
+    assert {p.name for p in in_container.iterdir()} == {p.name for p in local_waves.iterdir()}
+    for table in store.TABLES:
+        local, docker = (pd.read_parquet(d / f"{table}.parquet") for d in (local_waves, in_container))
+        assert local.dtypes.to_dict() == docker.dtypes.to_dict(), table
+    local_meta, docker_meta = (json.loads((d / "step.json").read_text()) for d in (local_waves, in_container))
+    assert set(local_meta) | {"container"} == set(docker_meta)
+    assert docker_meta["server_info"]["tomcat"] == local_meta["server_info"]["tomcat"]
+
+
+def test_container_cpu_and_memory_are_sampled(docker_smoke):
+    process = pd.read_parquet(docker_smoke / "smoke" / "waves" / "process.parquet")
+    assert {"server", "k6", "container"} <= set(process["process"])
+    container = process[process["process"] == "container"]
+    assert len(container) >= 10  # every 500 ms through a 5 s step
+    assert container["rss_bytes"].between(50 * 2**20, MEMORY).all()
+    assert container["cpu_seconds"].is_monotonic_increasing and container["cpu_seconds"].iloc[-1] > 1
+
+
+def test_completions_come_in_the_models_waves_in_a_container(docker_smoke):
+    with mock.patch.dict(os.environ, {"LAB_DATA_DIR": str(docker_smoke)}):
+        data = store.load("smoke")
+    _, _, ends, predicted = measured_vs_model(data, "waves")
+    assert ends == pytest.approx(predicted, abs=150), (ends, predicted)
+
+
+def running_k6(parent: int) -> list[int]:
+    found = []
+    for pid in lab_children(parent):
+        try:
+            if b"k6" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def test_ctrl_c_mid_step_leaves_no_container(docker_smoke, smoke_spec):
+    proc = invoke(docker_smoke, "run", str(smoke_spec), "--backend", "docker", "--step", "keep-alive", "--force",
+                  start_new_session=True)
+    wait_for(lambda: running_k6(proc.pid) and lab_containers(), 90, "k6 against a running container")  # mid-step
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends to the foreground group
+    code, out = finish(proc, timeout=90)
+    assert code == 130, out
+    assert "interrupted" in out
+    assert lab_containers() == []
+    assert not port_open(8080) and not port_open(8081)
+    failed = json.loads((docker_smoke / "smoke" / ".keep-alive.failed" / "step.json").read_text())
+    assert failed["status"] == "failed" and "interrupted" in failed["reason"]

@@ -151,3 +151,20 @@ def test_redeploy_check():
     assert cal.check_redeploy(data).holds
     slow = ChapterData("chapter2", metas, empty, empty, empty, empty, startup.assign(startup_ms=startup["startup_ms"] + 1000))
     assert not cal.check_redeploy(slow).holds
+
+
+def test_issued_runs_lists_the_constant_vus_repeats():
+    data = chapter({300: 0.1}, {10000: 3000})
+    again = ChapterData(data.chapter, data.steps | {"again-cv-10000-1": meta("again-cv-10000-1", 10000, issued=5000)},
+                        pd.concat([data.requests, spike("again-cv-10000-1", 5000, 0.8)]), data.ss, data.actuator,
+                        data.process, data.startup)
+    runs = cal.issued_runs(again)
+    assert list(runs["issued"]) == [3000, 5000]
+    assert list(runs["last_start_s"]) == pytest.approx([0.9, 0.8])
+
+
+def test_a_repeat_is_judged_as_the_step_it_copies():
+    data = noise_data({"noise-1": 10, "noise-2": 14}, {})
+    one = cal.as_step(data, "noise-2", "f-10k-pv")
+    assert list(one.steps) == ["f-10k-pv"] and one.steps["f-10k-pv"]["requests"]["failed"] == 14
+    assert set(one.requests["step"]) == {"f-10k-pv"} and len(one.requests) == 4

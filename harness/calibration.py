@@ -412,7 +412,8 @@ def memory_sentence(data: ChapterData) -> str:
             f"**{costs['server_per_connection_kib']:,.0f} KiB per held connection** and "
             f"**{costs['server_per_thread_kib']:,.0f} KiB more** when the connection has a thread of its own. "
             f"At that cost the machine's memory would hold about {users:,.0f} users with a thread each, "
-            f"more than the {_machine(data)['nofile_limit']:,} open files one process may have.")
+            f"{'more' if users > _machine(data)['nofile_limit'] else 'fewer'} than the "
+            f"{_machine(data)['nofile_limit']:,} open files one process may have.")
 
 
 def noise_sentence(data: ChapterData) -> str:
@@ -425,8 +426,8 @@ def noise_sentence(data: ChapterData) -> str:
     return (f"Over {len(sampled)} runs the failures range from {failed.min():,} to {failed.max():,} "
             f"(median {failed.median():,.0f}; the model says {int(sampled['model_failed'].iloc[0]):,}), a spread of "
             f"{(failed.max() - failed.min()) / max(failed.median(), 1):.0%} of the median; a wave's time varies by at most "
-            f"{waves['range_s'].max():.2f} s. The book quotes a repeated step's median and range, and a verdict that "
-            f"depends on a count allows for this spread.")
+            f"{waves['range_s'].max():.2f} s. The book quotes a repeated step's median and range; whether chapter 3's "
+            f"verdict on this step survives the spread is the last check below.")
 
 
 def meaning_sentences(data: ChapterData) -> str:

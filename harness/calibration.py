@@ -430,6 +430,22 @@ def noise_sentence(data: ChapterData) -> str:
             f"verdict on this step survives the spread is the last check below.")
 
 
+def sampler_sentence(data: ChapterData) -> str:
+    """The samplers' cost at the largest step, against its budget, and whether switching them off changed anything."""
+    table = sampler_cost_table(data)
+    if table.empty:
+        return "*No sampled steps yet.*"
+    worst = table.iloc[table["core_share"].idxmax()]
+    cost, effect = check_sampler_cost(data), check_sampling_changes_nothing(data)
+    return (f"At {worst['connections']:,.0f} connections the samplers took {worst['core_share']:.1%} of one core "
+            f"({'within' if cost.holds else 'over'} the budget the check below sets); `ss`, which lists every socket, and `nstat` took "
+            f"{worst['ss_cpu_s']:.1f} of its {worst['ss_cpu_s'] + worst['actuator_cpu_s'] + worst['process_cpu_s']:.1f} CPU s. "
+            + ("The runs without samplers land inside the sampled runs' spread, in failures and in wave times: the cost "
+               "does not show in the result at this size." if effect.holds else
+               "The runs without samplers do not all land inside the sampled runs' spread: the samplers may move the result.")
+            + " A lab that needs less would sample `ss -s` totals instead of every socket.")
+
+
 def meaning_sentences(data: ChapterData) -> str:
     """The consequences for the other chapters, each worded from the number it rests on."""
     starts = start_table(data)

@@ -18,7 +18,8 @@ import pandas as pd
 from harness import DATA
 
 STEP_FILE = "step.json"
-TABLES = ("requests", "ss", "actuator", "process", "startup")
+LOAD_TABLES = ("requests", "ss", "actuator", "process")  # what a load step writes
+TABLES = (*LOAD_TABLES, "startup")  # a redeploy step (chapter 2) writes startup only
 # The documented columns of each table (ARCHITECTURE.md); more may follow, these never change name.
 COLUMNS = {
     "requests": ["vu", "iteration", "start_ms", "end_ms", "duration_ms", "status", "error_code", "error"],

@@ -65,5 +65,8 @@ def test_waves_and_checks_from_real_runs(chapter2):
     waves = calibration.noise_summary(table)
     assert list(waves["wave"]) == [1]  # 6 users on 4 threads: one full wave of 4
     assert waves["median_s"].iloc[0] == pytest.approx(1.0, abs=0.3)
-    checks = {c.claim: c for c in calibration.checks(chapter2)}
-    assert len(checks) == 7 and all(c.measured for c in checks.values())
+    checks = calibration.checks(chapter2)
+    assert len({c.claim for c in checks}) == len(checks) and all(c.measured for c in checks)
+    starts = calibration.start_table(chapter2)
+    assert calibration.check_spike(starts).holds  # tens of users start within a second
+    assert calibration.check_constant_vus(starts).holds  # so constant-vus issues one request each

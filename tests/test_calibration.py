@@ -168,3 +168,27 @@ def test_a_repeat_is_judged_as_the_step_it_copies():
     one = cal.as_step(data, "noise-2", "f-10k-pv")
     assert list(one.steps) == ["f-10k-pv"] and one.steps["f-10k-pv"]["requests"]["failed"] == 14
     assert set(one.requests["step"]) == {"f-10k-pv"} and len(one.requests) == 4
+
+
+def with_overflows(data: ChapterData, overflows: dict[str, int]) -> ChapterData:
+    ss = data.ss.assign(listen_overflows=0, accept_queue=0)
+    for step, count in overflows.items():
+        ss.loc[(ss.step == step) & (ss.ts_ms == 2), "listen_overflows"] = count
+    return ChapterData(data.chapter, data.steps, data.requests, ss, data.actuator, data.process, data.startup)
+
+
+def test_acceptor_check_fails_on_the_first_overflow():
+    data = chapter({300: 0.1, 1000: 0.2, 3000: 0.4}, {})
+    assert cal.check_acceptor(with_overflows(data, {})).holds
+    overflowing = with_overflows(data, {"hold-1000": 464, "hold-3000": 9})
+    assert cal.first_overflow(cal.overflow_table(overflowing)) == 1000
+    failing = cal.check_acceptor(overflowing)
+    assert not failing.holds and "1,000: 464" in failing.measured
+
+
+def test_k6_memory_check_against_the_machine():
+    data = chapter({300: 0.1, 15000: 0.1}, {})
+    assert cal.check_k6_memory(data).holds  # 15,000 × 150 KiB ≈ 2.2 GiB of 24
+    small = ChapterData(data.chapter, {s: m | {"machine": MACHINE | {"memory_bytes": 4 * 2**30}} for s, m in data.steps.items()},
+                        data.requests, data.ss, data.actuator, data.process, data.startup)
+    assert not cal.check_k6_memory(small).holds  # the same on a 4 GiB machine: over a quarter

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from harness import LabError, model, store, system
 from harness.bench import redeploys
-from harness.deploy import StepFailed, backend as make_backend, check_launches, check_port_free, spawn, terminate
+from harness.deploy import (StepFailed, backend as make_backend, cds_ready, check_launches, check_port_free, spawn,
+                            terminate)
 from harness.load import DASHBOARD_REPORT, load_tool, request_counts
 from harness.samplers import Samplers, now_ms
 from harness.spec import Step, load_spec
@@ -121,11 +122,7 @@ def _finish(writer: store.StepWriter, meta: dict, began: float):
 
 def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: dict, dashboard: bool) -> None:
     log = writer.path / "server.log"
-    try:  # checked for every step up front too; checked again since something may have started since
-        check_port_free(step.address, step.port, "server")
-        check_port_free(step.address, step.management_port, "management")
-    except LabError as err:
-        raise StepFailed(str(err)) from None
+    _ports_still_free(step)
     server = server_backend.start(step, log)
     load_proc = None
     samplers = None
@@ -159,12 +156,8 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
 def _measure_redeploys(step: Step, server_backend, writer: store.StepWriter, meta: dict) -> None:
     """No load: `step.starts` fresh servers, each timed from start to healthy, then stopped."""
     log = writer.path / "server.log"
+    _ports_still_free(step)
     rows: list[dict] = []
-    try:
-        check_port_free(step.address, step.port, "server")
-        check_port_free(step.address, step.management_port, "management")
-    except LabError as err:
-        raise StepFailed(str(err)) from None
     info: dict = {}
     meta["launch"] = _launch_used(step, server_backend)
     try:
@@ -177,13 +170,20 @@ def _measure_redeploys(step: Step, server_backend, writer: store.StepWriter, met
 
 
 def _launch_used(step: Step, server_backend) -> str:
-    """What `auto` became: the book says which JVM start-up a step's numbers come from."""
-    from harness.deploy import cds_ready
-
+    """How the JVM started (`auto` resolved), so the book can say which start-up a step's numbers come from."""
+    if server_backend.name != "local":
+        return server_backend.name
     launch = step.system.get("launch", "auto")
-    if server_backend.name != "local" or launch != "auto":
-        return launch if server_backend.name == "local" else server_backend.name
-    return "cds" if cds_ready() else "jar"
+    return ("cds" if cds_ready() else "jar") if launch == "auto" else launch
+
+
+def _ports_still_free(step: Step) -> None:
+    """Checked for every step up front too; checked again since something may have started since."""
+    try:
+        check_port_free(step.address, step.port, "server")
+        check_port_free(step.address, step.management_port, "management")
+    except LabError as err:
+        raise StepFailed(str(err)) from None
 
 
 def _record_server(meta: dict, info: dict) -> None:

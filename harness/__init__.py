@@ -10,3 +10,8 @@ SERVER_DIR = ROOT / "sample-server"
 
 class LabError(Exception):
     """A problem the user can fix; its message is shown as is, without a traceback."""
+
+
+def say(message: str) -> None:
+    """A progress line, shown at once even when output goes to a pipe or a CI log."""
+    print(message, flush=True)

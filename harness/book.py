@@ -224,7 +224,7 @@ CEILINGS = {
 
 def ceilings_table(data: ChapterData) -> pd.DataFrame:
     """The machine's ceilings as recorded with the data, and what each caps in the chapters."""
-    machine = next(iter(data.steps.values()))["machine"]
+    machine = calibration.recorded_machine(data)
     rows = []
     for key, (name, caps) in CEILINGS.items():
         value = machine.get(key)

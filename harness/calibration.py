@@ -319,7 +319,7 @@ def check_acceptor(data: ChapterData) -> Check:
 def check_k6_memory(data: ChapterData) -> Check:
     table = memory_table(data)
     biggest = table.sort_values("users").iloc[-1] if len(table) else None
-    memory = _machine(data)["memory_bytes"] / MIB
+    memory = recorded_machine(data)["memory_bytes"] / MIB
     if biggest is None:
         return Check("k6's memory is no limit on this machine", "no hold or queue step", False)
     share = biggest["k6_mib"] / memory
@@ -332,11 +332,11 @@ def memory_bound_users(data: ChapterData) -> float:
     """How many users memory alone would allow: the machine's memory over k6's and the server's cost of one."""
     costs = memory_costs(memory_table(data))
     per_user_kib = costs["k6_per_user_kib"] + costs["server_per_connection_and_thread_kib"]
-    return _machine(data)["memory_bytes"] / 1024 / per_user_kib
+    return recorded_machine(data)["memory_bytes"] / 1024 / per_user_kib
 
 
 def check_files_before_memory(data: ChapterData) -> Check:
-    nofile = _machine(data)["nofile_limit"]
+    nofile = recorded_machine(data)["nofile_limit"]
     users = memory_bound_users(data)
     return Check("the open-files limit, not memory, caps how many users one machine can hold",
                  f"memory allows ≈ {users:,.0f} users at the measured cost (k6 + a server thread and connection each); "
@@ -399,7 +399,8 @@ def _worst_outside(waves: pd.DataFrame) -> float:
     return float(max(below.max(), above.max(), 0.0)) if len(waves) else 0.0
 
 
-def _machine(data: ChapterData) -> dict:
+def recorded_machine(data: ChapterData) -> dict:
+    """The machine the chapter's data was measured on, as its first step recorded it."""
     return next(iter(data.steps.values()))["machine"]
 
 
@@ -412,16 +413,17 @@ def memory_sentence(data: ChapterData) -> str:
             f"**{costs['server_per_connection_kib']:,.0f} KiB per held connection** and "
             f"**{costs['server_per_thread_kib']:,.0f} KiB more** when the connection has a thread of its own. "
             f"At that cost the machine's memory would hold about {users:,.0f} users with a thread each, "
-            f"{'more' if users > _machine(data)['nofile_limit'] else 'fewer'} than the "
-            f"{_machine(data)['nofile_limit']:,} open files one process may have.")
+            f"{'more' if users > recorded_machine(data)['nofile_limit'] else 'fewer'} than the "
+            f"{recorded_machine(data)['nofile_limit']:,} open files one process may have.")
 
 
 def noise_sentence(data: ChapterData) -> str:
-    runs = runs_table(noise_table(data))
+    table = noise_table(data)
+    runs = runs_table(table)
     sampled = runs[runs.sampled]
     if sampled.empty:
         return "*No noise runs yet.*"
-    waves = noise_summary(noise_table(data))
+    waves = noise_summary(table)
     failed = sampled["failed"]
     return (f"Over {len(sampled)} runs the failures range from {failed.min():,} to {failed.max():,} "
             f"(median {failed.median():,.0f}; the model says {int(sampled['model_failed'].iloc[0]):,}), a spread of "
@@ -454,7 +456,7 @@ def meaning_sentences(data: ChapterData) -> str:
     costs = memory_costs(memory_table(data))
     sampler = sampler_cost_table(data)
     redeploy = redeploy_table(data)
-    machine = _machine(data)
+    machine = recorded_machine(data)
     lines = []
     if len(hold):
         last = hold.iloc[-1]

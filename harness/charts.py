@@ -17,6 +17,7 @@ import pandas as pd
 
 from harness import LabError
 from harness.analysis import spike_start_ms
+from harness.calibration import memory_costs
 from harness.model import Server, simulate
 from harness.spec import SERVER_DEFAULTS
 from harness.store import ChapterData
@@ -571,8 +572,9 @@ def issued_chart(starts: pd.DataFrame) -> alt.LayerChart:
     ).add_params(pick).properties(width=WIDTH, height=260)
 
 
-def memory_chart(table: pd.DataFrame, costs: dict[str, float]) -> alt.LayerChart:
-    """Peak RSS of k6 and of the server against users held, with the straight lines the costs come from."""
+def memory_chart(table: pd.DataFrame) -> alt.LayerChart:
+    """Peak RSS of k6 and of the server against users held; the title gives the per-unit costs drawn from them."""
+    costs = memory_costs(table)
     frame = pd.concat([
         pd.DataFrame({"users": table["users"], "mib": table["k6_mib"], "series": "k6 (" + table["series"] + ")"}),
         pd.DataFrame({"users": table["users"], "mib": table["server_mib"], "series": "server, " + table["series"]}),

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import SERVER_DIR, LabError, system
+from harness import SERVER_DIR, LabError, say, system
 from harness.deploy import JAR, STOP_GRACE_S, RunningServer, StepFailed, listener, server_env
 from harness.samplers import Cgroup
 from harness.spec import Step
@@ -41,9 +41,6 @@ DEFAULT_SOCKET = Path("/var/run/docker.sock")
 APT_SOURCES = Path("/etc/apt")
 START_DAEMON_HINT = "start a private one with `invoke dockerd`, then `export DOCKER_HOST=unix://" + str(DAEMON_SOCKET) + "`"
 
-
-def say(message: str) -> None:
-    print(message, flush=True)
 
 
 # ---- the docker client ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from harness import LabError, model, store, system
+from harness import LabError, model, say, store, system
 from harness.bench import redeploys
 from harness.deploy import (StepFailed, backend as make_backend, cds_ready, check_launches, check_port_free, spawn,
                             terminate)
@@ -34,9 +34,6 @@ class Outcome:
     wall_s: float
     requests: dict
 
-
-def say(message: str) -> None:
-    print(message, flush=True)
 
 
 def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = False,

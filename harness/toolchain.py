@@ -7,16 +7,13 @@ import subprocess
 import sys
 import time
 
-from harness import ROOT, SERVER_DIR, TOOLS, LabError
+from harness import ROOT, SERVER_DIR, TOOLS, LabError, say
 from harness.deploy import CDS_ARCHIVE, CDS_JAR, JAR, java_command, java_major
 from harness.load import K6_MODULE, K6_VERSION, find_k6, local_k6
 
 MIN_JAVA = 17
 MIN_PYTHON = (3, 11)
 
-
-def say(message: str) -> None:
-    print(message, flush=True)
 
 
 def check_python() -> None:

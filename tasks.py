@@ -7,6 +7,7 @@
     invoke dockerd          a private Docker daemon (--stop stops it)
     invoke test             all tests
     invoke render           build the book with Quarto
+    invoke serve            read the rendered book at http://127.0.0.1:4242/
 """
 import shutil
 import sys
@@ -120,6 +121,22 @@ def render(c):
     if not (ROOT / "node_modules" / "vega" / "build" / "vega.min.js").exists():
         raise Exit("the chart libraries are missing (charts would be blank): run `npm ci` or `invoke setup`", code=2)
     c.run("quarto render", pty=False)
+
+
+@task(help={"port": "TCP port on 127.0.0.1 (default 4242; 0 picks a free one)"})
+def serve(c, port=4242):
+    """Serve the rendered book over http on this machine and print its address (Ctrl-C stops)."""
+    from harness.site import address, site_server
+
+    with _clear_errors():
+        server = site_server(int(port))
+    print(f"the book: {address(server)}  (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped")
+    finally:
+        server.server_close()
 
 
 @task(help={"data": "also delete data/ results (the committed reference data comes back with git checkout)"})

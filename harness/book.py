@@ -10,13 +10,15 @@ lists the three files as project resources (Quarto copies them to _book/node_mod
 loads them relative to the site root that Quarto writes into every page (<meta name="quarto:offset">).
 A page without that tag (a test page) is taken to sit one folder below the root, as chapters/ does.
 Referencing node_modules in place keeps one source of truth (package-lock.json) and no copy step.
+
+No cell emits HTML: charts are Markdown holding a raw HTML block, tables are Markdown (harness.tables). Quarto
+adds require.js and jQuery from a CDN to any page with an HTML cell output; offline they fail to load, and
+online require.js turns the chart libraries into AMD modules (the loader copes with that too, see LOADER_JS).
 """
 from __future__ import annotations
 
 import json
-import re
 import uuid
-from datetime import UTC, datetime
 
 import altair as alt
 import pandas as pd
@@ -26,22 +28,24 @@ from harness.analysis import latency_percentiles, per_second, spike_start_ms, th
 from harness.charts import (THEME, busy_threads_chart, capacity_explorer, completion_rate_chart, completions_chart,
                             connections_chart, explorer_measured, failures_chart, latency_ecdf_chart,
                             rps_chart, ss_timeline_chart, step_order)
-from harness import ROOT, calibration
+from harness import calibration
 from harness.calibration import Check
 from harness.charts import (issued_chart, memory_chart, noise_chart, redeploy_chart, sampler_cost_chart, spread_chart,
                             start_curves_chart)
-from harness.store import ChapterData, complete_steps, data_root, load
+from harness.provenance import machines_table, readme_commands, reproduce_box
+from harness.store import ChapterData, load
+from harness.tables import markdown_table, people_table
 from harness.verdicts import ARTICLE_002_RPS, answered, failure_kinds, DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, f000_verdicts, f002_verdicts, verdict_of, within, within_abs
 
 __all__ = [
     "alt", "pd", "Markdown", "load", "ChapterData",
     "completions_chart", "ss_timeline_chart", "busy_threads_chart",
-    "rps_chart", "latency_ecdf_chart", "completion_rate_chart", "throughput_table", "latency_percentiles", "per_second",
+    "rps_chart", "latency_ecdf_chart", "completion_rate_chart", "throughput_table", "latency_percentiles", "latency_table", "per_second",
     "f002_verdicts", "f000_verdicts", "failures_chart", "connections_chart", "capacity_explorer", "explorer_measured",
     "predictions_table", "spike_predictions_table", "failure_summary", "issued_table", "plus_one_table", "rps_table", "littles_law_table", "ceiling_sentences",
     "reproduce_box", "readme_commands", "verdict_table", "machines_table", "steps_table", "peaks_table", "completion_table",
     "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
-    "calibration", "check_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary", "noise_runs",
+    "calibration", "check_table", "overflow_summary", "issued_repeats", "people_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary", "noise_runs",
     "noise_waves", "sampler_summary", "start_curves_chart", "spread_chart", "issued_chart", "memory_chart", "redeploy_chart",
     "sampler_cost_chart", "noise_chart",
 ]
@@ -58,6 +62,8 @@ FALLBACK_ROOT = "../"  # where the site root is for a page without Quarto's offs
 EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
 
 # Loads the libraries once per page, then draws the chart; a failure shows in the page and the console.
+# Where require.js is on the page (Quarto adds it, from a CDN, to pages with HTML cell outputs), the libraries'
+# UMD bundles register as AMD modules instead of globals, so they are asked of require.js by name.
 LOADER_JS = """(function (id, scripts, fallbackRoot, options) {
   var meta = document.querySelector('meta[name="quarto:offset"]');
   var root = meta ? meta.getAttribute("content") : fallbackRoot;
@@ -71,13 +77,27 @@ LOADER_JS = """(function (id, scripts, fallbackRoot, options) {
       document.head.appendChild(tag);
     });
   }
-  window.labVega = window.labVega || scripts.reduce(function (ready, src) {
-    return ready.then(function () { return load(src); });
-  }, Promise.resolve());
+  function viaScriptTags() {
+    return scripts.reduce(function (ready, src) {
+      return ready.then(function () { return load(src); });
+    }, Promise.resolve()).then(function () { return window.vegaEmbed; });
+  }
+  function viaRequireJs() {
+    var paths = {};
+    scripts.forEach(function (src) { paths[src.split("/")[1]] = root + src.replace(/\\.js$/, ""); });
+    window.requirejs.config({paths: paths});
+    return new Promise(function (resolve, reject) {
+      window.requirejs(["vega-embed"], resolve, function (err) {
+        reject(new Error("cannot load the chart libraries through require.js: " + err.message));
+      });
+    });
+  }
+  var amd = typeof window.define === "function" && window.define.amd && typeof window.requirejs === "function";
+  window.labVega = window.labVega || (amd ? viaRequireJs() : viaScriptTags());
   var el = document.getElementById(id);
   var spec = JSON.parse(document.getElementById(id + "-spec").textContent);
   window.labVega
-    .then(function () { return vegaEmbed(el, spec, options); })
+    .then(function (embed) { return embed(el, spec, options); })
     .catch(function (err) {
       el.innerHTML = '<p class="lab-chart-error" style="color:#b00"></p>';
       el.firstChild.textContent = "Chart not drawn: " + err.message;
@@ -101,8 +121,15 @@ def chart_html(spec: dict, embed_options: dict | None = None) -> str:
             f"<script>{LOADER_JS}({args});</script>\n")
 
 
+def raw_html(html: str) -> str:
+    """HTML as Markdown that Pandoc passes through untouched."""
+    return f"```{{=html}}\n{html}\n```\n"
+
+
 def offline_renderer(spec: dict, **metadata) -> dict:
-    return {"text/html": chart_html(spec, metadata.get("embed_options")), "text/plain": "<chart>"}
+    """A chart as Markdown holding raw HTML, not as a text/html output: Quarto adds require.js and jQuery from a
+    CDN to every page with an HTML cell output, which an offline reader cannot load."""
+    return {"text/markdown": raw_html(chart_html(spec, metadata.get("embed_options"))), "text/plain": "<chart>"}
 
 
 alt.renderers.register(RENDERER, offline_renderer)
@@ -112,101 +139,34 @@ alt.theme.enable(THEME)
 alt.data_transformers.enable("default", max_rows=5000)
 
 
-# ---- the Reproduce box -------------------------------------------------------------------------------
-
-def reproduce_box(chapter: str) -> Markdown:
-    """A callout: the command that re-runs the chapter, the machine and versions the data came from, how long it took."""
-    steps = dict(sorted(complete_steps(chapter).items(), key=lambda item: item[1].get("started_ms", 0)))
-    lines = ['::: {.callout-note title="Reproduce this chapter"}', "```bash", f"invoke run {chapter}", "```", ""]
-    if steps:
-        lines += [run_line(steps), "", "Machine: " + machine_text(steps), "", "Versions: " + versions_text(steps)]
-    else:
-        lines.append(f"No complete steps in `data/{chapter}/` yet: the command above runs them.")
-    return Markdown("\n".join(lines + [":::"]))
-
-
-def run_line(steps: dict[str, dict]) -> str:
-    first = min(m["started_ms"] for m in steps.values())
-    when = datetime.fromtimestamp(first / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    each = ", ".join(f"{name} {duration_text(m.get('wall_s', 0))}" for name, m in steps.items())
-    total = sum(m.get("wall_s", 0) for m in steps.values())
-    commits = distinct(steps, lambda m: short_commit(m.get("git_commit", "unknown")))
-    count = f"{len(steps)} step" + ("s" if len(steps) > 1 else "")
-    return (f"The data: {count}, run {when} from commit {commits}; "
-            f"{duration_text(total)} in all, start-up included ({each}).")
-
-
-def short_commit(commit: str) -> str:
-    """c72e12708fca…+dirty → c72e127+dirty: short, but still saying the tree had uncommitted changes."""
-    return re.sub(r"^([0-9a-f]{7})[0-9a-f]*", r"\1", commit)
-
-
-def machine_of(meta: dict) -> str:
-    machine = meta.get("machine", {})
-    kernel = machine.get("kernel") or meta.get("versions", {}).get("kernel", "?")
-    return (f"{machine.get('cores', '?')} cores ({machine.get('cpu_model', 'CPU unknown')}), "
-            f"{machine.get('memory_bytes', 0) / 2**30:.1f} GiB memory, Linux {kernel}")
-
-
-def versions_of(meta: dict) -> str:
-    versions = meta.get("versions", {})
-    return (f"Java {versions.get('java', '?')}, Spring Boot {versions.get('spring_boot', '?')}, "
-            f"k6 {versions.get('k6', '?')}")
-
-
-def machine_text(steps: dict[str, dict]) -> str:
-    return distinct(steps, machine_of)
-
-
-def versions_text(steps: dict[str, dict]) -> str:
-    return distinct(steps, versions_of)
-
-
-def distinct(steps: dict[str, dict], describe) -> str:
-    """One description when all steps agree; otherwise each with the steps it applies to (a partial re-run
-    on another machine must not pass for a uniform one)."""
-    groups: dict[str, list[str]] = {}
-    for name, meta in steps.items():
-        groups.setdefault(describe(meta), []).append(name)
-    if len(groups) == 1:
-        return next(iter(groups))
-    return "; ".join(f"{text} (steps {', '.join(names)})" for text, names in groups.items())
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
-
-
-def readme_commands() -> Markdown:
-    """README's set-up commands (its first bash block), quoted so the book cannot drift from the README."""
-    block = re.search(r"```bash\n.*?```", (ROOT / "README.md").read_text(), re.S)
-    return Markdown(block.group(0) if block else "*README.md has no bash block.*")
-
-
 # ---- tables ---------------------------------------------------------------------------------------------
 
 def verdict_table(verdicts: list[Verdict]) -> Markdown:
-    """The chapter's closing table: finding, what the article says, what we measured, verdict (and why)."""
+    """The chapter's closing table: finding, what the article says, the verdict and its reason in one clause;
+    what we measured and the whole reason follow, folded."""
     if not verdicts:
         return Markdown("*No finding is tested in this chapter yet.*")
-    rows = ["| Finding | The article says | We measured | Verdict |", "|---|---|---|---|"]
-    for v in verdicts:
-        verdict = f"**{v.verdict}**" + (f": {v.why}" if v.why else "")
-        rows.append("| " + " | ".join(_cell(c) for c in (v.finding, v.article, v.measured, verdict)) + " |")
-    return Markdown("\n".join(rows))
+    table = pd.DataFrame([{"Finding": v.finding, "The article says": v.article,
+                           "Verdict": f"**{v.verdict}**" + (f": {headline(v.why)}" if v.why else "")} for v in verdicts])
+    evidence = "\n\n".join(f"**{v.finding}** ({v.verdict}). We measured: {v.measured}." + (f" Why: {v.why}." if v.why else "")
+                            for v in verdicts)
+    return Markdown(markdown_table(table) + "\n\n" + folded("The evidence behind each verdict", evidence))
+
+
+def headline(reason: str) -> str:
+    """A reason's first clause (up to its first semicolon): what a reader of the table needs first."""
+    return reason.split("; ")[0]
+
+
+def folded(summary: str, markdown: str) -> str:
+    """Markdown shown only when the reader opens it."""
+    return f"<details><summary>{summary}</summary>\n\n{markdown}\n\n</details>"
 
 
 def check_table(checks: list[Check]) -> Markdown:
     """Chapter 2's closing table: what the book says of its lab, the numbers, and whether they bear it out."""
-    rows = ["| The book says | We measured | Holds? |", "|---|---|---|"]
-    rows += [f"| {_cell(c.claim)} | {_cell(c.measured)} | **{'yes' if c.holds else 'no'}** |" for c in checks]
-    return Markdown("\n".join(rows))
+    return people_table(pd.DataFrame([{"The book says": c.claim, "We measured": c.measured, "Holds?": c.holds}
+                                      for c in checks]))
 
 
 # What each of the machine's ceilings caps in the book (the values come from step.json).
@@ -222,7 +182,7 @@ CEILINGS = {
 }
 
 
-def ceilings_table(data: ChapterData) -> pd.DataFrame:
+def ceilings_table(data: ChapterData) -> Markdown:
     """The machine's ceilings as recorded with the data, and what each caps in the chapters."""
     machine = calibration.recorded_machine(data)
     rows = []
@@ -235,60 +195,59 @@ def ceilings_table(data: ChapterData) -> pd.DataFrame:
         elif isinstance(value, int):
             value = f"{value:,}"
         rows.append({"ceiling": name, "on this machine": value if value is not None else "not recorded", "what it caps": caps})
-    return pd.DataFrame(rows)
+    return people_table(pd.DataFrame(rows))
 
 
-def starts_summary(data: ChapterData) -> pd.DataFrame:
+def starts_summary(data: ChapterData) -> Markdown:
     table = calibration.start_table(data)
-    return table.rename(columns={"started_1s": "started in 1 s", "p50_s": "half started (s)", "p95_s": "95 % started (s)",
-                                 "spread_s": "all started (s)"}).round(2)
+    return people_table(table.rename(columns={"users": "users asked", "issued": "requests issued", "started_1s": "started within 1 s",
+                                              "p50_s": "half started (s)", "p95_s": "95 % started (s)",
+                                              "spread_s": "all started (s)"}).round(2))
 
 
-def memory_summary(data: ChapterData) -> pd.DataFrame:
+def memory_summary(data: ChapterData) -> Markdown:
     table = calibration.memory_table(data)
-    return table.rename(columns={"k6_mib": "k6 peak MiB", "server_mib": "server peak MiB", "server_idle_mib": "server at start MiB",
-                                 "connections": "connections (peak)", "threads": "threads (peak)"}).round(0)
+    return people_table(table.rename(columns={"k6_mib": "k6 peak (MiB)", "server_mib": "server peak (MiB)",
+                                              "server_idle_mib": "server at start (MiB)", "connections": "connections (peak)",
+                                              "threads": "threads (peak)"}).round(0))
 
 
-def redeploy_summary(data: ChapterData) -> pd.DataFrame:
-    return calibration.redeploy_table(data).round(0)
+def redeploy_summary(data: ChapterData) -> Markdown:
+    return people_table(calibration.redeploy_table(data).rename(columns={
+        "launch": "how the JVM started", "median_ms": "median (ms)", "min_ms": "fastest (ms)", "max_ms": "slowest (ms)",
+        "rss_mib": "memory when healthy (MiB)"}).round(0))
 
 
-def sampler_summary(data: ChapterData) -> pd.DataFrame:
+def sampler_summary(data: ChapterData) -> Markdown:
     table = calibration.sampler_cost_table(data)
-    return table.assign(core_share=(table["core_share"] * 100).round(1)).rename(
-        columns={"core_share": "% of one core", "ss_cpu_s": "ss + nstat CPU s", "actuator_cpu_s": "Actuator CPU s",
-                 "process_cpu_s": "/proc CPU s", "load_s": "load s"}).round(2)
+    return people_table(table.assign(core_share=(table["core_share"] * 100).round(1)).rename(
+        columns={"connections": "connections (peak)", "core_share": "% of one core", "ss_cpu_s": "ss + nstat CPU (s)",
+                 "actuator_cpu_s": "Actuator CPU (s)", "process_cpu_s": "/proc CPU (s)", "load_s": "load (s)"}).round(2))
 
 
-def noise_runs(data: ChapterData) -> pd.DataFrame:
-    return calibration.runs_table(calibration.noise_table(data))
+def noise_runs(data: ChapterData) -> Markdown:
+    return people_table(calibration.runs_table(calibration.noise_table(data)).rename(columns={
+        "sampled": "samplers on", "ok": "answered", "model_failed": "failed (model)"}))
 
 
-def noise_waves(data: ChapterData) -> pd.DataFrame:
-    return calibration.noise_summary(calibration.noise_table(data)).round(2)
+def noise_waves(data: ChapterData) -> Markdown:
+    return people_table(calibration.noise_summary(calibration.noise_table(data)).rename(columns={
+        "median_s": "median (s)", "min_s": "earliest (s)", "max_s": "latest (s)", "range_s": "range (s)",
+        "unsampled_min_s": "samplers off: earliest (s)", "unsampled_max_s": "samplers off: latest (s)"}).round(2))
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def overflow_summary(data: ChapterData) -> Markdown:
+    return people_table(calibration.overflow_table(data).rename(columns={
+        "users": "users", "listen_overflows": "accept-queue overflows", "syn_retransmits": "SYN retransmits",
+        "accept_queue_peak": "accept queue (peak)", "interrupted": "cut off by k6"}))
 
 
-def machines_table() -> Markdown:
-    """Every machine and set of versions behind the committed data, with the experiments measured on it."""
-    rows: dict[tuple[str, str], list[str]] = {}
-    root = data_root()
-    chapters = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.exists() else []
-    for chapter in chapters:
-        for name, meta in complete_steps(chapter).items():
-            rows.setdefault((machine_of(meta), versions_of(meta)), []).append(f"{chapter}/{name}")
-    if not rows:
-        return Markdown("*No complete step in `data/` yet.*")
-    lines = ["| Machine | Versions | Steps measured on it |", "|---|---|---|"]
-    lines += [f"| {_cell(m)} | {_cell(v)} | {_cell(', '.join(s))} |" for (m, v), s in rows.items()]
-    return Markdown("\n".join(lines))
+def issued_repeats(data: ChapterData) -> Markdown:
+    return people_table(calibration.issued_runs(data).rename(columns={
+        "users": "users asked", "issued": "requests issued", "last_start_s": "last request started (s)"}).round(2))
 
 
-def completion_table(data: ChapterData) -> pd.DataFrame:
+def completion_table(data: ChapterData) -> Markdown:
     """Per step: successes and failures predicted vs measured, and how far measured completion times lie from
     the predicted ones (the k-th earliest success against the model's k-th)."""
     rows = []
@@ -300,15 +259,15 @@ def completion_table(data: ChapterData) -> pd.DataFrame:
         gaps = [abs(m - p) for m, p in zip(measured, predicted, strict=False)]
         rows.append({
             "step": name,
-            "ok (model)": meta["model"]["succeeded"], "ok (measured)": int(ok.sum()),
+            "answered (model)": meta["model"]["succeeded"], "answered (measured)": int(ok.sum()),
             "failed (model)": meta["model"]["failed"], "failed (measured)": int((~ok).sum()),
             "median gap (s)": round(pd.Series(gaps).median(), 2) if gaps else None,
             "largest gap (s)": round(max(gaps), 2) if gaps else None,
         })
-    return pd.DataFrame(rows).set_index("step")
+    return people_table(pd.DataFrame(rows))
 
 
-def steps_table(data: ChapterData) -> pd.DataFrame:
+def steps_table(data: ChapterData) -> Markdown:
     """Per step, in run order: why it exists, the load, the server knobs it sets, and requests asked → answered."""
     rows = []
     for name in step_order(data):
@@ -319,12 +278,12 @@ def steps_table(data: ChapterData) -> pd.DataFrame:
             "step": name, "why": meta.get("why", ""),
             "load": f"{load['executor']}, {load['vus']} VUs {amount}, keep-alive {'on' if load.get('connection_reuse') else 'off'}",
             "server": ", ".join(f"{k}={v}" for k, v in meta["config"]["server"].items()) or "Spring Boot defaults",
-            "asked": counts["asked"], "issued": counts["issued"], "ok": counts.get("succeeded"), "failed": counts.get("failed"),
+            "asked": counts["asked"], "issued": counts["issued"], "answered": counts.get("succeeded"), "failed": counts.get("failed"),
         })
-    return pd.DataFrame(rows).set_index("step")
+    return people_table(pd.DataFrame(rows))
 
 
-def peaks_table(data: ChapterData) -> pd.DataFrame:
+def peaks_table(data: ChapterData) -> Markdown:
     """Per step: the highest values the samplers saw against the model's limits."""
     rows = []
     for name in step_order(data):
@@ -338,7 +297,7 @@ def peaks_table(data: ChapterData) -> pd.DataFrame:
             "busy threads (peak)": _peak(busy["value"]), "threads (model)": model["threads"],
             "listen overflows": int(ss["listen_overflows"].sum()),
         })
-    return pd.DataFrame(rows).set_index("step")
+    return people_table(pd.DataFrame(rows))
 
 
 def _peak(values: pd.Series) -> int | None:
@@ -348,33 +307,39 @@ def _peak(values: pd.Series) -> int | None:
 
 # ---- throughput chapters (chapter 1) -----------------------------------------------------------------
 
-def predictions_table(data: ChapterData) -> pd.DataFrame:
+def latency_table(data: ChapterData, step_ids: list[str]) -> Markdown:
+    """Answered requests' latency percentiles per step, in ms."""
+    table = latency_percentiles(data, step_ids)
+    return people_table(table.rename(columns={c: c.replace("_ms", " (ms)") for c in table.columns}).round(0))
+
+
+def predictions_table(data: ChapterData) -> Markdown:
     """What the closed-loop model predicted for each step, before any measurement."""
     rows = [{"step": s, "C": m["config"]["load"]["vus"], "requests": m["model"]["requests"],
-             "RPS (model)": round(m["model"]["rps"]), "mean latency ms (model)": round(m["model"]["mean_latency_ms"]),
-             "run time s (model)": round(m["model"]["duration_ms"] / 1000, 1)}
+             "RPS (model)": round(m["model"]["rps"]), "mean latency (model, ms)": round(m["model"]["mean_latency_ms"]),
+             "run time (model, s)": round(m["model"]["duration_ms"] / 1000, 1)}
             for s, m in sorted(data.steps.items(), key=lambda item: (item[1]["config"]["load"]["vus"], item[0]))]
-    return pd.DataFrame(rows).set_index("step")
+    return people_table(pd.DataFrame(rows))
 
 
-def rps_table(data: ChapterData) -> pd.DataFrame:
+def rps_table(data: ChapterData) -> Markdown:
     """Measured RPS per step beside the article's (ab) and the model's."""
     table = throughput_table(data).sort_values(["concurrency", "tool"])
     table["RPS (article, ab)"] = table["concurrency"].map(ARTICLE_002_RPS)
     table = table.rename(columns={"concurrency": "C", "rps": "RPS (measured)", "rps_model": "RPS (model)",
                                   "rps_error": "measured vs model"})
-    shown = table.set_index("step")[["tool", "C", "issued", "RPS (measured)", "RPS (article, ab)", "RPS (model)", "measured vs model"]]
-    return shown.style.format({"RPS (measured)": "{:.1f}", "RPS (article, ab)": "{:.2f}", "RPS (model)": "{:.0f}",
-                               "measured vs model": "{:+.1%}"})
+    shown = table[["step", "tool", "C", "issued", "RPS (measured)", "RPS (article, ab)", "RPS (model)", "measured vs model"]]
+    return people_table(shown, {"RPS (measured)": "{:,.1f}", "RPS (article, ab)": "{:,.2f}", "RPS (model)": "{:,.0f}",
+                                "measured vs model": "{:+.1%}"})
 
 
-def littles_law_table(data: ChapterData) -> pd.DataFrame:
+def littles_law_table(data: ChapterData) -> Markdown:
     """Little's law on our data: throughput × mean latency should equal the clients in flight, C."""
-    table = throughput_table(data).sort_values(["concurrency", "tool"]).set_index("step")
-    shown = table[["tool", "concurrency", "rps", "mean_latency_ms", "littles_concurrency"]].rename(columns={
-        "concurrency": "C (clients in flight)", "rps": "RPS", "mean_latency_ms": "mean latency ms",
+    table = throughput_table(data).sort_values(["concurrency", "tool"])
+    shown = table[["step", "tool", "concurrency", "rps", "mean_latency_ms", "littles_concurrency"]].rename(columns={
+        "concurrency": "C (clients in flight)", "rps": "RPS", "mean_latency_ms": "mean latency (ms)",
         "littles_concurrency": "RPS × mean latency"})
-    return shown.style.format({"RPS": "{:.1f}", "mean latency ms": "{:.0f}", "RPS × mean latency": "{:.1f}"})
+    return people_table(shown, {"RPS": "{:,.1f}", "mean latency (ms)": "{:,.0f}", "RPS × mean latency": "{:,.1f}"})
 
 
 def ceiling_sentences(data: ChapterData) -> str:
@@ -396,7 +361,7 @@ def ceiling_sentences(data: ChapterData) -> str:
 
 # ---- spike chapters (chapter 3) ----------------------------------------------------------------------
 
-def spike_predictions_table(data: ChapterData) -> pd.DataFrame:
+def spike_predictions_table(data: ChapterData) -> Markdown:
     """The model's prediction for every spike step, from step.json, before any measurement."""
     rows = []
     for name in step_order(data):
@@ -409,23 +374,23 @@ def spike_predictions_table(data: ChapterData) -> pd.DataFrame:
                      "keep-alive": f"{timeout // 1000} s" if model["keep_alive"] else "off",
                      "waves": model["waves"], "answered (model)": model["succeeded"], "failed (model)": model["failed"],
                      "cut by k6 (model)": model["interrupted"],
-                     "last answer s (model)": max((t for t, _ in model["completions"]), default=0) / 1000})
-    return pd.DataFrame(rows).set_index("step")
+                     "last answer (model, s)": max((t for t, _ in model["completions"]), default=0) / 1000})
+    return people_table(pd.DataFrame(rows))
 
 
-def issued_table(data: ChapterData) -> pd.DataFrame:
+def issued_table(data: ChapterData) -> Markdown:
     """Per step: requests asked and sent, and how long k6 took to send them all (its start-up spread)."""
     rows = []
     for name in step_order(data):
         meta, requests = data.steps[name], data.requests[data.requests["step"] == name]
         rows.append({"step": name, "executor": meta["config"]["load"]["executor"], "asked": meta["requests"]["asked"],
                      "issued": meta["requests"]["issued"],
-                     "all sent within s": round((requests["start_ms"].max() - requests["start_ms"].min()) / 1000, 1)
+                     "all sent within (s)": round((requests["start_ms"].max() - requests["start_ms"].min()) / 1000, 1)
                      if len(requests) else None})
-    return pd.DataFrame(rows).set_index("step")
+    return people_table(pd.DataFrame(rows))
 
 
-def plus_one_table(data: ChapterData, prefix: str = "plus1-") -> pd.DataFrame:
+def plus_one_table(data: ChapterData, prefix: str = "plus1-") -> Markdown:
     """Whose is the +1? Per step: the limits, and the peaks of Tomcat's count, the accept queue and ESTAB."""
     rows = []
     for name in (s for s in step_order(data) if s.startswith(prefix)):
@@ -438,10 +403,10 @@ def plus_one_table(data: ChapterData, prefix: str = "plus1-") -> pd.DataFrame:
                      "accept queue, ss Recv-Q (peak)": int(ss["accept_queue"].max()) if len(ss) else None,
                      "established, ss (peak)": int(ss["estab"].max()) if len(ss) else None,
                      "ceiling (model)": data.steps[name]["model"]["ceiling"]})
-    return pd.DataFrame(rows).set_index("step")
+    return people_table(pd.DataFrame(rows))
 
 
-def failure_summary(data: ChapterData) -> pd.DataFrame:
+def failure_summary(data: ChapterData) -> Markdown:
     """Per step and kind of failure: how many, and when (seconds after the first request: first, median, last)."""
     rows = []
     for name in step_order(data):
@@ -451,6 +416,8 @@ def failure_summary(data: ChapterData) -> pd.DataFrame:
             continue
         ends = (failed["end_ms"].fillna(failed["start_ms"]) - spike_start_ms(data)[name]) / 1000
         for kind, times in ends.groupby(failure_kinds(failed)):
-            rows.append({"step": name, "failure": kind, "requests": len(times), "first s": round(times.min(), 1),
-                         "median s": round(times.median(), 1), "last s": round(times.max(), 1)})
-    return pd.DataFrame(rows).set_index(["step", "failure"])
+            rows.append({"step": name, "failure": kind, "requests": len(times), "first (s)": round(times.min(), 1),
+                         "median (s)": round(times.median(), 1), "last (s)": round(times.max(), 1)})
+    if not rows:
+        return Markdown("*No request failed in these steps.*")
+    return people_table(pd.DataFrame(rows))

@@ -358,10 +358,12 @@ def client_limits(data: ChapterData) -> pd.DataFrame:
 
 def failures_chart(data: ChapterData, bucket_ms: int = FAILURE_BUCKET_MS) -> alt.FacetChart:
     """Failed requests by kind (k6's error, or "http <status>") per bucket, stacked, one row per step; dashed rules
-    where the model says clients give up."""
+    where the model says clients give up; a step without failures says so in its row."""
     require_steps(data)
     counts, limits = failure_counts(data, bucket_ms), client_limits(data)
-    frame = pd.concat([counts.assign(kind="failures"), limits.assign(kind="limit")], ignore_index=True)
+    clean = [s for s in step_order(data) if s not in set(counts["step"])]
+    notes = pd.DataFrame({"step": clean, "kind": "none", "note": "no failures in this step"})
+    frame = pd.concat([counts.assign(kind="failures"), limits.assign(kind="limit"), notes], ignore_index=True)
     highlight = legend_highlight()
     color = kind_color(sorted(counts["series"].unique(), key=lambda k: -counts.loc[counts.series == k, "requests"].sum())
                        + list(dict.fromkeys(limits["series"])))
@@ -378,7 +380,10 @@ def failures_chart(data: ChapterData, bucket_ms: int = FAILURE_BUCKET_MS) -> alt
         x="t_s:Q", color=color, opacity=faded_unless(highlight),
         tooltip=[alt.Tooltip("step:N"), alt.Tooltip("series:N"), alt.Tooltip("t_s:Q", title="at (s)", format=".1f")],
     )
-    return by_step(alt.layer(bars, rules), data)
+    # In pixels, so the note neither needs nor moves the scales.
+    empty = base.transform_filter(alt.datum.kind == "none").mark_text(fontSize=13, color="#555").encode(
+        x=alt.value(WIDTH / 2), y=alt.value(ROW_HEIGHT / 2), text="note:N")
+    return by_step(alt.layer(bars, rules, empty), data)
 
 
 def connection_samples(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> pd.DataFrame:

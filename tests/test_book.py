@@ -21,7 +21,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from harness import ROOT, store
-from harness.book import VEGA_SCRIPTS, duration_text, reproduce_box, verdict_table
+from harness.book import VEGA_SCRIPTS, reproduce_box, verdict_table
+from harness.provenance import duration_text
 from harness.verdicts import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdict_of, within, within_abs
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
@@ -73,7 +74,7 @@ def execute(chapter: str) -> Executed:
         if saved is not None:
             os.environ["LAB_DATA_DIR"] = saved
     run.notebook = notebook
-    run.charts = [(html, spec) for html in html_outputs(notebook) for _, spec in SPEC_SCRIPT.findall(html)]
+    run.charts = [(html, spec) for html in raw_html_outputs(notebook) for _, spec in SPEC_SCRIPT.findall(html)]
     return run
 
 
@@ -82,8 +83,12 @@ def outputs(notebook: nbformat.NotebookNode):
         yield from cell.get("outputs", [])
 
 
-def html_outputs(notebook: nbformat.NotebookNode) -> list[str]:
-    return [o["data"]["text/html"] for o in outputs(notebook) if "text/html" in o.get("data", {})]
+RAW_HTML = re.compile(r"^```\{=html\}\n(.*?)\n```$", re.S | re.M)
+
+
+def raw_html_outputs(notebook: nbformat.NotebookNode) -> list[str]:
+    """The raw HTML blocks in the cells' Markdown outputs (where the charts are)."""
+    return [html for o in outputs(notebook) for html in RAW_HTML.findall(o.get("data", {}).get("text/markdown", ""))]
 
 
 @pytest.fixture(scope="module", params=CHAPTERS)
@@ -152,7 +157,17 @@ def test_no_chart_bypasses_the_offline_renderer(executed):
     for output in outputs(executed.notebook):
         data = output.get("data", {})
         assert not any("vegalite" in mime or "vega." in mime for mime in data), f"{executed.chapter}: {list(data)}"
-        assert "cdn.jsdelivr.net" not in data.get("text/html", ""), f"{executed.chapter}: a chart loads from a CDN"
+        assert "cdn.jsdelivr.net" not in data.get("text/markdown", ""), f"{executed.chapter}: a chart loads from a CDN"
+
+
+def test_no_cell_output_is_html(executed):
+    """Quarto adds require.js and jQuery from a CDN to a page with any HTML or JavaScript cell output (a DataFrame, a
+    Styler, Altair's own renderer): offline they fail to load. Tables and charts are Markdown instead."""
+    executed.require()
+    for cell in executed.notebook.cells:
+        for output in cell.get("outputs", []):
+            html = [m for m in output.get("data", {}) if m in ("text/html", "application/javascript")]
+            assert not html, f"{executed.chapter}: the cell `{cell.source.strip()[:80]}` outputs {html}"
 
 
 # ---- (3) every chart draws in headless Chromium, offline, without console errors ------------------------
@@ -289,9 +304,14 @@ def test_tolerance_helpers():
     assert (verdict_of(True), verdict_of(False), verdict_of(False, machine_bound=True)) == (REPRODUCED, NOT_REPRODUCED, DIFFERS)
 
 
-def test_verdict_table_escapes_cells():
-    table = verdict_table([Verdict("F000-a", "a | b", "2\nlines", REPRODUCED, "why")]).data
-    assert "| F000-a | a \\| b | 2 lines | **reproduced**: why |" in table
+def test_verdict_table_shows_the_reasons_first_clause_and_folds_the_evidence():
+    verdict = Verdict("F000-a", "a | b", "2\nlines of evidence", REPRODUCED, "first clause; the rest of the reason")
+    text = verdict_table([verdict]).data
+    table, evidence = text.split("<details>")
+    assert "| F000-a | a \\| b | **reproduced**: first clause |" in table
+    assert "evidence" not in table and "the rest" not in table
+    assert "2\nlines of evidence" in evidence and "first clause; the rest of the reason" in evidence
+    assert evidence.rstrip().endswith("</details>")
 
 
 def test_reproduce_box_without_data_still_gives_the_command(data_dir):
@@ -299,10 +319,14 @@ def test_reproduce_box_without_data_still_gives_the_command(data_dir):
     assert "invoke run nothing-yet" in box and "No complete steps" in box and box.endswith(":::")
 
 
-def test_reproduce_box_reports_machine_versions_and_time():
+def test_reproduce_box_reports_machine_versions_and_time_in_four_lines():
     box = reproduce_box("smoke").data
-    meta = store.read_meta("smoke", "waves")
-    facts = (f"{meta['machine']['cores']} cores", meta["versions"]["java"], meta["versions"]["k6"],
-             f"waves {duration_text(meta['wall_s'])}")
-    for fact in facts:
-        assert fact in box
+    steps = store.complete_steps("smoke")
+    meta = steps["waves"]
+    head, details = box.split("<details>")
+    lines = [line for line in head.splitlines() if line.startswith("**")]
+    assert [line.split(":")[0] for line in lines] == ["**Command", "**Machine", "**Versions", "**Run"]
+    assert f"{meta['machine']['cores']} cores" in lines[1]
+    assert meta["versions"]["java"] in lines[2] and meta["versions"]["k6"] in lines[2]
+    assert duration_text(sum(m["wall_s"] for m in steps.values())) in lines[3]
+    assert f"| waves | " in details and duration_text(meta["wall_s"]) in details

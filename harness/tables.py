@@ -1,0 +1,104 @@
+"""Tables for people: a DataFrame as a Markdown pipe table.
+
+Why Markdown and not pandas' HTML: a cell whose output is HTML makes Quarto add require.js and jQuery from
+a CDN to the page (they break offline and turn the chart libraries into AMD modules), and pandas' HTML
+shows an index column, cuts long cells with "…" and lets wide tables run off the page. A pipe table is
+styled by the book's theme and wraps its cells to the page's width.
+
+Cells: yes/no for booleans, thousands separators, one number of decimals per column, "–" where a value
+is missing. A named index becomes the first column; a plain 0…n index is dropped.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown
+
+MISSING = "–"
+MAX_DECIMALS = 2  # a column's decimals when its format is not given: as few as its values need, at most this
+WIDEST = 80  # characters: a column's share of the page grows with its typical cell up to this
+
+
+def people_table(frame: pd.DataFrame, formats: dict[str, str | Callable] | None = None) -> Markdown:
+    """`frame` as a Markdown table; `formats` maps a column to a format string ("{:+.1%}") or a function."""
+    return Markdown(markdown_table(frame, formats))
+
+
+def markdown_table(frame: pd.DataFrame, formats: dict[str, str | Callable] | None = None) -> str:
+    frame = _with_index_as_columns(frame)
+    formats = formats or {}
+    unknown = set(formats) - set(frame.columns)
+    if unknown:
+        raise ValueError(f"formats for columns the table does not have: {sorted(unknown)}")
+    columns = {str(name): _format_column(frame[name], formats.get(name)) for name in frame.columns}
+    numeric = {name: _is_numeric(frame[original]) for name, original in zip(columns, frame.columns, strict=True)}
+    header = "| " + " | ".join(_escape(name) for name in columns) + " |"
+    rule = "|" + "|".join(_rule(name, cells, numeric[name]) for name, cells in columns.items()) + "|"
+    rows = ["| " + " | ".join(cells) + " |" for cells in zip(*columns.values(), strict=True)]
+    return "\n".join([header, rule, *rows])
+
+
+def _with_index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    if isinstance(frame.index, pd.RangeIndex) and frame.index.name is None:
+        return frame
+    return frame.reset_index()
+
+
+def _format_column(values: pd.Series, fmt: str | Callable | None) -> list[str]:
+    if fmt is None:
+        decimals = _decimals(values)
+        return [_escape(format_value(v, decimals)) for v in values]
+    apply = fmt if callable(fmt) else fmt.format
+    return [MISSING if _missing(v) else _escape(str(apply(v))) for v in values]
+
+
+def format_value(value, decimals: int = MAX_DECIMALS) -> str:
+    """One cell: yes/no, 12,345, 1,234.5 (with `decimals`), or the text as it is."""
+    if _missing(value):
+        return MISSING
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        return f"{float(value):,.{decimals}f}"
+    return str(value)
+
+
+def _decimals(values: pd.Series) -> int:
+    """As few decimals as the column's floats need (at most MAX_DECIMALS), the same for every row."""
+    floats = [float(v) for v in values if isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral | bool | np.bool_)
+              and not _missing(v)]
+    for decimals in range(MAX_DECIMALS + 1):
+        if all(math.isclose(round(v, decimals), v, abs_tol=1e-9) for v in floats):
+            return decimals
+    return MAX_DECIMALS
+
+
+def _missing(value) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _is_numeric(values: pd.Series) -> bool:
+    present = [v for v in values if not _missing(v)]
+    return bool(present) and all(isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in present)
+
+
+def _rule(name: str, cells: list[str], numeric: bool) -> str:
+    """Dashes in proportion to the column's content: Pandoc sizes a wrapped table's columns by them. A column gets
+    room for its mean cell, and at least for its longest word (which cannot wrap)."""
+    words = [len(word) for text in (name, *cells) for word in text.split()] or [0]
+    mean = sum(len(c) for c in cells) / len(cells) if cells else 0
+    width = min(max(max(words), round(mean)), WIDEST)
+    dashes = "-" * max(width, 3)
+    return dashes[:-1] + ":" if numeric else dashes
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")

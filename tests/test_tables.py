@@ -1,0 +1,64 @@
+"""Tables for people (harness.tables) and the provenance lines every chapter opens with (harness.provenance)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.provenance import versions_of, versions_text
+from harness.tables import markdown_table
+
+
+def rows(text: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in text.splitlines()]
+
+
+def test_a_named_index_becomes_the_first_column_and_a_plain_one_is_dropped():
+    frame = pd.DataFrame({"step": ["a", "b"], "users": [300, 15000]})
+    assert rows(markdown_table(frame))[0] == ["step", "users"]
+    assert rows(markdown_table(frame.set_index("step")))[0] == ["step", "users"]
+    assert rows(markdown_table(frame))[2] == ["a", "300"]
+
+
+def test_cells_read_as_words_and_numbers():
+    frame = pd.DataFrame({"n": [1000, 20000], "x": [1.5, 10.0], "ok": [True, np.False_], "note": [None, "a | b"]})
+    table = rows(markdown_table(frame))
+    assert table[2] == ["1,000", "1.5", "yes", "–"]
+    assert table[3] == ["20,000", "10.0", "no", "a \\| b"]
+
+
+def test_a_column_has_one_number_of_decimals_and_whole_floats_none():
+    frame = pd.DataFrame({"whole": [3.0, 1200.0], "mixed": [0.25, 2.0], "long": [1 / 3, 2.0]})
+    table = rows(markdown_table(frame))
+    assert [table[2], table[3]] == [["3", "0.25", "0.33"], ["1,200", "2.00", "2.00"]]
+
+
+def test_an_int_column_with_a_gap_stays_whole():
+    frame = pd.DataFrame({"peak": [8294, None]})  # pandas makes it float
+    assert [r[0] for r in rows(markdown_table(frame))[2:]] == ["8,294", "–"]
+
+
+def test_formats_per_column_and_unknown_columns_refused():
+    frame = pd.DataFrame({"error": [0.123, -0.05]})
+    assert [r[0] for r in rows(markdown_table(frame, {"error": "{:+.1%}"}))[2:]] == ["+12.3%", "-5.0%"]
+    with pytest.raises(ValueError, match="errr"):
+        markdown_table(frame, {"errr": "{}"})
+
+
+def test_numbers_align_right_and_long_text_gets_the_room():
+    frame = pd.DataFrame({"why": ["a reason that runs over many words " * 3] * 2, "n": [1, 2]})
+    rule = markdown_table(frame).splitlines()[1].strip("|").split("|")
+    assert rule[1].endswith(":") and not rule[0].endswith(":")
+    assert len(rule[0]) > 4 * len(rule[1])
+
+
+def test_no_cell_is_cut():
+    text = "x" * 500
+    assert text in markdown_table(pd.DataFrame({"long": [text]}))
+
+
+def test_versions_name_only_the_tools_a_step_used():
+    ab = {"versions": {"ab": "2.3", "java": "17.0.15", "spring_boot": "3.5.16"}}
+    k6 = {"versions": {"k6": "v1.8.1", "java": "17.0.15", "spring_boot": "3.5.16"}}
+    assert versions_of(ab) == "Java 17.0.15, Spring Boot 3.5.16, ab 2.3"
+    assert versions_text({"ab-c1": ab, "k6-c1": k6}) == "Java 17.0.15, Spring Boot 3.5.16, k6 v1.8.1, ab 2.3"
+    newer = {"versions": {**k6["versions"], "java": "21.0.2"}}
+    assert versions_text({"a": k6, "b": newer}).startswith("Java 17.0.15 / 21.0.2,")

@@ -329,4 +329,4 @@ def test_reproduce_box_reports_machine_versions_and_time_in_four_lines():
     assert f"{meta['machine']['cores']} cores" in lines[1]
     assert meta["versions"]["java"] in lines[2] and meta["versions"]["k6"] in lines[2]
     assert duration_text(sum(m["wall_s"] for m in steps.values())) in lines[3]
-    assert f"| waves | " in details and duration_text(meta["wall_s"]) in details
+    assert "| waves | " in details and duration_text(meta["wall_s"]) in details

@@ -6,7 +6,7 @@ shows an index column, cuts long cells with "…" and lets wide tables run off t
 styled by the book's theme and wraps its cells to the page's width.
 
 Cells: yes/no for booleans, thousands separators, one number of decimals per column, "–" where a value
-is missing. A named index becomes the first column; a plain 0…n index is dropped.
+is missing. A named index becomes the first column; an unnamed one (row numbers) is dropped.
 """
 from __future__ import annotations
 
@@ -43,9 +43,8 @@ def markdown_table(frame: pd.DataFrame, formats: dict[str, str | Callable] | Non
 
 
 def _with_index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    if isinstance(frame.index, pd.RangeIndex) and frame.index.name is None:
-        return frame
-    return frame.reset_index()
+    """A named index is data (e.g. "step"); an unnamed one is pandas' row numbering, left out."""
+    return frame.reset_index(drop=all(name is None for name in frame.index.names))
 
 
 def _format_column(values: pd.Series, fmt: str | Callable | None) -> list[str]:
@@ -92,10 +91,10 @@ def _is_numeric(values: pd.Series) -> bool:
 
 def _rule(name: str, cells: list[str], numeric: bool) -> str:
     """Dashes in proportion to the column's content: Pandoc sizes a wrapped table's columns by them. A column gets
-    room for its mean cell, and at least for its longest word (which cannot wrap)."""
+    room for its mean cell, its header on two lines, and at least its longest word (which cannot wrap)."""
     words = [len(word) for text in (name, *cells) for word in text.split()] or [0]
     mean = sum(len(c) for c in cells) / len(cells) if cells else 0
-    width = min(max(max(words), round(mean)), WIDEST)
+    width = min(max(max(words), round(mean), len(name) // 2), WIDEST)
     dashes = "-" * max(width, 3)
     return dashes[:-1] + ":" if numeric else dashes
 

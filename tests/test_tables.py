@@ -16,6 +16,7 @@ def test_a_named_index_becomes_the_first_column_and_a_plain_one_is_dropped():
     assert rows(markdown_table(frame))[0] == ["step", "users"]
     assert rows(markdown_table(frame.set_index("step")))[0] == ["step", "users"]
     assert rows(markdown_table(frame))[2] == ["a", "300"]
+    assert rows(markdown_table(frame.sort_values("users", ascending=False)))[0] == ["step", "users"]
 
 
 def test_cells_read_as_words_and_numbers():

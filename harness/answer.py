@@ -23,6 +23,7 @@ from harness.analysis import throughput_table
 from harness.model import K6_DIAL_TIMEOUT_MS, KERNEL_EXTRA, SYN_RETRY_MS
 from harness.spec import LOAD_DEFAULTS, SERVER_DEFAULTS, duration_ms
 from harness.store import ChapterData
+from harness.tables import markdown_table
 from harness.verdicts import COUNT_TOLERANCE, MODEL_NOISE, PLUS1, QUEUE_RACE, answered, failure_kinds, step_run, wave_counts, within
 
 HEADLINE = "f-10k-pv"  # chapter 3's 10,000 users on the default connection limits
@@ -347,9 +348,7 @@ def answer_table(ch1: ChapterData, ch3: ChapterData, ch2: ChapterData | None = N
          fail.text(),
          "@sec-from-300-to-15000"),
     ]
-    lines = ["| Limit | What sets it | Measured here | Chapter |", "|---|---|---|---|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
+    return markdown_table(pd.DataFrame(rows, columns=["Limit", "What sets it", "Measured here", "Chapter"]))
 
 
 # ---- the knobs' glossary ---------------------------------------------------------------------------------

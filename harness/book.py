@@ -28,7 +28,7 @@ from harness.analysis import latency_percentiles, per_second, spike_start_ms, th
 from harness.charts import (THEME, busy_threads_chart, capacity_explorer, completion_rate_chart, completions_chart,
                             connections_chart, explorer_measured, failures_chart, latency_ecdf_chart,
                             rps_chart, ss_timeline_chart, step_order)
-from harness import calibration
+from harness import answer, calibration
 from harness.calibration import Check
 from harness.charts import (issued_chart, memory_chart, noise_chart, redeploy_chart, sampler_cost_chart, spread_chart,
                             start_curves_chart)
@@ -45,7 +45,7 @@ __all__ = [
     "predictions_table", "spike_predictions_table", "failure_summary", "issued_table", "plus_one_table", "rps_table", "littles_law_table", "ceiling_sentences",
     "reproduce_box", "readme_commands", "verdict_table", "machines_table", "steps_table", "peaks_table", "completion_table",
     "Verdict", "verdict_of", "within", "within_abs", "REPRODUCED", "NOT_REPRODUCED", "DIFFERS",
-    "calibration", "check_table", "overflow_summary", "issued_repeats", "people_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary", "noise_runs",
+    "answer", "calibration", "check_table", "overflow_summary", "issued_repeats", "people_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary", "noise_runs",
     "noise_waves", "sampler_summary", "start_curves_chart", "spread_chart", "issued_chart", "memory_chart", "redeploy_chart",
     "sampler_cost_chart", "noise_chart",
 ]

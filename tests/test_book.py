@@ -1,14 +1,12 @@
 """The book builds from the committed data: every chapter runs in a real Jupyter kernel, every chart is valid
-Vega-Lite and draws in headless Chromium with the network shut, and (with Quarto installed) the rendered
-site has every chapter and its charts."""
+Vega-Lite and draws in headless Chromium with the network shut. The site Quarto renders is checked in
+test_site.py."""
 from __future__ import annotations
 
 import functools
 import json
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,22 +25,11 @@ from harness.verdicts import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdi
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 import qmd  # noqa: E402,I001
+from book_pages import QUARTO_YML, book_chapters  # noqa: E402
 from chromium import Chromium, find_binary  # noqa: E402
 
-QUARTO_YML = ROOT / "_quarto.yml"
 SPEC_SCRIPT = re.compile(r'<script type="application/json" id="(lab-chart-[0-9a-f]+)-spec">(.*?)</script>', re.S)
 MAX_ROWS = 5000  # rows a chart may embed: builders aggregate first
-
-
-def book_chapters() -> list[str]:
-    """Chapter sources in book order, from _quarto.yml (parts included), appendices last."""
-    book = yaml.safe_load(QUARTO_YML.read_text())["book"]
-
-    def flatten(items):
-        for item in items or []:
-            yield from flatten(item["chapters"]) if isinstance(item, dict) else [item]
-
-    return [*flatten(book["chapters"]), *flatten(book.get("appendices"))]
 
 
 CHAPTERS = book_chapters()
@@ -213,29 +200,6 @@ def test_check_fails_for_altairs_cdn_chart(browser, tmp_path):
     report = browser.check(page.as_uri(), selector="#vis")
     assert not report.ok
     assert report.errors, report.summary()
-
-
-# ---- (4) quarto render ------------------------------------------------------------------------------
-
-def rendered_page(chapter: str) -> Path:
-    return ROOT / "_book" / Path(chapter).with_suffix(".html")
-
-
-def test_quarto_renders_every_chapter_with_its_charts(request):
-    quarto = shutil.which("quarto")
-    if not quarto:
-        pytest.skip("quarto not on PATH: install it from https://quarto.org/docs/get-started/ to render the book")
-    browser = request.getfixturevalue("browser")
-    subprocess.run([quarto, "render"], cwd=ROOT, check=True, timeout=900)
-    for script in VEGA_SCRIPTS:
-        assert (ROOT / "_book" / script).is_file(), f"{script} was not copied into the site"
-    for chapter in CHAPTERS:
-        page, expected = rendered_page(chapter), len(execute(chapter).charts)
-        assert page.is_file(), f"{chapter} was not rendered to {page}"
-        assert page.read_text().count('class="lab-chart"') == expected, f"{page}: expected {expected} charts"
-        if expected:
-            report = browser.check(page.as_uri())
-            assert report.ok and len(report.charts) == expected, report.summary()
 
 
 # ---- the book's configuration ------------------------------------------------------------------------

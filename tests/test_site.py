@@ -1,0 +1,273 @@
+"""The site Quarto renders into _book/, checked as a reader sees it: every page of the book loads in headless
+Chromium, over http from 127.0.0.1 (Quarto's page scripts are ES modules, which browsers block on file://),
+with no console error, no failed request, no uncaught exception, and every chart drawn. Twice:
+
+- offline: only 127.0.0.1 answers, so a page that needs a CDN fails as it would for an offline reader;
+- online: the CDN files Quarto references are answered from the copies pinned in package.json (request
+  interception), and any other external request fails and is reported, so a new CDN dependency shows.
+
+Also: the sidebar numbers the chapters as _quarto.yml lays them out. The book is rendered once per run
+(`quarto render`, about 1.5 minutes); without Quarto these tests skip, unless LAB_REQUIRE_QUARTO=1.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import altair as alt
+import pytest
+
+from harness import ROOT
+from harness.book import VEGA_SCRIPTS, chart_html
+
+# Helpers beside this file (pytest puts tests/ on sys.path).
+from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
+from chromium import Chromium, find_binary  # noqa: E402
+
+PAGES = [html_path(chapter) for chapter in book_chapters()]
+MODES = ("offline", "online")
+NODE_MODULES = ROOT / "node_modules"
+# The CDN files Quarto 1.9 puts in pages, and the npm copies (package.json devDependencies) that answer them.
+# require.js and jQuery: in every page with a text/html cell output (Quarto's src/core/jupyter/widgets.ts);
+# MathJax (and the fonts it loads beside it): in pages with math. npm's requirejs ships require.js unminified.
+CDN = {
+    "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js": NODE_MODULES / "requirejs" / "require.js",
+    "https://cdn.jsdelivr.net/npm/jquery@3.5.1/dist/jquery.min.js": NODE_MODULES / "jquery" / "dist" / "jquery.min.js",
+    "https://cdn.jsdelivr.net/npm/mathjax@3/": NODE_MODULES / "mathjax",
+}
+# npm's files cannot match the hashes Quarto pins for jsDelivr's, so the online copy of the site drops them.
+INTEGRITY = re.compile(r'\s+integrity="[^"]*"')
+REQUIRE_JS = "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js"
+
+
+# ---- fixtures: the rendered book, a browser, the site over http ------------------------------------------
+
+@pytest.fixture(scope="module")
+def book() -> Path:
+    """Renders the book once for this module and gives the _book folder."""
+    quarto = shutil.which("quarto")
+    if not quarto:
+        reason = "quarto not on PATH: install it from https://quarto.org/docs/get-started/ to render the book"
+        if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
+            pytest.fail(f"{reason} (LAB_REQUIRE_QUARTO=1: the site must be checked, not skipped)")
+        pytest.skip(reason)
+    env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}  # the book renders from data/
+    done = subprocess.run([quarto, "render"], cwd=ROOT, env=env, timeout=900, capture_output=True, text=True)
+    if done.returncode:
+        pytest.fail(f"quarto render failed ({done.returncode}):\n{(done.stdout + done.stderr)[-4000:]}")
+    return ROOT / "_book"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Chromium]:
+    binary = find_binary()
+    if not binary:
+        pytest.fail("no Chromium on PATH: install Debian's `chromium` package (apt-get install -y chromium)")
+    chromium = Chromium(binary)
+    yield chromium
+    chromium.close()
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
+        pass
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """`folder` over http on 127.0.0.1 (a free port), as a base URL ending in "/"."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def online_copy(site: Path, copy: Path) -> Path:
+    """A copy of the site whose pages have no integrity="…" attributes (the site itself is left alone)."""
+    shutil.copytree(site, copy, symlinks=True)
+    for page in copy.rglob("*.html"):
+        page.write_text(INTEGRITY.sub("", page.read_text()))
+    return copy
+
+
+@pytest.fixture(scope="module")
+def sites(book, tmp_path_factory) -> Iterator[dict[str, tuple[Path, str]]]:
+    """Per mode: the folder served and its base URL. Offline serves _book itself, online an integrity-free copy."""
+    copy = online_copy(book, tmp_path_factory.mktemp("online") / "_book")
+    with serve(book) as offline, serve(copy) as online:
+        yield {"offline": (book, offline), "online": (copy, online)}
+
+
+def check(browser: Chromium, base: str, page: str, mode: str, expected: int):
+    return browser.check(base + page, expected=expected, routes=CDN if mode == "online" else None)
+
+
+# ---- the rendered site -----------------------------------------------------------------------------------
+
+def test_quarto_renders_every_chapter_and_the_chart_libraries(book):
+    missing = [p for p in [*PAGES, *VEGA_SCRIPTS] if not (book / p).is_file()]
+    assert not missing, f"not in {book}: {missing}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("page", PAGES)
+def test_page_loads_cleanly_and_draws_every_chart(page, mode, sites, browser):
+    folder, base = sites[mode]
+    expected = (folder / page).read_text().count('class="lab-chart"')
+    report = check(browser, base, page, mode, expected)
+    assert report.ok, f"{page}, {mode}: {report.summary()}"
+
+
+# ---- the sidebar's chapter numbers -------------------------------------------------------------------------
+
+class Sidebar(HTMLParser):
+    """The sidebar's chapter links (a.sidebar-link with an href; parts have none): href, number, title."""
+
+    KINDS = ("chapter-number", "chapter-title", "menu-text")
+
+    def __init__(self):
+        super().__init__()
+        self.links: list[dict[str, str]] = []
+        self.link: dict[str, str] | None = None
+        self.spans: list[str | None] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        classes = (attributes.get("class") or "").split()
+        if tag == "a" and "sidebar-link" in classes and attributes.get("href"):
+            self.link = {"href": attributes["href"], **dict.fromkeys(self.KINDS, "")}
+        elif tag == "span" and self.link is not None:
+            self.spans.append(next((c for c in classes if c in self.KINDS), None))
+
+    def handle_endtag(self, tag):
+        if tag == "span" and self.link is not None and self.spans:
+            self.spans.pop()
+        elif tag == "a" and self.link is not None:
+            self.links.append(self.link)
+            self.link, self.spans = None, []
+
+    def handle_data(self, data):
+        if self.link is not None:
+            for kind in {s for s in self.spans if s}:
+                self.link[kind] += data
+
+    def entries(self) -> list[tuple[str, str | None, str]]:
+        def clean(text: str) -> str:
+            return " ".join(text.split())
+        return [(link["href"], clean(link["chapter-number"]) or None,
+                 clean(link["chapter-title"]) if link["chapter-number"] else clean(link["menu-text"]))
+                for link in self.links]
+
+
+def sidebar_of(page: Path) -> list[tuple[str, str | None, str]]:
+    parser = Sidebar()
+    parser.feed(page.read_text())
+    return parser.entries()
+
+
+def test_sidebar_numbers_the_chapters_as_quarto_yml_lays_them_out(book):
+    """The preface unnumbered, the chapters 1, 2, 3 … across parts, appendices A, B …; each titled by its
+    first heading."""
+    expected = [(f"./{html_path(e.chapter)}", e.number, e.title) for e in table_of_contents()]
+    shown = sidebar_of(book / "index.html")
+
+    def listing(entries):
+        return "\n".join(f"    {number or '(unnumbered)':>12}  {title}  [{href}]" for href, number, title in entries)
+    assert shown == expected, f"the sidebar of {book / 'index.html'} shows\n{listing(shown)}\n  _quarto.yml and the " \
+                              f"chapters' headings say\n{listing(expected)}"
+
+
+def test_sidebar_parser_reads_numbered_and_unnumbered_links():
+    parser = Sidebar()
+    parser.feed('<a class="sidebar-link" data-bs-toggle="collapse"><span class="menu-text">A part</span></a>'
+                '<a href="./index.html" class="sidebar-item-text sidebar-link active">\n <span class="menu-text">'
+                'Preface</span></a><a href="./chapters/a.html" class="sidebar-link"><span class="menu-text">'
+                '<span class="chapter-number">1</span>&nbsp; <span class="chapter-title">One, two</span></span></a>')
+    assert parser.entries() == [("./index.html", None, "Preface"), ("./chapters/a.html", "1", "One, two")]
+
+
+# ---- the checks can fail: small synthetic sites ------------------------------------------------------------
+
+def small_chart() -> str:
+    """A chart as the book writes one (harness.book's loader: vega from the site's node_modules)."""
+    spec = alt.Chart(alt.Data(values=[{"x": 1, "y": 2}, {"x": 2, "y": 3}])).mark_point().encode(x="x:Q", y="y:Q")
+    return chart_html(spec.to_dict())
+
+
+def site(root: Path, body: str, libraries: bool = True) -> Path:
+    """chapters/page.html below `root` (the loader's fallback site root is ../), node_modules optional."""
+    (root / "chapters").mkdir(parents=True)
+    (root / "chapters" / "page.html").write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{body}</body></html>')
+    if libraries:
+        (root / "node_modules").symlink_to(NODE_MODULES)
+    return root
+
+
+@pytest.mark.parametrize("libraries", [True, False], ids=["with-libraries", "without-libraries"])
+def test_check_fails_when_the_chart_libraries_are_missing(libraries, browser, tmp_path):
+    with serve(site(tmp_path, small_chart(), libraries)) as base:
+        report = browser.check(base + "chapters/page.html", expected=1)
+    if libraries:  # the control: the same page draws when vega is there
+        assert report.ok, report.summary()
+    else:
+        assert not report.ok and not report.charts[0]["drawn"], report.summary()
+        assert any("vega.min.js" in e for e in report.errors), report.summary()
+
+
+def test_offline_check_fails_for_a_cdn_script(browser, tmp_path):
+    """The book's pages today: a chart that draws, and Quarto's require.js from a CDN, which cannot load offline."""
+    with serve(site(tmp_path, f'<script src="{REQUIRE_JS}"></script>{small_chart()}')) as base:
+        report = browser.check(base + "chapters/page.html", expected=1)
+    assert not report.ok, report.summary()
+    assert report.charts and report.charts[0]["marks"] > 0, report.summary()
+    assert any(REQUIRE_JS in e for e in report.errors), report.summary()
+
+
+def test_online_check_serves_quartos_cdn_files_from_npm(browser, tmp_path):
+    """The control for the online mode: require.js, jQuery and MathJax (with its fonts) load, no error."""
+    scripts = "".join(f'<script src="{url}" crossorigin="anonymous"></script>' for url in (
+        REQUIRE_JS, "https://cdn.jsdelivr.net/npm/jquery@3.5.1/dist/jquery.min.js",
+        "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml-full.js"))
+    probe = '<script>if (!(window.requirejs && window.jQuery && window.MathJax)) console.error("a CDN copy is missing")</script>'
+    with serve(site(tmp_path, f"<p>\\(x^2 + y\\)</p>{scripts}{probe}", libraries=False)) as base:
+        report = browser.check(base + "chapters/page.html", expected=0, routes=CDN)
+    assert report.ok, report.summary()
+
+
+def test_online_check_reports_an_unknown_external_url(browser, tmp_path):
+    url = "https://cdn.example.org/new-dependency.js"
+    with serve(site(tmp_path, f'<script src="{url}"></script>', libraries=False)) as base:
+        report = browser.check(base + "chapters/page.html", expected=0, routes=CDN)
+    assert not report.ok
+    assert f"unexpected external request: {url}" in report.errors, report.summary()
+
+
+def test_a_page_with_fewer_charts_than_expected_fails(browser, tmp_path):
+    with serve(site(tmp_path, small_chart())) as base:
+        report = browser.check(base + "chapters/page.html", expected=2, timeout=3)
+    assert not report.ok and len(report.charts) == 1, report.summary()
+
+
+def test_online_copy_drops_integrity_and_leaves_the_site_alone(tmp_path):
+    page = tmp_path / "site" / "chapters" / "a.html"
+    page.parent.mkdir(parents=True)
+    original = f'<script src="{REQUIRE_JS}" integrity="sha384-abc sha384-def" crossorigin="anonymous"></script>'
+    page.write_text(original)
+    copy = online_copy(tmp_path / "site", tmp_path / "copy")
+    assert (copy / "chapters" / "a.html").read_text() == f'<script src="{REQUIRE_JS}" crossorigin="anonymous"></script>'
+    assert page.read_text() == original

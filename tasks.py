@@ -121,6 +121,7 @@ def render(c):
     if not (ROOT / "node_modules" / "vega" / "build" / "vega.min.js").exists():
         raise Exit("the chart libraries are missing (charts would be blank): run `npm ci` or `invoke setup`", code=2)
     c.run("quarto render", pty=False)
+    print("rendered into _book/: `invoke serve` to read it (Quarto's page scripts do not run from file://)")
 
 
 @task(help={"port": "TCP port on 127.0.0.1 (default 4242; 0 picks a free one)"})

@@ -32,7 +32,7 @@ def _clear_errors():
 @task
 def setup(c):
     """Check JDK ≥ 17 and Python ≥ 3.11, build k6 (if missing) and the server jar."""
-    from harness import toolchain
+    from harness.lab import toolchain
 
     with _clear_errors():
         toolchain.setup()
@@ -50,7 +50,7 @@ def setup(c):
 )
 def run(c, chapter, step=None, force=False, backend="local", dashboard=False):
     """Run an experiment: each step on a fresh server, results in data/<chapter>/."""
-    from harness.runner import run_chapter
+    from harness.lab.runner import run_chapter
 
     with _clear_errors():
         outcomes = run_chapter(chapter, step or None, force=force, backend=backend, dashboard=dashboard)
@@ -61,7 +61,7 @@ def run(c, chapter, step=None, force=False, backend="local", dashboard=False):
 @task(help={"starts": "how many fresh starts", "backend": "local (default) or docker"})
 def startup(c, starts=5, backend="local"):
     """Measure redeploy time: fresh server start to healthy Actuator, over several starts."""
-    from harness.bench import describe, redeploy_times
+    from harness.lab.bench import describe, redeploy_times
 
     with _clear_errors():
         print(f"start-to-healthy: {describe(redeploy_times(int(starts), backend=backend))}")
@@ -71,29 +71,29 @@ def startup(c, starts=5, backend="local"):
                     "Debian + JRE from this machine's apt mirror (no registry needed; reused once built)"})
 def image(c, base=None):
     """Build the server's container image from the jar (for `invoke run … --backend docker`)."""
-    from harness import docker
+    from harness.lab.backends.docker.image import build_image
 
     with _clear_errors():
-        docker.build_image(base)
+        build_image(base)
 
 
 @task(help={"stop": "stop the private daemon this command started and clean up after it"})
 def dockerd(c, stop=False):
     """Start a private Docker daemon (no bridge network; none is started when one already answers)."""
-    from harness import docker
+    from harness.lab.backends.docker.daemon import start_daemon, stop_daemon
 
     with _clear_errors():
         if stop:
-            docker.stop_daemon()
+            stop_daemon()
         else:
-            print(f"export DOCKER_HOST={docker.start_daemon()}")
+            print(f"export DOCKER_HOST={start_daemon()}")
 
 
 @task(name="list")
 def list_(c):
     """List experiments and their steps, with what each step asks for."""
-    from harness import store
-    from harness.runner import list_chapters
+    from harness.lab import store
+    from harness.lab.runner import list_chapters
 
     with _clear_errors():
         for chapter, steps in list_chapters():
@@ -127,7 +127,7 @@ def render(c):
 @task(help={"port": "TCP port on 127.0.0.1 (default 4242; 0 picks a free one)"})
 def serve(c, port=4242):
     """Serve the rendered book over http on this machine and print its address (Ctrl-C stops)."""
-    from harness.site import address, site_server
+    from harness.book.site import address, site_server
 
     with _clear_errors():
         server = site_server(int(port))

@@ -2,8 +2,8 @@
 import pandas as pd
 import pytest
 
-from harness.analysis import latency_percentiles, metric_series, per_second, throughput_table
-from harness.store import ChapterData
+from harness.book.analysis import latency_percentiles, metric_series, per_second, throughput_table
+from harness.lab.store import ChapterData
 
 
 def chapter(step_requests: dict[str, list[tuple[float, float]]], rps_model: float = 10) -> ChapterData:

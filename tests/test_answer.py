@@ -7,9 +7,10 @@ import json
 import pandas as pd
 import pytest
 
-from harness import DATA, answer
-from harness.spec import SERVER_DEFAULTS, SERVER_KEYS
-from harness.store import COLUMNS, ChapterData, load
+from harness import DATA
+from harness.book.chapters import ch0_answer as answer
+from harness.lab.spec import SERVER_DEFAULTS, SERVER_KEYS
+from harness.lab.store import COLUMNS, ChapterData, load
 
 # ---- the committed data, read straight from the files ------------------------------------------------------
 

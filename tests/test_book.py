@@ -18,15 +18,16 @@ import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from harness import ROOT, store
+from harness import ROOT
+from harness.lab import store
 from harness.book import VEGA_SCRIPTS, reproduce_box, verdict_table
-from harness.provenance import duration_text
-from harness.verdicts import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdict_of, within, within_abs
+from harness.book.provenance import duration_text
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 import qmd  # noqa: E402,I001
 from book_pages import QUARTO_YML, book_chapters  # noqa: E402
 from chromium import Chromium, find_binary  # noqa: E402
+from harness.book.verdict import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdict_of, within, within_abs
 
 SPEC_SCRIPT = re.compile(r'<script type="application/json" id="(lab-chart-[0-9a-f]+)-spec">(.*?)</script>', re.S)
 MAX_ROWS = 5000  # rows a chart may embed: builders aggregate first

@@ -3,8 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import calibration as cal
-from harness.store import COLUMNS, ChapterData
+from harness.lab.store import COLUMNS, ChapterData
+from harness.book.chapters.ch2_lab import first_overflow, issued_runs, memory_costs, memory_table, model_wave_times_s, noise_summary, noise_table, overflow_table, redeploy_table, spike_limit, start_table, wave_times
+from harness.book.chapters.ch2_checks import as_step, check_acceptor, check_constant_vus, check_files_before_memory, check_k6_memory, check_redeploy, check_sampler_cost, check_sampling_changes_nothing, check_spike, memory_bound_users
 
 MIB, KIB = 2**20, 1024
 MACHINE = {"cores": 2, "memory_bytes": 24 * 2**30, "nofile_limit": 20000}
@@ -54,7 +55,7 @@ def chapter(spreads: dict[int, float], cv_issued: dict[int, int], sampler_cpu_s:
 
 def test_start_spread_and_users_started_within_a_second():
     data = chapter({300: 0.2, 3000: 4.0}, {})
-    table = cal.start_table(data).set_index("step")
+    table = start_table(data).set_index("step")
     assert table.loc["hold-300", "spread_s"] == pytest.approx(0.2)
     assert table.loc["hold-3000", "spread_s"] == pytest.approx(4.0)
     assert table.loc["hold-3000", "started_1s"] == pytest.approx(3000 / 4, abs=2)
@@ -62,12 +63,12 @@ def test_start_spread_and_users_started_within_a_second():
 
 
 def test_spike_limit_is_the_last_n_before_the_first_slow_start():
-    assert cal.spike_limit(cal.start_table(chapter({300: 0.2, 1000: 0.9, 3000: 4.0, 6000: 0.5}, {}))) == 1000
-    assert cal.spike_limit(cal.start_table(chapter({300: 1.5}, {}))) is None
+    assert spike_limit(start_table(chapter({300: 0.2, 1000: 0.9, 3000: 4.0, 6000: 0.5}, {}))) == 1000
+    assert spike_limit(start_table(chapter({300: 1.5}, {}))) is None
 
 
 def test_memory_costs_recover_the_per_unit_costs():
-    costs = cal.memory_costs(cal.memory_table(chapter({300: 0.1, 1000: 0.1, 3000: 0.1, 6000: 0.1}, {})))
+    costs = memory_costs(memory_table(chapter({300: 0.1, 1000: 0.1, 3000: 0.1, 6000: 0.1}, {})))
     assert costs["k6_per_user_kib"] == pytest.approx(150)
     assert costs["server_per_connection_kib"] == pytest.approx(40)
     assert costs["server_per_thread_kib"] == pytest.approx(100)
@@ -76,37 +77,37 @@ def test_memory_costs_recover_the_per_unit_costs():
 
 def test_constant_vus_check_compares_issued_with_users_started_in_a_second():
     spreads = {300: 0.2, 3000: 3.0}
-    agrees = cal.check_constant_vus(cal.start_table(chapter(spreads, {300: 300, 3000: 1000})))
+    agrees = check_constant_vus(start_table(chapter(spreads, {300: 300, 3000: 1000})))
     assert agrees.holds and "3,000: issued 1,000, started in 1 s 1,000" in agrees.measured
-    assert not cal.check_constant_vus(cal.start_table(chapter(spreads, {300: 300, 3000: 3000}))).holds
+    assert not check_constant_vus(start_table(chapter(spreads, {300: 300, 3000: 3000}))).holds
 
 
 def test_spike_check_holds_only_when_every_n_starts_within_a_second():
-    assert cal.check_spike(cal.start_table(chapter({300: 0.2, 1000: 0.5}, {}))).holds
-    failing = cal.check_spike(cal.start_table(chapter({300: 0.2, 1000: 2.5}, {})))
+    assert check_spike(start_table(chapter({300: 0.2, 1000: 0.5}, {}))).holds
+    failing = check_spike(start_table(chapter({300: 0.2, 1000: 2.5}, {})))
     assert not failing.holds and "a spike up to N = 300" in failing.measured
 
 
 def test_files_before_memory_follows_the_measured_costs():
     data = chapter({300: 0.1, 3000: 0.1}, {})
-    assert cal.memory_bound_users(data) == pytest.approx(24 * 2**20 / (150 + 140), rel=1e-6)
-    assert cal.check_files_before_memory(data).holds
+    assert memory_bound_users(data) == pytest.approx(24 * 2**20 / (150 + 140), rel=1e-6)
+    assert check_files_before_memory(data).holds
     small = ChapterData(data.chapter, {s: m | {"machine": MACHINE | {"memory_bytes": 2**30}} for s, m in data.steps.items()},
                         data.requests, data.ss, data.actuator, data.process, data.startup)
-    assert not cal.check_files_before_memory(small).holds  # 1 GiB holds ~3600 users: memory first
+    assert not check_files_before_memory(small).holds  # 1 GiB holds ~3600 users: memory first
 
 
 def test_sampler_cost_budget():
-    cheap = cal.check_sampler_cost(chapter({300: 0.1, 15000: 0.1}, {}, sampler_cpu_s=0.2))  # 2 % of a core
+    cheap = check_sampler_cost(chapter({300: 0.1, 15000: 0.1}, {}, sampler_cpu_s=0.2))  # 2 % of a core
     assert cheap.holds
-    assert not cal.check_sampler_cost(chapter({300: 0.1, 15000: 0.1}, {}, sampler_cpu_s=1.0)).holds  # 10 % > 5 %
-    assert not cal.check_sampler_cost(chapter({300: 0.1}, {}, sampler_cpu_s=0.2)).holds  # no step above 1000: unproven
+    assert not check_sampler_cost(chapter({300: 0.1, 15000: 0.1}, {}, sampler_cpu_s=1.0)).holds  # 10 % > 5 %
+    assert not check_sampler_cost(chapter({300: 0.1}, {}, sampler_cpu_s=0.2)).holds  # no step above 1000: unproven
 
 
 def test_wave_times_are_medians_of_full_waves():
-    assert cal.wave_times([5.1, 4.9, 5.0, 10.0, 10.2, 9.9, 14], 3) == [5.0, 10.0]
+    assert wave_times([5.1, 4.9, 5.0, 10.0, 10.2, 9.9, 14], 3) == [5.0, 10.0]
     model = {"threads": 2, "completions": [[5000, 2], [10000, 1]]}
-    assert cal.model_wave_times_s(model) == [5.0]
+    assert model_wave_times_s(model) == [5.0]
 
 
 def noise_data(failed: dict[str, int], shift_s: dict[str, float]) -> ChapterData:
@@ -122,22 +123,22 @@ def noise_data(failed: dict[str, int], shift_s: dict[str, float]) -> ChapterData
 
 def test_noise_table_and_summary():
     data = noise_data({"noise-1": 10, "noise-2": 14, "unsampled-1": 12}, {"noise-2": 0.2})
-    table = cal.noise_table(data)
+    table = noise_table(data)
     assert list(table[table.step == "noise-2"]["t_s"]) == pytest.approx([5.2, 10.2])
     assert list(table["model_s"].unique()) == [5.0, 10.0]
-    summary = cal.noise_summary(table).set_index("wave")
+    summary = noise_summary(table).set_index("wave")
     assert summary.loc[1, "range_s"] == pytest.approx(0.2)
     assert summary.loc[1, "unsampled_min_s"] == pytest.approx(5.0)
 
 
 def test_sampling_check_fails_when_unsampled_runs_leave_the_range():
     inside = noise_data({"noise-1": 10, "noise-2": 14, "unsampled-1": 12}, {})
-    assert cal.check_sampling_changes_nothing(inside).holds
+    assert check_sampling_changes_nothing(inside).holds
     more_failures = noise_data({"noise-1": 10, "noise-2": 14, "unsampled-1": 20}, {})  # slack: 1 % of 100 = 1
-    assert not cal.check_sampling_changes_nothing(more_failures).holds
+    assert not check_sampling_changes_nothing(more_failures).holds
     later_waves = noise_data({"noise-1": 10, "noise-2": 14, "unsampled-1": 12}, {"unsampled-1": 0.5})
-    assert not cal.check_sampling_changes_nothing(later_waves).holds
-    assert not cal.check_sampling_changes_nothing(noise_data({"noise-1": 10}, {})).holds  # nothing to compare
+    assert not check_sampling_changes_nothing(later_waves).holds
+    assert not check_sampling_changes_nothing(noise_data({"noise-1": 10}, {})).holds  # nothing to compare
 
 
 def test_redeploy_check():
@@ -146,11 +147,11 @@ def test_redeploy_check():
     metas = {"redeploy-cds": meta("redeploy-cds", 0) | {"launch": "cds"}, "redeploy-jar": meta("redeploy-jar", 0) | {"launch": "jar"}}
     empty = pd.DataFrame(columns=["step"])
     data = ChapterData("chapter2", metas, empty, empty, empty, empty, startup)
-    table = cal.redeploy_table(data).set_index("launch")
+    table = redeploy_table(data).set_index("launch")
     assert table.loc["cds", "median_ms"] == 2100 and table.loc["jar", "max_ms"] == 3800
-    assert cal.check_redeploy(data).holds
+    assert check_redeploy(data).holds
     slow = ChapterData("chapter2", metas, empty, empty, empty, empty, startup.assign(startup_ms=startup["startup_ms"] + 1000))
-    assert not cal.check_redeploy(slow).holds
+    assert not check_redeploy(slow).holds
 
 
 def test_issued_runs_lists_the_constant_vus_repeats():
@@ -158,14 +159,14 @@ def test_issued_runs_lists_the_constant_vus_repeats():
     again = ChapterData(data.chapter, data.steps | {"again-cv-10000-1": meta("again-cv-10000-1", 10000, issued=5000)},
                         pd.concat([data.requests, spike("again-cv-10000-1", 5000, 0.8)]), data.ss, data.actuator,
                         data.process, data.startup)
-    runs = cal.issued_runs(again)
+    runs = issued_runs(again)
     assert list(runs["issued"]) == [3000, 5000]
     assert list(runs["last_start_s"]) == pytest.approx([0.9, 0.8])
 
 
 def test_a_repeat_is_judged_as_the_step_it_copies():
     data = noise_data({"noise-1": 10, "noise-2": 14}, {})
-    one = cal.as_step(data, "noise-2", "f-10k-pv")
+    one = as_step(data, "noise-2", "f-10k-pv")
     assert list(one.steps) == ["f-10k-pv"] and one.steps["f-10k-pv"]["requests"]["failed"] == 14
     assert set(one.requests["step"]) == {"f-10k-pv"} and len(one.requests) == 4
 
@@ -179,16 +180,16 @@ def with_overflows(data: ChapterData, overflows: dict[str, int]) -> ChapterData:
 
 def test_acceptor_check_fails_on_the_first_overflow():
     data = chapter({300: 0.1, 1000: 0.2, 3000: 0.4}, {})
-    assert cal.check_acceptor(with_overflows(data, {})).holds
+    assert check_acceptor(with_overflows(data, {})).holds
     overflowing = with_overflows(data, {"hold-1000": 464, "hold-3000": 9})
-    assert cal.first_overflow(cal.overflow_table(overflowing)) == 1000
-    failing = cal.check_acceptor(overflowing)
+    assert first_overflow(overflow_table(overflowing)) == 1000
+    failing = check_acceptor(overflowing)
     assert not failing.holds and "1,000: 464" in failing.measured
 
 
 def test_k6_memory_check_against_the_machine():
     data = chapter({300: 0.1, 15000: 0.1}, {})
-    assert cal.check_k6_memory(data).holds  # 15,000 × 150 KiB ≈ 2.2 GiB of 24
+    assert check_k6_memory(data).holds  # 15,000 × 150 KiB ≈ 2.2 GiB of 24
     small = ChapterData(data.chapter, {s: m | {"machine": MACHINE | {"memory_bytes": 4 * 2**30}} for s, m in data.steps.items()},
                         data.requests, data.ss, data.actuator, data.process, data.startup)
-    assert not cal.check_k6_memory(small).holds  # the same on a 4 GiB machine: over a quarter
+    assert not check_k6_memory(small).holds  # the same on a 4 GiB machine: over a quarter

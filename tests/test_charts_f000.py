@@ -11,12 +11,11 @@ import pytest
 from test_verdicts_f000 import STEPS, model_world
 
 from harness import ROOT
-from harness.charts import (EXPLORER_DEFAULTS, FAILURE_COLORS, PALETTE, capacity_explorer, client_limits,
-                            completions_chart, connection_samples, connections_chart, explorer_grid, explorer_measured,
-                            explorer_settings, failure_counts, failures_chart)
-from harness.model import predict
-from harness.store import load
-from harness.verdicts import INTERRUPTED_TEXT
+from harness.lab.store import load
+from harness.book.charts import FAILURE_COLORS, PALETTE, client_limits, completions_chart, connection_samples, connections_chart, failure_counts, failures_chart
+from harness.book.verdict import INTERRUPTED_TEXT
+from harness.models import predict
+from harness.book.chapters.ch3_explorer import EXPLORER_DEFAULTS, capacity_explorer, explorer_grid, explorer_measured, explorer_settings
 
 SMOKE = load("smoke")
 # Compile a spec with the pinned vega-lite, run its dataflow in the pinned vega (no renderer), and report the

@@ -3,11 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import LabError, docker
-from harness.docker import DockerBackend, container_name, debian_mirror, namespace_pid, run_argv
-from harness.samplers import parse_cgroup
+from harness import LabError
+from harness.lab.samplers import parse_cgroup
 
 from test_spec import parse, one_step
+from harness.lab.backends.docker.backend import DockerBackend, container_name, namespace_pid, run_argv
+from harness.lab.backends.docker.image import debian_mirror
+from harness.lab.backends.docker import backend as docker_backend, client as docker_client, image as docker_image
 
 
 def step_with(**sections):
@@ -82,7 +84,7 @@ def test_apt_sources_reads_only_what_apt_reads(tmp_path):
     (tmp_path / "sources.list.d").mkdir()
     (tmp_path / "sources.list.d" / "debian.sources").write_text(DEB822)
     (tmp_path / "sources.list.d" / "vendor.list.disabled").write_text("deb http://off.example/debian bookworm main\n")
-    assert docker.apt_sources(tmp_path) == [DEB822]
+    assert docker_image.apt_sources(tmp_path) == [DEB822]
 
 
 CGROUP_V1 = "\n".join(f"{n}:{c}:/docker/abc" for n, c in enumerate(["cpu", "cpuacct", "cpuset", "memory", "name=systemd"], 1)) + "\n0::/docker/abc\n"
@@ -135,19 +137,19 @@ def test_namespace_pid_outside_a_container_is_the_pid():
 ])
 def test_check_gives_one_clear_error(monkeypatch, which, version, labels, expected):
     monkeypatch.setenv("DOCKER_HOST", "unix:///tmp/none.sock")
-    monkeypatch.setattr(docker.shutil, "which", lambda name: which)
-    monkeypatch.setattr(docker, "daemon_version", lambda env=None: version)
-    monkeypatch.setattr(docker, "image_labels", lambda tag: labels)
+    monkeypatch.setattr(docker_client.shutil, "which", lambda name: which)
+    monkeypatch.setattr(docker_client, "daemon_version", lambda env=None: version)
+    monkeypatch.setattr(docker_backend, "image_labels", lambda tag: labels)
     with pytest.raises(LabError) as err:
         DockerBackend().check()
     assert expected in str(err.value)
 
 
 def test_check_refuses_an_image_of_another_jar(monkeypatch):
-    monkeypatch.setattr(docker.shutil, "which", lambda name: "/usr/bin/docker")
-    monkeypatch.setattr(docker, "daemon_version", lambda env=None: "20.10")
-    monkeypatch.setattr(docker, "image_labels", lambda tag: {docker.JAR_LABEL: "old"})
-    monkeypatch.setattr(docker, "JAR", Path(__file__))
-    monkeypatch.setattr(docker, "jar_digest", lambda: "new")
+    monkeypatch.setattr(docker_client.shutil, "which", lambda name: "/usr/bin/docker")
+    monkeypatch.setattr(docker_client, "daemon_version", lambda env=None: "20.10")
+    monkeypatch.setattr(docker_backend, "image_labels", lambda tag: {docker_image.JAR_LABEL: "old"})
+    monkeypatch.setattr(docker_backend, "JAR", Path(__file__))
+    monkeypatch.setattr(docker_backend, "jar_digest", lambda: "new")
     with pytest.raises(LabError, match="holds another build of the jar"):
         DockerBackend().check()

@@ -18,11 +18,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import ROOT, store
-from harness.deploy import JAR
-from harness.load import find_k6
-from harness.model import predict
-from harness.spec import load_spec
+from harness import ROOT
+from harness.lab import store
+from harness.lab.spec import load_spec
+from harness.lab.backends.base import JAR
+from harness.lab.load.k6 import find_k6
+from harness.models import predict
 
 pytestmark = pytest.mark.e2e
 

@@ -2,10 +2,10 @@
 import pytest
 
 from harness import ROOT
-from harness.model import predict
-from harness.spec import load_spec
+from harness.lab.spec import load_spec
 
 from test_e2e import profile_run
+from harness.models import predict
 
 pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "chapter1-scaled.toml"

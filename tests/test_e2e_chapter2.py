@@ -1,10 +1,13 @@
 """Chapter 2 scaled down, end to end: redeploy steps, a step copied from chapter 3, samplers off, the analysis."""
 import pytest
 
-from harness import ROOT, calibration
-from harness.spec import load_spec
+from harness import ROOT
+from harness.lab.spec import load_spec
 
 from test_e2e import profile_run
+from harness.book.chapters.ch2_lab import memory_table, noise_summary, noise_table, start_table
+from harness.book.chapters.ch2_checks import check_constant_vus, check_spike, checks
+from harness.book.chapters.ch3_verdicts import f000_f
 
 pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "chapter2-scaled.toml"
@@ -51,22 +54,22 @@ def test_sampling_off_leaves_no_samples_but_the_requests(chapter2):
 
 
 def test_start_and_memory_tables_from_real_runs(chapter2):
-    starts = calibration.start_table(chapter2).set_index("step")
+    starts = start_table(chapter2).set_index("step")
     assert (starts["issued"] == starts["users"]).all()
     assert (starts.loc[["hold-20", "hold-60"], "spread_s"] < 2).all()  # tens of users start at once
-    memory = calibration.memory_table(chapter2).set_index("step")
+    memory = memory_table(chapter2).set_index("step")
     assert list(memory.loc[["hold-20", "hold-60"], "connections"]) == [20, 60]  # all held at once
     assert list(memory.loc[["queue-20", "queue-60"], "threads"]) == [4, 4]
     assert (memory["k6_mib"] > 5).all() and (memory["server_mib"] > memory["server_idle_mib"] * 0.9).all()
 
 
 def test_waves_and_checks_from_real_runs(chapter2):
-    table = calibration.noise_table(chapter2)
-    waves = calibration.noise_summary(table)
+    table = noise_table(chapter2)
+    waves = noise_summary(table)
     assert list(waves["wave"]) == [1]  # 6 users on 4 threads: one full wave of 4
     assert waves["median_s"].iloc[0] == pytest.approx(1.0, abs=0.3)
-    checks = calibration.checks(chapter2)
-    assert len({c.claim for c in checks}) == len(checks) and all(c.measured for c in checks)
-    starts = calibration.start_table(chapter2)
-    assert calibration.check_spike(starts).holds  # tens of users start within a second
-    assert calibration.check_constant_vus(starts).holds  # so constant-vus issues one request each
+    found = checks(chapter2, f000_f)
+    assert len({c.claim for c in found}) == len(found) and all(c.measured for c in found)
+    starts = start_table(chapter2)
+    assert check_spike(starts).holds  # tens of users start within a second
+    assert check_constant_vus(starts).holds  # so constant-vus issues one request each

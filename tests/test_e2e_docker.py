@@ -14,10 +14,12 @@ from unittest import mock
 import pandas as pd
 import pytest
 
-from harness import EXPERIMENTS, LabError, store
-from harness.docker import DockerBackend, lab_containers
+from harness import EXPERIMENTS, LabError
+from harness.lab import store
 
 from test_e2e import finish, invoke, lab_children, lab_ready, measured_vs_model, port_open, wait_for  # noqa: F401
+from harness.lab.backends.docker.backend import DockerBackend
+from harness.lab.backends.docker.client import lab_containers
 
 pytestmark = pytest.mark.e2e
 

@@ -3,10 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.model import Server, closed_loop_rps, connection_ceiling, little_concurrency, predict, simulate, waves
-from harness.spec import parse_spec
+from harness.models.spike import waves
+
+from harness.lab.spec import parse_spec
 
 from conftest import LIMITS
+from harness.models import predict
+from harness.models.spike import Server, connection_ceiling, simulate
+from harness.models.closed_loop import closed_loop_rps, little_concurrency
 
 
 def step(server=None, **load):

@@ -1,8 +1,9 @@
 """Parsers of ss, nstat, Actuator and k6 output, on samples captured from the real tools."""
-from harness.load import INTERRUPTED_CODE, parse_ab_report, read_ab_requests, read_requests, request_counts
-from harness.samplers import parse_nstat, parse_prometheus, parse_ss
+from harness.lab.samplers import parse_nstat, parse_prometheus, parse_ss
 
 from conftest import SAMPLES
+from harness.lab.load.k6 import INTERRUPTED_CODE, read_requests, request_counts
+from harness.lab.load.ab import parse_ab_report, read_ab_requests
 
 
 def test_ss_counts_states_of_the_server_port_and_reads_the_listener():

@@ -26,7 +26,7 @@ import pytest
 
 from harness import ROOT
 from harness.book import VEGA_SCRIPTS, chart_html
-from harness.site import address, site_server
+from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001

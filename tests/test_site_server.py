@@ -6,7 +6,7 @@ import urllib.request
 import pytest
 
 from harness import LabError
-from harness.site import address, site_server
+from harness.book.site import address, site_server
 
 
 def test_serves_the_site_on_loopback(tmp_path):

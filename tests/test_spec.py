@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from harness import LabError
-from harness.spec import duration_ms, load_spec, memory_bytes, parse_spec
+from harness.lab.spec import load_spec, parse_spec
+from harness.lab.units import duration_ms, memory_bytes
 
 from conftest import LIMITS
 
@@ -24,7 +25,7 @@ def problems_of(raw, **limits) -> str:
 
 
 def test_every_committed_experiment_is_valid():
-    from harness.spec import chapters
+    from harness.lab.spec import chapters
 
     assert "smoke" in chapters()
     for chapter in chapters():

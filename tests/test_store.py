@@ -3,7 +3,7 @@ import json
 
 import pandas as pd
 
-from harness import store
+from harness.lab import store
 
 
 def write(chapter, step_id, status, rows=1):

@@ -1,10 +1,10 @@
-"""Tables for people (harness.tables) and the provenance lines every chapter opens with (harness.provenance)."""
+"""Tables for people (harness.book.tables) and the provenance lines every chapter opens with (harness.book.provenance)."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from harness.provenance import versions_of, versions_text
-from harness.tables import markdown_table
+from harness.book.provenance import versions_of, versions_text
+from harness.book.tables import markdown_table
 
 
 def rows(text: str) -> list[list[str]]:

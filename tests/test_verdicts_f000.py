@@ -14,11 +14,12 @@ import pandas as pd
 import pytest
 from conftest import LIMITS
 
-from harness.model import predict
-from harness.spec import load_spec
-from harness.store import COLUMNS, ChapterData
-from harness.verdicts import (DIFFERS, INTERRUPTED_TEXT, NOT_REPRODUCED, REPRODUCED, f000_verdicts, failure_kinds, outcome_text,
-                              step_run, wave_counts)
+from harness.lab.spec import load_spec
+from harness.lab.store import COLUMNS, ChapterData
+from harness.book.verdict import DIFFERS, INTERRUPTED_TEXT, NOT_REPRODUCED, REPRODUCED, failure_kinds
+from harness.models import predict
+from harness.book.chapters.ch3_verdicts import f000_verdicts
+from harness.book.steps import outcome_text, step_run, wave_counts
 
 T0 = 1_800_000_000_000  # the spike: every synthetic request starts here (epoch ms)
 OVERHEAD_MS = 20  # an answer ends this long after its wave

@@ -1,8 +1,9 @@
 """Chapter 1's verdicts (seed 002) on synthetic data: each can come out either way."""
 import pandas as pd
 
-from harness.store import ChapterData
-from harness.verdicts import NOT_REPRODUCED, REPRODUCED, f002_verdicts
+from harness.lab.store import ChapterData
+from harness.book.chapters.ch1_pool import f002_verdicts
+from harness.book.verdict import NOT_REPRODUCED, REPRODUCED
 
 FAST_AND_SLOW = [5] * 9 + [2000]  # one request in ten sleeps 2 s
 

@@ -2,32 +2,33 @@
 
 A chart carries little data: each builder first aggregates in pandas (per time bucket, per series), so a
 page stays light however many requests a step made. Time runs in seconds since the step's first request
-(`harness.analysis.spike_start_ms`), so the model's predictions, which count from the spike, line up with it.
+(`harness.book.analysis.spike_start_ms`), so the model's predictions, which count from the spike, line up with it.
 One row of small multiples per step.
 """
 from __future__ import annotations
 
-import functools
-import itertools
-import math
-from collections import Counter
-
 import altair as alt
 import pandas as pd
-
 from harness import LabError
-from harness.analysis import spike_start_ms
-from harness.calibration import memory_costs
-from harness.model import Server, simulate
-from harness.spec import SERVER_DEFAULTS
-from harness.store import ChapterData
-from harness.verdicts import answered, failure_kinds
+from harness.book.analysis import spike_start_ms
+from harness.lab.store import ChapterData
+from harness.book.verdict import failure_kinds
+
 
 THEME = "concurrency-lab"
+
+
 WIDTH, ROW_HEIGHT = 600, 150
+
+
 BUCKET_MS = 100  # completions are counted per 100 ms: finer than any wave, coarse enough to stay small
+
+
 SAMPLE_BUCKET_MS = 500  # the samplers' default interval; longer runs still get one point per bucket
+
+
 T_TITLE = "seconds since the first request"
+
 
 # One colour per series, the same in every chart of the book.
 PALETTE = {
@@ -60,8 +61,6 @@ def lab_theme() -> alt.theme.ThemeConfig:
         }
     }
 
-
-# ---- helpers -------------------------------------------------------------------------------------
 
 def require_steps(data: ChapterData) -> None:
     """A chart of nothing would draw blank: say what to run instead."""
@@ -119,8 +118,6 @@ def by_step(layers: alt.LayerChart, data: ChapterData) -> alt.FacetChart:
     return layers.properties(width=WIDTH, height=ROW_HEIGHT).facet(row=row)
 
 
-# ---- completions: when requests finished, measured against the model --------------------------------
-
 def measured_completions(data: ChapterData, bucket_ms: int = BUCKET_MS) -> pd.DataFrame:
     """Requests finished per time bucket, ok (a 2xx/3xx response) or failed (no response, an error, 4xx/5xx)."""
     requests = data.requests
@@ -167,8 +164,6 @@ def completions_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.Face
         shape="diamond", filled=True, size=90).encode(x="t_s:Q", y="requests:Q", **encode)
     return by_step(alt.layer(bars, diamonds), data)
 
-
-# ---- timelines: sampled state against a limit --------------------------------------------------------
 
 def timeline_chart(samples: pd.DataFrame, limits: pd.DataFrame, data: ChapterData, y_title: str) -> alt.FacetChart:
     """Sampled series as steps over time, each limit as a horizontal rule; both in the legend.
@@ -230,8 +225,6 @@ def busy_threads_chart(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> 
     pool = model_limit(data, "max threads (model)", "threads")
     return timeline_chart(busy, pool, data, "threads")
 
-
-# ---- throughput: requests per second against concurrency (chapter 1) ----------------------------------
 
 def rps_chart(table: pd.DataFrame, rate_per_thread: float, threads: int) -> alt.LayerChart:
     """Measured RPS per concurrency and tool (points) on the model's line min(C, threads) × rate."""
@@ -301,15 +294,14 @@ def completion_rate_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.
     return by_step(bars, data)
 
 
-# ---- chapter 3: failures by kind, connections with SYN-RECV, a capacity explorer ---------------------------
-
-
 PALETTE.update({  # series of the chapter-3 charts, added after the shared ones so their colours stay put
     "SYN-RECV": "#72b7b2",
     "listen overflows": "#9d755d",
     "client timeout (model)": "#222222",
     "k6 stops (model)": "#888888",
 })
+
+
 # Failure kinds are open-ended (k6's error texts); the common ones keep a colour across the book.
 FAILURE_COLORS = {
     "request timeout": "#e45756",
@@ -320,7 +312,11 @@ FAILURE_COLORS = {
     "connection refused": "#ff9da6",
     "EOF": "#79706e",
 }
+
+
 SPARE_COLORS = ("#4c78a8", "#54a24b", "#72b7b2", "#d67195", "#fcbf5f", "#8cd17d")
+
+
 FAILURE_BUCKET_MS = 1000
 
 
@@ -405,119 +401,6 @@ def connections_chart(data: ChapterData, bucket_ms: int = SAMPLE_BUCKET_MS) -> a
     return timeline_chart(connection_samples(data, bucket_ms), ceiling, data, "connections · SYNs dropped")
 
 
-# ---- the capacity explorer: the model itself, on sliders ------------------------------------------------
-# No formula stands in for the model here: Python runs model.simulate for every combination of EXPLORER_GRID
-# (the article's settings and the chapter's steps) and the sliders pick one. A closed form cannot follow a
-# keep-alive slot that frees before the client gives up (the article's 20 s against k6's 60 s) and lets a
-# retried SYN in; the simulation does. Sleep and client timeout are the article's 5 s and 60 s.
-
-EXPLORER_GRID = {  # name → values
-    "users": [300, 1000, 2000, 3000, 6000, 10000, 15000],
-    "threads": [200, 500, 1000, 2000],
-    "max_connections": [8192, 20000],
-    "accept_count": [100, 2000],
-    "keep_alive_s": [0, 20, 30, 60],  # 0: the connection closes after its response
-}
-EXPLORER_LABELS = {"users": "users ", "threads": "threads.max ", "max_connections": "max-connections ",
-                   "accept_count": "accept-count ", "keep_alive_s": "keep-alive timeout (s; 0 = off) "}
-EXPLORER_DEFAULTS = {"users": 10000, "threads": 1000, "max_connections": 8192, "accept_count": 100, "keep_alive_s": 20}
-EXPLORER_SLEEP_MS, EXPLORER_TIMEOUT_MS, EXPLORER_BUCKET_S = 5000, 60000, 5
-
-
-def _bucket_end_s(end_ms: float) -> int:
-    """The end of the 5 s bucket a completion falls in (a wave due at 5 s counts in 0-5 s)."""
-    return int(math.ceil(end_ms / 1000 / EXPLORER_BUCKET_S) * EXPLORER_BUCKET_S)
-
-
-@functools.cache
-def explorer_grid() -> pd.DataFrame:
-    """model.simulate for every combination of EXPLORER_GRID: requests answered and failed per 5 s bucket.
-    Computed once per process (~9 s): the chart and its totals share it. Callers must not modify it."""
-    rows = []
-    for combo in itertools.product(*EXPLORER_GRID.values()):
-        knobs = dict(zip(EXPLORER_GRID, combo, strict=True))
-        server = Server(knobs["threads"], EXPLORER_SLEEP_MS, knobs["max_connections"], knobs["accept_count"],
-                        keep_alive=knobs["keep_alive_s"] > 0, keep_alive_timeout_ms=knobs["keep_alive_s"] * 1000)
-        counts = Counter((_bucket_end_s(o.end_ms), "model: ok" if o.ok else "model: failed")
-                         for o in simulate(knobs["users"], server, EXPLORER_TIMEOUT_MS))
-        rows += [{**knobs, "t_end_s": t, "series": series, "requests": n} for (t, series), n in counts.items()]
-    return pd.DataFrame(rows).assign(t_s=lambda f: f["t_end_s"] - EXPLORER_BUCKET_S)
-
-
-def explorer_settings(meta: dict) -> dict | None:
-    """A step's settings as a grid point, or None when the grid has no such point (other sleep, timeout, …)."""
-    model, server = meta.get("model", {}), meta["config"]["server"]
-    if "ceiling" not in model or model["service_ms"] != EXPLORER_SLEEP_MS or model["client_timeout_ms"] != EXPLORER_TIMEOUT_MS:
-        return None
-    accept = server.get("TOMCAT_ACCEPT_COUNT", SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"])
-    timeout = server.get("TOMCAT_KEEP_ALIVE_TIMEOUT", server.get("TOMCAT_CONNECTION_TIMEOUT", SERVER_DEFAULTS["TOMCAT_CONNECTION_TIMEOUT"]))
-    point = {"users": meta["requests"]["asked"], "threads": model["threads"],
-             "max_connections": model["ceiling"] - accept - 1, "accept_count": accept,
-             "keep_alive_s": timeout // 1000 if model["keep_alive"] else 0}
-    return point if all(point[k] in values for k, values in EXPLORER_GRID.items()) else None
-
-
-def explorer_measured(data: ChapterData) -> pd.DataFrame:
-    """Our spike steps that sit on a grid point, bucketed like the grid: answered and failed per 5 s."""
-    rows = []
-    for step, meta in data.steps.items():
-        point = explorer_settings(meta)
-        if point is None or meta["requests"]["issued"] < meta["requests"]["asked"]:
-            continue  # off the grid, or a constant-vus run that sent fewer requests than it has users
-        requests = data.requests[data.requests["step"] == step]
-        ends = requests["end_ms"].fillna(requests["start_ms"] + EXPLORER_TIMEOUT_MS) - spike_start_ms(data)[step]
-        kinds = answered(requests).map({True: "measured: ok", False: "measured: failed"})
-        counts = Counter(zip((_bucket_end_s(e) for e in ends), kinds, strict=True))
-        rows += [{**point, "step": step, "t_end_s": t, "series": series, "requests": n} for (t, series), n in counts.items()]
-    columns = [*EXPLORER_GRID, "step", "t_end_s", "series", "requests"]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def capacity_explorer(measured: pd.DataFrame | None = None, **defaults) -> alt.VConcatChart:
-    """Sliders pick users, threads, max-connections, accept-count and keep-alive; the chart shows the model's answered
-    and failed requests per 5 s for them, with our measured steps at the same settings as points."""
-    values = {**EXPLORER_DEFAULTS, **defaults}
-    unknown = set(values) - set(EXPLORER_GRID)
-    if unknown:
-        raise ValueError(f"no explorer setting {', '.join(sorted(unknown))}: choose from {', '.join(EXPLORER_GRID)}")
-    params = [alt.param(name=name, value=values[name], bind=alt.binding_select(options=options, name=EXPLORER_LABELS[name]))
-              for name, options in EXPLORER_GRID.items()]
-    chosen = " && ".join(f"datum.{name} == {name}" for name in EXPLORER_GRID)
-    measured = measured if measured is not None else pd.DataFrame(columns=[*EXPLORER_GRID, "step", "t_end_s", "series", "requests"])
-    shown = ["model: ok", "model: failed", "measured: ok", "measured: failed"]
-    color = series_color(pd.Series(shown))
-    x = alt.X("t_s:Q", bin="binned", title="seconds since the spike", scale=alt.Scale(domain=[0, 65]))
-    bars = alt.Chart(explorer_grid()).transform_filter(chosen).mark_bar(stroke="white", strokeWidth=0.5).encode(
-        x, x2="t_end_s:Q", y=alt.Y("requests:Q", title="requests per 5 s"), color=color,
-        tooltip=[alt.Tooltip("series:N", title=""), alt.Tooltip("t_s:Q", title="from s"),
-                 alt.Tooltip("t_end_s:Q", title="to s"), alt.Tooltip("requests:Q", format=",")],
-    )
-    points = alt.Chart(measured).transform_filter(chosen).transform_calculate(t_mid="datum.t_end_s - 2.5").mark_point(
-        filled=True, size=90, shape="diamond").encode(
-        x=alt.X("t_mid:Q"), y="requests:Q", color=color,
-        tooltip=["step:N", alt.Tooltip("series:N", title=""), alt.Tooltip("t_end_s:Q", title="bucket ends at s"),
-                 alt.Tooltip("requests:Q", format=",")],
-    )
-    shared = [*EXPLORER_GRID, "series", "requests"]  # no column only one side has: it would embed NaN, invalid JSON
-    totals = alt.Chart(pd.concat([explorer_grid()[shared], measured[shared]], ignore_index=True)).transform_filter(chosen).transform_aggregate(
-        total="sum(requests)", groupby=["series"]).transform_calculate(
-        line="datum.series + ': ' + format(datum.total, ',')").mark_text(align="left", fontSize=12).encode(
-        y=alt.Y("series:N", sort=shown, axis=None), x=alt.value(0), text="line:N", color=color,
-        tooltip=[alt.Tooltip("line:N", title="")],
-    ).properties(width=WIDTH, height=70)
-    held = alt.Chart(pd.DataFrame({"i": [0]})).transform_calculate(
-        text="'held at once: ' + format(min(users, max_connections + accept_count + 1), ',') + ' of ' + format(users, ',')"
-             " + ' users (max-connections + accept-count + 1 = ' + format(max_connections + accept_count + 1, ',') + ')'"
-    ).mark_text(align="left", fontSize=12).encode(x=alt.value(0), y=alt.value(8), text="text:N", tooltip="text:N").properties(
-        width=WIDTH, height=16)
-    # An empty points layer would make Vega warn of an infinite extent: draw it only with measured steps (the
-    # chapter's default settings are F000-f's, which has them).
-    waves = (bars + points if len(measured) else bars).properties(width=WIDTH, height=240)
-    return alt.vconcat(held, waves, totals).add_params(*params)
-
-
-# ---- chapter 2: the lab's own limits ---------------------------------------------------------------
-
 def _rule(value: float, label: str, axis: str = "y") -> alt.LayerChart:
     """A dashed limit line with its label, for charts whose limits are constants (1 s, 3 s, a budget)."""
     frame = pd.DataFrame({"value": [value], "label": [label]})
@@ -526,113 +409,3 @@ def _rule(value: float, label: str, axis: str = "y") -> alt.LayerChart:
     text = alt.Chart(frame).mark_text(align="left", dx=4, dy=-6, color=PALETTE["ceiling (model)"]).encode(
         **{axis: "value:Q"}, text="label:N", **({"x": alt.value(4)} if axis == "y" else {"y": alt.value(8)}))
     return rule + text
-
-
-def start_curves_chart(curves: pd.DataFrame, spike_s: float) -> alt.LayerChart:
-    """Share of users whose first request has started, against seconds since the first: one curve per N."""
-    order = sorted(curves["users"].unique())
-    pick = alt.selection_point(fields=["users"], bind="legend")
-    lines = alt.Chart(curves).mark_line(interpolate="step-after", point=alt.OverlayMarkDef(size=12, opacity=0)).encode(
-        alt.X("t_s:Q", title="seconds since the first request"),
-        alt.Y("share:Q", axis=alt.Axis(format="%"), title="users started"),
-        alt.Color("users:O", sort=order, title="users", scale=alt.Scale(scheme="viridis")),
-        opacity=faded_unless(pick),
-        tooltip=[alt.Tooltip("users:Q", format=","), alt.Tooltip("t_s:Q", title="seconds", format=".2f"),
-                 alt.Tooltip("share:Q", title="started", format=".0%")],
-    ).add_params(pick)
-    return (lines + _rule(spike_s, f"{spike_s:g} s: constant-vus stops starting", axis="x")).properties(width=WIDTH, height=260)
-
-
-def spread_chart(starts: pd.DataFrame, spike_s: float, wave_s: float) -> alt.LayerChart:
-    """Seconds until the last user's first request, per N and series, against the 1 s and one-wave limits."""
-    pick = legend_highlight()
-    points = alt.Chart(starts).mark_line(point=True).encode(
-        alt.X("users:Q", scale=alt.Scale(type="log"), title="users N (log)"),
-        alt.Y("spread_s:Q", title="seconds until the last user started"),
-        alt.Color("series:N", title=None), opacity=faded_unless(pick),
-        tooltip=["step:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("spread_s:Q", title="last start s", format=".2f"),
-                 alt.Tooltip("p95_s:Q", title="95 % started by s", format=".2f"),
-                 alt.Tooltip("started_1s:Q", title="started in 1 s", format=",")],
-    ).add_params(pick)
-    return (points + _rule(spike_s, f"{spike_s:g} s (constant-vus duration)")
-            + _rule(wave_s, f"{wave_s:g} s (one wave in chapter 3)")).properties(width=WIDTH, height=260)
-
-
-def issued_chart(starts: pd.DataFrame) -> alt.LayerChart:
-    """constant-vus for 1 s: requests issued against users asked, beside the per-vu users started within 1 s."""
-    cv = starts[starts.series.str.startswith("constant")]
-    hold = starts[starts.series == "N threads"]
-    frame = pd.concat([
-        pd.DataFrame({"users": cv["users"], "requests": cv["issued"], "series": "constant-vus 1 s: issued"}),
-        pd.DataFrame({"users": hold["users"], "requests": hold["started_1s"], "series": "per-vu: started within 1 s"}),
-        pd.DataFrame({"users": cv["users"], "requests": cv["users"], "series": "asked (one per user)"}),
-    ], ignore_index=True)
-    pick = legend_highlight()
-    return alt.Chart(frame).mark_line(point=True).encode(
-        alt.X("users:Q", scale=alt.Scale(type="log"), title="users N (log)"),
-        alt.Y("requests:Q", title="requests"),
-        alt.Color("series:N", title=None), opacity=faded_unless(pick),
-        strokeDash=alt.condition(alt.datum.series == "asked (one per user)", alt.value([4, 3]), alt.value([1, 0])),
-        tooltip=["series:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("requests:Q", format=",")],
-    ).add_params(pick).properties(width=WIDTH, height=260)
-
-
-def memory_chart(table: pd.DataFrame) -> alt.LayerChart:
-    """Peak RSS of k6 and of the server against users held; the title gives the per-unit costs drawn from them."""
-    costs = memory_costs(table)
-    frame = pd.concat([
-        pd.DataFrame({"users": table["users"], "mib": table["k6_mib"], "series": "k6 (" + table["series"] + ")"}),
-        pd.DataFrame({"users": table["users"], "mib": table["server_mib"], "series": "server, " + table["series"]}),
-    ], ignore_index=True)
-    pick = legend_highlight()
-    points = alt.Chart(frame).mark_line(point=True).encode(
-        alt.X("users:Q", title="users held at once"), alt.Y("mib:Q", title="peak memory (RSS, MiB)"),
-        alt.Color("series:N", title=None), opacity=faded_unless(pick),
-        tooltip=["series:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("mib:Q", title="MiB", format=",.0f")],
-    ).add_params(pick)
-    title = (f"k6 {costs['k6_per_user_kib']:.0f} KiB per user; server {costs['server_per_connection_kib']:.0f} KiB per "
-             f"connection, {costs['server_per_thread_kib']:.0f} KiB more with its own thread")
-    return points.properties(width=WIDTH, height=280, title=title)
-
-
-def redeploy_chart(data: ChapterData, goal_ms: float) -> alt.LayerChart:
-    """Every start's time to healthy, per launch, against the lab's goal."""
-    starts = data.startup.assign(launch=data.startup["step"].map(lambda s: data.steps[s].get("launch", "?")))
-    points = alt.Chart(starts).mark_tick(thickness=2, size=30).encode(
-        alt.X("startup_ms:Q", title="start to healthy (ms)", scale=alt.Scale(zero=True)),
-        alt.Y("launch:N", title=None), alt.Color("launch:N", legend=None),
-        tooltip=["step:N", "launch:N", alt.Tooltip("start:Q", title="start #"), alt.Tooltip("startup_ms:Q", title="ms", format=",.0f")],
-    )
-    return (points + _rule(goal_ms, f"goal {goal_ms / 1000:g} s", axis="x")).properties(width=WIDTH, height=120)
-
-
-def sampler_cost_chart(table: pd.DataFrame, budgets: dict[int, float]) -> alt.LayerChart:
-    """The samplers' CPU as a share of one core, per step, against the connections the server held."""
-    points = alt.Chart(table).mark_point(filled=True, size=60).encode(
-        alt.X("connections:Q", title="established connections (peak)"),
-        alt.Y("core_share:Q", axis=alt.Axis(format="%"), title="samplers' CPU (share of one core)"),
-        tooltip=["step:N", alt.Tooltip("connections:Q", format=","), alt.Tooltip("core_share:Q", title="of a core", format=".1%"),
-                 alt.Tooltip("ss_cpu_s:Q", title="ss + nstat CPU s"), alt.Tooltip("actuator_cpu_s:Q", title="Actuator CPU s"),
-                 alt.Tooltip("process_cpu_s:Q", title="/proc CPU s")],
-    )
-    steps = pd.DataFrame([{"from": lo, "to": hi, "budget": b} for lo, (hi, b) in
-                          zip([0, *sorted(budgets)], sorted(budgets.items()), strict=False)])
-    budget = alt.Chart(steps).mark_rule(strokeDash=[4, 3], color=PALETTE["ceiling (model)"]).encode(
-        x="from:Q", x2="to:Q", y="budget:Q", tooltip=[alt.Tooltip("budget:Q", title="budget", format=".0%")])
-    return (points + budget).properties(width=WIDTH, height=260)
-
-
-def noise_chart(table: pd.DataFrame) -> alt.LayerChart:
-    """When each wave of the repeated step finished, run by run, with and without samplers, on the model's times."""
-    frame = table.assign(series=table["sampled"].map({True: "sampled run", False: "run without samplers"}))
-    model = frame.drop_duplicates("wave")[["wave", "model_s"]].assign(series="model")
-    pick = legend_highlight()
-    runs = alt.Chart(frame).mark_point(filled=False, size=70).encode(
-        alt.X("wave:O", title="wave (threads.max answers each)"), alt.Y("t_s:Q", title=T_TITLE),
-        alt.Color("series:N", title=None), opacity=faded_unless(pick),
-        tooltip=["step:N", "wave:O", alt.Tooltip("t_s:Q", title="measured s", format=".2f"),
-                 alt.Tooltip("model_s:Q", title="model s", format=".2f")],
-    )
-    line = alt.Chart(model).mark_line(strokeDash=[4, 3], color=PALETTE["model"]).encode(
-        x="wave:O", y="model_s:Q", tooltip=["wave:O", alt.Tooltip("model_s:Q", title="model s", format=".2f")])
-    return (line + runs).add_params(pick).properties(width=WIDTH, height=260)

@@ -1,9 +1,9 @@
-"""Server backends: start a fresh sample server for a step, wait until healthy, stop it for sure.
+"""What every server backend shares: a fresh sample server for a step, started, checked healthy and stopped for sure.
 
-`LocalProcessBackend` (the default) runs the jar as a child process. A backend returns a
-`RunningServer`; the Docker backend (harness/docker.py) subclasses it for a container. Every child the lab starts
-(java, k6) gets its own session, so the user's Ctrl-C reaches only the harness, which then stops
-them; and PR_SET_PDEATHSIG, so they die even if the harness itself is killed.
+A backend returns a `RunningServer`; the local backend runs the jar as a child process, the docker backend
+(harness.lab.backends.docker) subclasses it for a container. Every child the lab starts (java, k6) gets its own
+session, so the user's Ctrl-C reaches only the harness, which then stops them; and PR_SET_PDEATHSIG, so they die
+even if the harness itself is killed.
 """
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import errno
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,23 +19,31 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-
 from harness import SERVER_DIR, LabError
-from harness.spec import Step
+from harness.lab.spec import Step
+
 
 JAR = SERVER_DIR / "target" / "sample-server.jar"
+
+
 CDS_JAR = SERVER_DIR / "target" / "extracted" / "sample-server.jar"
+
+
 CDS_ARCHIVE = SERVER_DIR / "target" / "extracted" / "app.jsa"
+
+
 HEALTH_TIMEOUT_S = 90
+
+
 STOP_GRACE_S = 10
+
+
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "TMPDIR")
 
 
 class StepFailed(Exception):
     """The step could not be measured; its reason goes into step.json and the run goes on."""
 
-
-# ---- child processes -----------------------------------------------------------------------------
 
 def _die_with_parent() -> None:
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -68,8 +75,6 @@ def terminate(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> int:
     return proc.wait()
 
 
-# ---- ports ---------------------------------------------------------------------------------------
-
 def check_port_free(address: str, port: int, what: str) -> None:
     """Refuse a port another process listens on (TIME-WAIT leftovers are fine, as for Tomcat)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -96,8 +101,6 @@ def listener(port: int) -> tuple[str, int] | None:
     match = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
     return (match.group(1), int(match.group(2))) if match else None
 
-
-# ---- the server ----------------------------------------------------------------------------------
 
 def http_json(url: str, timeout: float = 2.0) -> dict:
     with urllib.request.urlopen(url, timeout=timeout) as reply:
@@ -167,73 +170,6 @@ class RunningServer:
         return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
 
-class LocalProcessBackend:
-    """The sample server as a local `java -jar` process (Class Data Sharing when `invoke setup` made the archive)."""
-
-    name = "local"
-
-    def check(self) -> None:
-        java_command()
-        if not JAR.exists():
-            raise LabError(f"the server jar {JAR.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
-
-    def start(self, step: Step, log: Path) -> RunningServer:
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step)
-        started = time.monotonic()
-        return RunningServer(step, spawn(server_command(step.system.get("launch", "auto")), env, log), log, started)
-
-
 def server_env(step: Step) -> dict[str, str]:
     """The step's server settings as environment variables (booleans as Spring writes them)."""
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
-
-
-def java_command() -> str:
-    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if "JAVA_HOME" in os.environ else shutil.which("java")
-    if not java or not Path(java).exists():
-        raise LabError("no java found: install a JDK 17 or newer (e.g. `apt-get install openjdk-17-jdk-headless`)")
-    return str(java)
-
-
-def java_major(java: str) -> int:
-    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    if not match:
-        raise LabError(f"cannot read the Java version from `{java} -version`: {out.strip()[:200]}")
-    major = int(match.group(1))
-    return int(match.group(2)) if major == 1 else major
-
-
-def cds_ready() -> bool:
-    return CDS_JAR.exists() and CDS_ARCHIVE.exists()
-
-
-def server_command(launch: str = "auto") -> list[str]:
-    """The JVM command: `cds` starts from the extracted jar with the trained archive, `jar` from the fat jar,
-    `auto` uses CDS when `invoke setup` made the archive."""
-    if launch == "cds" or (launch == "auto" and cds_ready()):
-        return [java_command(), f"-XX:SharedArchiveFile={CDS_ARCHIVE}", "-Xshare:auto", "-jar", str(CDS_JAR)]
-    return [java_command(), "-jar", str(JAR)]
-
-
-def check_launches(steps) -> None:
-    """A step that asks for CDS needs the archive `invoke setup` trains; say so before anything starts."""
-    needing = [s.id for s in steps if s.system.get("launch") == "cds"]
-    if needing and not cds_ready():
-        raise LabError(f"step(s) {', '.join(needing)} start the server with Class Data Sharing, but "
-                       f"{CDS_ARCHIVE.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
-
-
-def _docker_backend():
-    from harness.docker import DockerBackend  # imported late: harness.docker builds on this module
-
-    return DockerBackend()
-
-
-BACKENDS = {"local": LocalProcessBackend, "docker": _docker_backend}
-
-
-def backend(name: str):
-    if name not in BACKENDS:
-        raise LabError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)}")
-    return BACKENDS[name]()

@@ -12,7 +12,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import EXPERIMENTS, LabError, system
+from harness import EXPERIMENTS, LabError
+from harness.lab import system
+from harness.lab.units import duration_ms, memory_bytes
 
 # Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
 SERVER_KEYS: dict[str, tuple[type, int | None]] = {
@@ -85,33 +87,13 @@ SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "co
 # A step is a load test, or (kind = "redeploy") `starts` fresh servers timed to healthy, with no load.
 KINDS = ("load", "redeploy")
 # same_as = "<chapter>:<step>" starts from another chapter's resolved step; repeat = n runs it n times.
-STEP_KEYS = {"id", "why", "findings", "kind", "starts", "same_as", "repeat", *SECTIONS}
+STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "repeat", *SECTIONS}
 TOP_KEYS = {"title", "description", "defaults", "step"}
 # File descriptors a process needs besides its sockets (jars, logs, epoll, pipes).
 FD_RESERVE = 200
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 FINDING_ID = re.compile(r"^F\d{3}-[a-z]$")
-DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
-MEMORY = re.compile(r"^([1-9]\d*)([kmg])$", re.IGNORECASE)
-MEMORY_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30}
 MIN_CONTAINER_MEMORY = 6 * 2**20  # docker refuses less
-
-
-def duration_ms(text: str) -> int:
-    """k6 duration ('1m30s', '500ms', '5m') → milliseconds; ValueError when malformed."""
-    match = DURATION.match(text)
-    if not text or not match or not any(match.groups()):
-        raise ValueError(f"{text!r} is not a duration like '30s', '5m' or '500ms'")
-    h, m, s, ms = (int(g or 0) for g in match.groups())
-    return ((h * 60 + m) * 60 + s) * 1000 + ms
-
-
-def memory_bytes(text: str) -> int:
-    """docker's memory size ('2g', '512m', '65536k') → bytes; ValueError when malformed."""
-    match = MEMORY.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a size like '2g' or '512m'")
-    return int(match.group(1)) * MEMORY_UNITS[match.group(2).lower()]
 
 
 @dataclass(frozen=True)
@@ -129,6 +111,7 @@ class Step:
     starts: int = 0  # redeploy steps: how many fresh servers
     same_as: str = ""  # "<chapter>:<step>" this step copies
     container: dict = field(default_factory=dict)  # resource limits for the docker backend
+    role: str = ""  # what a chapter selects the step by beyond its findings, e.g. "isolates F000-j"
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
@@ -325,6 +308,8 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if not isinstance(findings, list) or not all(isinstance(f, str) and FINDING_ID.match(f) for f in findings):
         problems.append(f"{where}: findings must be a list of IDs like 'F000-a', got {findings!r}")
         findings = []
+    if not isinstance(table.get("role", ""), str):
+        problems.append(f"{where}: role must be a string, got {table['role']!r}")
     kind, starts = _check_kind(table, where, problems)
     if kind == "load":
         _check_load(load, where, problems)
@@ -336,7 +321,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if len(problems) > before:
         return None
     return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,
-                kind, starts, table.get("same_as", ""), merged["container"])
+                kind, starts, table.get("same_as", ""), merged["container"], table.get("role", ""))
 
 
 def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]:

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness import SERVER_DIR
-from harness.analysis import throughput_table
-from harness.model import K6_DIAL_TIMEOUT_MS, KERNEL_EXTRA, SYN_RETRY_MS
-from harness.spec import LOAD_DEFAULTS, SERVER_DEFAULTS, duration_ms
-from harness.store import ChapterData
-from harness.tables import markdown_table
-from harness.verdicts import COUNT_TOLERANCE, MODEL_NOISE, PLUS1, QUEUE_RACE, answered, failure_kinds, step_run, wave_counts, within
+from harness.book.analysis import throughput_table
+from harness.lab.spec import LOAD_DEFAULTS, SERVER_DEFAULTS
+from harness.lab.units import duration_ms
+from harness.lab.store import ChapterData
+from harness.book.tables import markdown_table
+from harness.book.verdict import COUNT_TOLERANCE, MODEL_NOISE, QUEUE_RACE, answered, failure_kinds, within
+from harness.book.steps import PLUS_ONE, spec_steps, step_run, wave_counts
+from harness.models.spike import K6_DIAL_TIMEOUT_MS, KERNEL_EXTRA, SYN_RETRY_MS
 
 HEADLINE = "f-10k-pv"  # chapter 3's 10,000 users on the default connection limits
 WAVE_STEPS = ("a-300-pv", "b-1000-pv", "d-3000-t500-pv", "e-6000-t1000-pv")  # chapter 3's waves chart
@@ -206,11 +208,12 @@ class Ceiling:
         return said if self.matched else said + ": not the ceiling"
 
 
-def ceiling(data: ChapterData, repeats: ChapterData | None = None, headline: str = HEADLINE, small=PLUS1) -> Ceiling:
+def ceiling(data: ChapterData, repeats: ChapterData | None = None, headline: str = HEADLINE, small=None) -> Ceiling:
     peaks = []
     if repeats is not None:
         ss = repeats.ss[repeats.ss["step"].str.startswith(REPEAT_PREFIX)]
         peaks = [int(p) for _, p in sorted(ss.groupby("step")["estab"].max().dropna().items())]
+    small = spec_steps("chapter3", role=PLUS_ONE) if small is None else small
     return Ceiling(held(data, headline), tuple(h for h in (held(data, s) for s in small) if h), tuple(peaks))
 
 

@@ -22,11 +22,6 @@ them in on SYN-ACK and data retransmits, later than the retry schedule above. Pa
 model is therefore a lower bound on completion times, exact only while every client is held. And
 Tomcat's acceptor is taken to empty the queue at once: a burst of SYNs faster than its one thread
 accepts overflows a small queue before the ceiling is reached, and those users get in on retries.
-
-Closed loops (shared-iterations, ab -n/-c: each of C clients sends its next request as soon as the
-last is answered) are a throughput question instead: min(C, T) threads are busy, each finishing
-one request per mean service time, so RPS = min(C, T) / mean service time (seed 002's model), and
-by Little's law the mean latency is C / RPS.
 """
 from __future__ import annotations
 
@@ -34,17 +29,21 @@ import heapq
 import math
 from collections import Counter, deque
 from dataclasses import asdict, dataclass
-from urllib.parse import parse_qs, urlsplit
+from harness.lab.spec import Step
+from harness.lab.units import duration_ms
+from harness.models.service import _service_ms
 
-from harness.spec import Step, duration_ms
 
 KERNEL_EXTRA = 1  # the accept queue holds backlog + 1 (see module docstring)
+
+
 SYN_RETRY_MS = (1000, 3000, 7000, 15000, 31000, 63000)  # Linux SYN retransmits after the first SYN
+
+
 # k6 stops connecting after 30 s ("dial: i/o timeout"), whatever the request timeout: k6 v1.8.1,
 # internal/js/runner.go, BaseDialer net.Dialer{Timeout: 30 * time.Second}. A user still in SYN retries
 # then gives up 1 s before its 31 s retransmit.
 K6_DIAL_TIMEOUT_MS = 30000
-STARTUP_ALLOWANCE_MS = 4000  # redeploy-to-healthy plus teardown, for progress estimates only
 
 
 @dataclass(frozen=True)
@@ -167,11 +166,6 @@ def connection_ceiling(max_connections: int, accept_count: int) -> int:
     return max_connections + accept_count + KERNEL_EXTRA
 
 
-def little_concurrency(throughput_per_s: float, mean_latency_ms: float) -> float:
-    """Little's law: requests in the system = arrival rate × time in the system."""
-    return throughput_per_s * mean_latency_ms / 1000
-
-
 def server_of(step: Step) -> Server:
     timeout = step.knob("TOMCAT_CONNECTION_TIMEOUT")
     return Server(
@@ -181,50 +175,6 @@ def server_of(step: Step) -> Server:
         accept_count=step.knob("TOMCAT_ACCEPT_COUNT"),
         keep_alive=step.load["connection_reuse"] and step.knob("TOMCAT_MAX_KEEP_ALIVE_REQUESTS") != 1,
         keep_alive_timeout_ms=step.server.get("TOMCAT_KEEP_ALIVE_TIMEOUT", timeout),  # Tomcat falls back to it
-    )
-
-
-@dataclass(frozen=True)
-class ThroughputPrediction:
-    requests: int
-    concurrency: int  # C, clients each with one request in flight
-    threads: int
-    mean_service_ms: float
-    rps: float  # min(C, T) / mean service time, in the steady state
-    rps_low: float  # a finite run's whole-run RPS can be this low: it may end with one longest service of tail
-    mean_latency_ms: float  # Little's law: C / RPS
-    duration_ms: int  # requests / RPS
-    stop_ms: int
-    min_duration_ms: int
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def closed_loop_rps(concurrency: int, threads: int, mean_service_ms: float) -> float:
-    return min(concurrency, threads) * 1000 / max(mean_service_ms, 0.1)
-
-
-def is_closed_loop(step: Step) -> bool:
-    load = step.load
-    return load["executor"] == "shared-iterations" or (load["executor"] == "per-vu-iterations" and load["iterations"] > 1)
-
-
-def predict(step: Step, requests: int | None = None) -> Prediction | ThroughputPrediction:
-    """The prediction for a step; `requests` defaults to what the step asks for."""
-    return predict_throughput(step) if is_closed_loop(step) else predict_spike(step, requests)
-
-
-def predict_throughput(step: Step) -> ThroughputPrediction:
-    n, concurrency, threads = step.requests_asked, step.load["vus"], step.knob("TOMCAT_MAX_THREADS")
-    service = mean_service_ms(step)
-    rps = closed_loop_rps(concurrency, threads, service)
-    duration = round(n / rps * 1000)
-    return ThroughputPrediction(
-        requests=n, concurrency=concurrency, threads=threads, mean_service_ms=service, rps=rps,
-        rps_low=n / (n / rps + longest_service_ms(step) / 1000),
-        mean_latency_ms=concurrency / rps * 1000, duration_ms=duration, stop_ms=_stop_ms(step),
-        min_duration_ms=min(duration, _stop_ms(step)),
     )
 
 
@@ -253,36 +203,6 @@ def predict_spike(step: Step, requests: int | None = None) -> Prediction:
         interrupted=sum(c for t, c in ends.items() if t > stop),
         min_duration_ms=min(max((o.end_ms for o in outcomes), default=0), stop),
     )
-
-
-def expected_step_ms(step: Step) -> int:
-    """A wall-time estimate for progress messages: start-up plus the load phase (a redeploy step: start-ups)."""
-    if step.kind == "redeploy":
-        return STARTUP_ALLOWANCE_MS * step.starts
-    return STARTUP_ALLOWANCE_MS + predict(step).min_duration_ms
-
-
-def _service_ms(step: Step) -> int:
-    """The sleep a /hello request asks for: ?sleepMs= in the path wins over the server's SLEEP_MS."""
-    query = parse_qs(urlsplit(step.load["path"]).query)
-    return int(query["sleepMs"][0]) if "sleepMs" in query else step.knob("SLEEP_MS")
-
-
-def longest_service_ms(step: Step) -> int:
-    """The longest a request holds a thread: /every-nth's sleep, or /hello's."""
-    url = urlsplit(step.load["path"])
-    if url.path == "/every-nth":
-        return int(parse_qs(url.query).get("sleepMs", ["2000"])[0])
-    return _service_ms(step)
-
-
-def mean_service_ms(step: Step) -> float:
-    """Mean thread time per request: /every-nth sleeps on one request in n (defaults n=10, 2000 ms)."""
-    url = urlsplit(step.load["path"])
-    if url.path == "/every-nth":
-        query = parse_qs(url.query)
-        return int(query.get("sleepMs", ["2000"])[0]) / int(query.get("n", ["10"])[0])
-    return _service_ms(step)
 
 
 def _stop_ms(step: Step) -> int:

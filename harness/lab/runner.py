@@ -6,6 +6,8 @@ step, and re-raises so nothing after it runs.
 """
 from __future__ import annotations
 
+from harness.lab.backends import backend as make_backend
+
 import os
 import signal
 import statistics
@@ -14,13 +16,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from harness import LabError, model, say, store, system
-from harness.bench import redeploys
-from harness.deploy import (StepFailed, backend as make_backend, cds_ready, check_launches, check_port_free, spawn,
-                            terminate)
-from harness.load import DASHBOARD_REPORT, load_tool, request_counts
-from harness.samplers import Samplers, now_ms
-from harness.spec import Step, load_spec
+from harness import LabError, say
+from harness.lab import store, system
+from harness.lab.bench import redeploys
+from harness.lab.samplers import Samplers, now_ms
+from harness.lab.spec import Step, load_spec
+from harness.lab.backends.local import cds_ready, check_launches
+from harness.lab.load import load_tool
+from harness.lab.backends.base import StepFailed, check_port_free, spawn, terminate
+from harness.models import STARTUP_ALLOWANCE_MS, expected_step_ms, predict
+from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts
 
 LOAD_EXTRA_WAIT_S = 60  # beyond the model's stop time before the load tool is declared stuck
 TAIL_SAMPLES = 2  # sampler ticks kept running after k6 ends, to see connections drain
@@ -59,9 +64,9 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     for step in todo:
         check_port_free(step.address, step.port, "server")
         check_port_free(step.address, step.management_port, "management")
-    estimates = [model.expected_step_ms(s) / 1000 for s in todo]
+    estimates = [expected_step_ms(s) / 1000 for s in todo]
     say(f"{spec.title}: {len(todo)} step(s), predicted ≥ {_clock(sum(estimates))} "
-        f"(model minimum + ~{model.STARTUP_ALLOWANCE_MS // 1000} s start-up each)")
+        f"(model minimum + ~{STARTUP_ALLOWANCE_MS // 1000} s start-up each)")
     outcomes: list[Outcome] = []
     began = time.monotonic()
     with _sigterm_as_interrupt():
@@ -192,7 +197,7 @@ def _record_server(meta: dict, info: dict) -> None:
 
 def _wait_load(proc, name: str, step: Step, samplers: Samplers) -> None:
     """Wait for the load tool to end by itself, printing a progress line every few seconds."""
-    predicted = model.predict(step)
+    predicted = predict(step)
     limit = predicted.stop_ms / 1000 + LOAD_EXTRA_WAIT_S
     start = time.monotonic()
     every = 2 if sys.stdout.isatty() else 10
@@ -251,7 +256,7 @@ def _base_meta(step: Step, backend_name: str, tool) -> dict:
         "started_ms": now_ms(),
         "config": step.config() | {"backend": backend_name},
         "requests": {"asked": step.requests_asked, "issued": 0},
-        "model": model.predict(step).as_dict() if step.kind == "load" else None,
+        "model": predict(step).as_dict() if step.kind == "load" else None,
         "versions": ({tool.name: tool.version()} if tool else {}) | {"python": sys.version.split()[0]},
         "machine": system.machine(),
         "git_commit": system.git_commit(),
@@ -295,7 +300,7 @@ def _clock(seconds: float) -> str:
 
 
 def list_chapters() -> list[tuple[str, list[Step]]]:
-    from harness.spec import chapters
+    from harness.lab.spec import chapters
 
     out = []
     for chapter in chapters():

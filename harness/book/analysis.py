@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.model import little_concurrency
-from harness.store import ChapterData
+from harness.lab.store import ChapterData
+from harness.models.closed_loop import little_concurrency
 
 PERCENTILES = (0.5, 0.66, 0.9, 0.99)
 

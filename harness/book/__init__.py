@@ -1,0 +1,55 @@
+"""The one import each chapter makes: `from harness.book import *`.
+
+Importing it sets the chart theme and the offline renderer (harness.book.render) and gives a chapter short calls:
+`load(chapter)`, the shared chart builders and tables, `reproduce_box(chapter)`, `verdict_table(verdicts)`, and each
+chapter's own tables, charts, sentences and verdicts from harness.book.chapters. Logic lives in those modules;
+this file only gathers what the .qmd files call.
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+from IPython.display import Markdown
+
+from harness.book import render  # noqa: F401 (sets the theme and the offline renderer)
+from harness.book.analysis import throughput_table
+from harness.book.chapters.ch0_answer import answer_paragraph, answer_table, knobs_glossary
+from harness.book.chapters.ch1_pool import f002_verdicts, latency_table, littles_law_table, predictions_table, rps_table
+from harness.book.chapters.ch2_charts import (issued_chart, memory_chart, noise_chart, redeploy_chart, sampler_cost_chart,
+                                              spread_chart, start_curves_chart)
+from harness.book.chapters.ch2_checks import (REDEPLOY_GOAL_MS, SAMPLER_BUDGET, checks, meaning_sentences, memory_sentence,
+                                              noise_sentence, sampler_sentence)
+from harness.book.chapters.ch2_lab import (SPIKE_S, issued_sentence, memory_table, noise_table, sampler_cost_table,
+                                           start_curves, start_table)
+from harness.book.chapters.ch2_tables import (ceilings_table, check_table, issued_repeats, memory_summary, noise_runs,
+                                              noise_waves, overflow_summary, redeploy_summary, starts_summary)
+from harness.book.chapters.ch3_connections import failure_summary, issued_table, plus_one_table, spike_predictions_table
+from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
+from harness.book.chapters.ch3_verdicts import f000_f, f000_verdicts
+from harness.book.charts import (busy_threads_chart, completion_rate_chart, completions_chart, connections_chart,
+                                 failures_chart, latency_ecdf_chart, rps_chart, ss_timeline_chart)
+from harness.book.provenance import machines_table, readme_commands, reproduce_box
+from harness.book.step_tables import ceiling_sentences, completion_table, peaks_table, steps_table
+from harness.book.verdict import verdict_table
+from harness.lab.store import ChapterData, load
+
+__all__ = [
+    "alt", "pd", "Markdown", "load", "ChapterData", "reproduce_box", "readme_commands", "machines_table", "verdict_table",
+    # shared charts and tables
+    "completions_chart", "ss_timeline_chart", "busy_threads_chart", "rps_chart", "latency_ecdf_chart",
+    "completion_rate_chart", "failures_chart", "connections_chart", "throughput_table",
+    "steps_table", "peaks_table", "completion_table", "ceiling_sentences",
+    # the answer, up front
+    "answer_paragraph", "answer_table", "knobs_glossary",
+    # chapter 1
+    "f002_verdicts", "predictions_table", "rps_table", "littles_law_table", "latency_table",
+    # chapter 2
+    "SPIKE_S", "REDEPLOY_GOAL_MS", "SAMPLER_BUDGET", "start_table", "start_curves", "memory_table", "noise_table",
+    "sampler_cost_table", "issued_sentence", "memory_sentence", "noise_sentence", "sampler_sentence", "checks",
+    "meaning_sentences", "check_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary",
+    "noise_runs", "noise_waves", "overflow_summary", "issued_repeats", "start_curves_chart", "spread_chart",
+    "issued_chart", "memory_chart", "redeploy_chart", "sampler_cost_chart", "noise_chart",
+    # chapter 3
+    "f000_verdicts", "f000_f", "spike_predictions_table", "issued_table", "plus_one_table", "failure_summary",
+    "capacity_explorer", "explorer_measured",
+]

@@ -1,0 +1,87 @@
+"""The package's shape (ARCHITECTURE.md): no import cycles, a chapter's modules never import another chapter's, the
+read side (harness.book) and the write side (harness.lab) meet only in data (the book reads it through
+harness.lab.store), models know nothing of either, and no module grows past ~400 lines."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from harness import ROOT
+
+PACKAGE = ROOT / "harness"
+MAX_LINES = 450  # "about 400"
+CHAPTER = re.compile(r"^harness\.book\.chapters\.(ch\d+)_")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports() -> dict[str, set[str]]:
+    """Each harness module → the harness modules it imports (at any depth in its code)."""
+    found = {}
+    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    for path in PACKAGE.rglob("*.py"):
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("harness"):
+                for alias in node.names:  # `from harness.lab import store` imports the module harness.lab.store
+                    child = f"{node.module}.{alias.name}"
+                    targets.add(child if child in modules else node.module)
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name.startswith("harness")}
+        found[module_name(path)] = targets - {module_name(path)}
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle found by a depth-first search (each reported once, from where it was entered)."""
+    seen, stack, found = set(), [], []
+
+    def visit(node: str) -> None:
+        if node in stack:
+            found.append(stack[stack.index(node):] + [node])
+            return
+        if node in seen:
+            return
+        seen.add(node)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            visit(target)
+        stack.pop()
+
+    for node in sorted(graph):
+        visit(node)
+    return found
+
+
+def test_no_import_cycles():
+    assert not cycles(imports()), "\n".join(" → ".join(c) for c in cycles(imports()))
+
+
+def test_the_cycle_finder_finds_one():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_a_chapter_imports_no_other_chapter():
+    wrong = [f"{module} imports {target}" for module, targets in imports().items() for target in targets
+             if (m := CHAPTER.match(module)) and (t := CHAPTER.match(target)) and m.group(1) != t.group(1)]
+    assert not wrong, wrong
+
+
+def test_sides_meet_only_in_data():
+    """The lab never imports the book or a chapter; models import neither side's modules but the spec they predict
+    (and its units)."""
+    graph = imports()
+    lab_to_book = [f"{m} → {t}" for m, ts in graph.items() for t in ts if m.startswith("harness.lab") and t.startswith("harness.book")]
+    models_out = [f"{m} → {t}" for m, ts in graph.items() for t in ts if m.startswith("harness.models")
+                  and (t.startswith("harness.book") or (t.startswith("harness.lab") and t not in ("harness.lab.spec", "harness.lab.units")))]
+    assert not lab_to_book and not models_out, lab_to_book + models_out
+
+
+def test_no_module_is_too_long():
+    long = {module_name(p): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, answered
 from harness.models.closed_loop import little_concurrency
 
 PERCENTILES = (0.5, 0.66, 0.9, 0.99)
@@ -38,7 +38,7 @@ def throughput_table(data: ChapterData) -> pd.DataFrame:
     table = steps_frame(data)
     measured, latency = [], []
     for step_id in table["step"]:
-        requests = data.requests[(data.requests.step == step_id) & (data.requests.status == 200)]
+        requests = data.requests[(data.requests.step == step_id) & answered(data.requests)]
         span_s = (requests["end_ms"].max() - requests["start_ms"].min()) / 1000
         measured.append(len(requests) / span_s if span_s > 0 else float("nan"))
         latency.append(requests["duration_ms"].mean())
@@ -54,7 +54,7 @@ def throughput_table(data: ChapterData) -> pd.DataFrame:
 
 def latency_percentiles(data: ChapterData, step_ids: list[str] | None = None) -> pd.DataFrame:
     """Per step: answered requests' latency percentiles and max, in ms."""
-    ok = data.requests[data.requests.status == 200]
+    ok = data.requests[answered(data.requests)]
     if step_ids:
         ok = ok[ok.step.isin(step_ids)]
     table = ok.groupby("step")["duration_ms"].quantile(list(PERCENTILES)).unstack()
@@ -73,7 +73,7 @@ def spike_start_ms(data: ChapterData) -> dict[str, float]:
 
 def per_second(data: ChapterData, step_id: str) -> pd.DataFrame:
     """Completed requests in each second since the step's first request (to see a rate hold)."""
-    requests = data.requests[(data.requests.step == step_id) & (data.requests.status == 200)]
+    requests = data.requests[(data.requests.step == step_id) & answered(data.requests)]
     start = spike_start_ms(data)[step_id]
     second = ((requests["end_ms"] - start) // 1000).astype("int64")
     return second.value_counts().sort_index().rename_axis("second").reset_index(name="requests")

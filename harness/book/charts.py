@@ -11,7 +11,7 @@ import altair as alt
 import pandas as pd
 from harness import LabError
 from harness.book.analysis import spike_start_ms
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, answered
 from harness.book.verdict import failure_kinds
 
 
@@ -121,7 +121,7 @@ def by_step(layers: alt.LayerChart, data: ChapterData) -> alt.FacetChart:
 def measured_completions(data: ChapterData, bucket_ms: int = BUCKET_MS) -> pd.DataFrame:
     """Requests finished per time bucket, ok (a 2xx/3xx response) or failed (no response, an error, 4xx/5xx)."""
     requests = data.requests
-    ok = requests["status"].between(200, 399) & (requests["error_code"] == 0)
+    ok = answered(requests)
     frame = pd.DataFrame({
         "step": requests["step"],
         "series": ok.map({True: "measured: ok", False: "measured: failed"}),
@@ -262,7 +262,7 @@ def latency_ecdf_chart(data: ChapterData, step_ids: list[str], points: int = 200
     quantiles = [i / (points - 1) for i in range(points)]
     frames = []
     for step in step_ids:
-        ok = data.requests[(data.requests.step == step) & (data.requests.status == 200)]["duration_ms"]
+        ok = data.requests[(data.requests.step == step) & answered(data.requests)]["duration_ms"]
         frames.append(pd.DataFrame({"series": step, "share": quantiles, "duration_ms": ok.quantile(quantiles).to_numpy()}))
     frame = pd.concat(frames, ignore_index=True)
     pick = alt.selection_point(fields=["series"], bind="legend")
@@ -279,7 +279,7 @@ def latency_ecdf_chart(data: ChapterData, step_ids: list[str], points: int = 200
 def completion_rate_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.FacetChart:
     """Answered requests per bucket over time, one row per step: bursts show a pool moving in phase."""
     require_steps(data)
-    ok = data.requests[data.requests.status == 200]
+    ok = data.requests[answered(data.requests)]
     frame = pd.DataFrame({"step": ok["step"], "series": "measured: ok", "one": 1})
     frame["t_s"] = seconds_since_spike(ok.assign(step=ok["step"]), "end_ms", data).to_numpy()
     counts = count_per_bucket(frame, bucket_ms, "one").rename(columns={"one": "requests"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from IPython.display import Markdown
 from harness.book.analysis import spike_start_ms
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, answered
 from harness.book.tables import people_table
 from harness.book.charts import step_order
 
@@ -16,7 +16,7 @@ def completion_table(data: ChapterData) -> Markdown:
     rows = []
     for name in step_order(data):
         meta, requests = data.steps[name], data.requests[data.requests["step"] == name]
-        ok = requests["status"].between(200, 399) & (requests["error_code"] == 0)
+        ok = answered(requests)
         measured = sorted((requests.loc[ok, "end_ms"] - spike_start_ms(data)[name]) / 1000)
         predicted = [end / 1000 for end, count in meta["model"]["completions"] for _ in range(count)]
         gaps = [abs(m - p) for m, p in zip(measured, predicted, strict=False)]

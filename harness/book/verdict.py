@@ -12,6 +12,7 @@ from harness.lab.spec import FINDING_ID
 from IPython.display import Markdown
 from harness.book.tables import markdown_table
 from harness.lab.load.k6 import INTERRUPTED_CODE
+from harness.lab.store import answered
 
 
 REPRODUCED = "reproduced"
@@ -78,11 +79,6 @@ QUEUE_RACE = 1
 
 
 INTERRUPTED_TEXT = "interrupted: k6 stopped before a response"  # harness.load writes it with INTERRUPTED_CODE
-
-
-def answered(requests) -> pd.Series:
-    """A response the client got: 2xx/3xx and no k6 error (as charts.measured_completions counts it)."""
-    return requests["status"].between(200, 399) & (requests["error_code"] == 0)
 
 
 def failure_kinds(requests) -> pd.Series:

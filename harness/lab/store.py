@@ -31,6 +31,13 @@ COLUMNS = {
 }
 
 
+def answered(requests: pd.DataFrame) -> pd.Series:
+    """The book's one classification of a request: answered when the client got a 2xx or 3xx response and k6 recorded
+    no error; every other request failed (no response, a k6 error, or a 4xx/5xx). Step counts, tables, charts and
+    verdicts all use this."""
+    return requests["status"].between(200, 399) & (requests["error_code"] == 0)
+
+
 def data_root() -> Path:
     """Where steps live; LAB_DATA_DIR moves it (tests use a temporary one so data/ stays untouched)."""
     return Path(os.environ.get("LAB_DATA_DIR", DATA))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from harness.book.analysis import spike_start_ms
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, answered
 
 
 SPIKE_S = 1.0  # the articles' constant-vus duration: a user k6 starts later sends nothing
@@ -193,7 +193,7 @@ def wave_times(ends_s, wave_size: int) -> list[float]:
 
 
 def measured_wave_times_s(data: ChapterData, step: str, wave_size: int) -> list[float]:
-    requests = data.requests[(data.requests.step == step) & (data.requests.status == 200)]
+    requests = data.requests[(data.requests.step == step) & answered(data.requests)]
     return wave_times((requests["end_ms"] - spike_start_ms(data)[step]) / 1000, wave_size)
 
 

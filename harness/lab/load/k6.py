@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 from harness import EXPERIMENTS, TOOLS, LabError
 from harness.lab.spec import Step
+from harness.lab.store import answered
 
 
 K6_VERSION = "v1.8.1"
@@ -124,7 +125,7 @@ def read_requests(csv_path: Path) -> pd.DataFrame:
 
 
 def request_counts(requests: pd.DataFrame, asked: int) -> dict:
-    ok = requests["status"].between(200, 399)
+    ok = answered(requests)
     return {
         "asked": asked,
         "issued": int(len(requests)),

@@ -1,7 +1,13 @@
+import os
+from contextlib import contextmanager
+
 import pytest
 
 SAMPLES = __import__("pathlib").Path(__file__).parent / "samples"
 LIMITS = {"nofile": 20000, "somaxconn": 4096, "can_raise_somaxconn": True, "cores": 2}
+# A copy of a smoke run, frozen for the tests that read real step data: `invoke run smoke` rewrites data/smoke,
+# and a test must not change its answer because a user ran the README's commands.
+FROZEN_DATA = SAMPLES / "data"
 
 
 @pytest.fixture
@@ -9,3 +15,24 @@ def data_dir(tmp_path, monkeypatch):
     """Steps go to a temporary data root, never into the committed data/."""
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "data"))
     return tmp_path / "data"
+
+
+@contextmanager
+def frozen_data():
+    """Read steps from the frozen copy (tests/samples/data) instead of data/."""
+    saved = os.environ.get("LAB_DATA_DIR")
+    os.environ["LAB_DATA_DIR"] = str(FROZEN_DATA)
+    try:
+        yield FROZEN_DATA
+    finally:
+        if saved is None:
+            del os.environ["LAB_DATA_DIR"]
+        else:
+            os.environ["LAB_DATA_DIR"] = saved
+
+
+def load_frozen(chapter: str):
+    from harness.lab.store import load
+
+    with frozen_data():
+        return load(chapter)

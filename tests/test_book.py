@@ -20,11 +20,14 @@ from nbclient.exceptions import CellExecutionError
 
 from harness import ROOT
 from harness.lab import store
-from harness.book import VEGA_SCRIPTS, reproduce_box, verdict_table
+from harness.book.provenance import reproduce_box
+from harness.book.render import VEGA_SCRIPTS
+from harness.book.verdict import verdict_table
 from harness.book.provenance import duration_text
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 import qmd  # noqa: E402,I001
+from conftest import frozen_data  # noqa: E402
 from book_pages import QUARTO_YML, book_chapters  # noqa: E402
 from chromium import Chromium, find_binary  # noqa: E402
 from harness.book.verdict import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdict_of, within, within_abs
@@ -285,8 +288,9 @@ def test_reproduce_box_without_data_still_gives_the_command(data_dir):
 
 
 def test_reproduce_box_reports_machine_versions_and_time_in_four_lines():
-    box = reproduce_box("smoke").data
-    steps = store.complete_steps("smoke")
+    with frozen_data():
+        box = reproduce_box("smoke").data
+        steps = store.complete_steps("smoke")
     meta = steps["waves"]
     head, details = box.split("<details>")
     lines = [line for line in head.splitlines() if line.startswith("**")]

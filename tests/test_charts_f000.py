@@ -8,16 +8,16 @@ import subprocess
 
 import pandas as pd
 import pytest
+from conftest import load_frozen
 from test_verdicts_f000 import STEPS, model_world
 
 from harness import ROOT
-from harness.lab.store import load
 from harness.book.charts import FAILURE_COLORS, PALETTE, client_limits, completions_chart, connection_samples, connections_chart, failure_counts, failures_chart
 from harness.book.verdict import INTERRUPTED_TEXT
 from harness.models import predict
 from harness.book.chapters.ch3_explorer import EXPLORER_DEFAULTS, capacity_explorer, explorer_grid, explorer_measured, explorer_settings
 
-SMOKE = load("smoke")
+SMOKE = load_frozen("smoke")
 # Compile a spec with the pinned vega-lite, run its dataflow in the pinned vega (no renderer), and report the
 # warnings, the number of marks drawn, the explorer's signals (when present) and every dataset.
 VEGA_JS = """

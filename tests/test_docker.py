@@ -40,7 +40,8 @@ def test_run_argv_without_limits_keeps_the_machines_open_files_limit():
 
 def test_run_argv_passes_the_server_env_as_spring_reads_it():
     step = step_with(server={"TOMCAT_MAX_THREADS": 2, "VIRTUAL_THREADS": True})
-    assert flag_values(run_argv(step, "img", 20000), "--env") == ["TOMCAT_MAX_THREADS=2", "VIRTUAL_THREADS=true"]
+    assert flag_values(run_argv(step, "img", 20000), "--env") == [
+        "TOMCAT_MAX_THREADS=2", "VIRTUAL_THREADS=true", "JAVA_TOOL_OPTIONS=-XX:MaxRAMPercentage=25"]  # the local backend's heap rule
 
 
 def test_container_names_are_valid_for_any_chapter_name():

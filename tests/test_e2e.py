@@ -5,6 +5,7 @@ These tests need `invoke setup` (k6 and the server jar); without them they fail,
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ import pytest
 
 from harness import ROOT
 from harness.lab import store
+from harness.lab.backends.base import JVM_OPTIONS
 from harness.lab.spec import load_spec
 from harness.lab.backends.base import JAR
 from harness.lab.load.k6 import find_k6
@@ -189,6 +191,10 @@ def test_step_files_have_their_documented_columns(smoke):
             assert key in meta, key
         assert meta["versions"]["k6"] == "v1.8.1" and meta["versions"]["spring_boot"].startswith("3.5.")
         assert meta["server_info"]["tomcat"]["maxThreads"] == 2  # read back from the running connector
+        # the heap rule both backends share, recorded and really given to the JVM (it says so on stderr)
+        assert meta["jvm_options"] == list(JVM_OPTIONS)
+        with gzip.open(directory / "server.log.gz", "rt") as log:
+            assert f"Picked up JAVA_TOOL_OPTIONS: {' '.join(JVM_OPTIONS)}" in log.read()
 
 
 def test_samples_share_the_requests_clock(smoke):

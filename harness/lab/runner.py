@@ -23,8 +23,8 @@ from harness.lab.samplers import Samplers, now_ms
 from harness.lab.spec import Step, load_spec
 from harness.lab.backends.local import cds_ready, check_launches
 from harness.lab.load import load_tool
-from harness.lab.backends.base import StepFailed, check_port_free, spawn, terminate
-from harness.models import STARTUP_ALLOWANCE_MS, expected_step_ms, predict
+from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, spawn, terminate
+from harness.models import MODEL_VERSION, STARTUP_ALLOWANCE_MS, expected_step_ms, predict
 from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts
 
 LOAD_EXTRA_WAIT_S = 60  # beyond the model's stop time before the load tool is declared stuck
@@ -196,16 +196,17 @@ def _record_server(meta: dict, info: dict) -> None:
 
 
 def _wait_load(proc, name: str, step: Step, samplers: Samplers) -> None:
-    """Wait for the load tool to end by itself, printing a progress line every few seconds."""
+    """Wait for the load tool to end by itself (at most until the load options say it stops, plus a margin), printing
+    a progress line every few seconds against the model's expected duration."""
     predicted = predict(step)
-    limit = predicted.stop_ms / 1000 + LOAD_EXTRA_WAIT_S
+    limit = step.stop_ms / 1000 + LOAD_EXTRA_WAIT_S
     start = time.monotonic()
     every = 2 if sys.stdout.isatty() else 10
     next_report = every
     while proc.poll() is None:
         elapsed = time.monotonic() - start
         if elapsed > limit:
-            raise StepFailed(f"{name} still running after {limit:.0f} s (model stop time + {LOAD_EXTRA_WAIT_S} s)")
+            raise StepFailed(f"{name} still running after {limit:.0f} s (its stop time + {LOAD_EXTRA_WAIT_S} s)")
         if elapsed >= next_report:
             say(f"    {elapsed:4.0f} s / ≈{predicted.min_duration_ms / 1000:.0f} s  {_live(samplers)}")
             next_report += every
@@ -257,6 +258,8 @@ def _base_meta(step: Step, backend_name: str, tool) -> dict:
         "config": step.config() | {"backend": backend_name},
         "requests": {"asked": step.requests_asked, "issued": 0},
         "model": predict(step).as_dict() if step.kind == "load" else None,
+        "model_version": MODEL_VERSION if step.kind == "load" else None,
+        "jvm_options": list(JVM_OPTIONS),
         "versions": ({tool.name: tool.version()} if tool else {}) | {"python": sys.version.split()[0]},
         "machine": system.machine(),
         "git_commit": system.git_commit(),

@@ -118,6 +118,13 @@ class Step:
         return self.server.get(name, SERVER_DEFAULTS.get(name))
 
     @property
+    def stop_ms(self) -> int:
+        """When the load tool stops waiting, from the load options alone: constant-vus's duration, or maxDuration,
+        plus gracefulStop (the runner's limit for a step; the models use it too)."""
+        end = self.load["duration"] if self.load["executor"] == "constant-vus" else self.load["max_duration"]
+        return duration_ms(end) + duration_ms(self.load["graceful_stop"])
+
+    @property
     def port(self) -> int:
         return self.knob("SERVER_PORT")
 

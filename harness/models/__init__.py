@@ -10,6 +10,9 @@ from harness.models.spike import Prediction, predict_spike
 from harness.models.closed_loop import ThroughputPrediction, is_closed_loop, predict_throughput
 
 
+# Stored in step.json beside each prediction: bump it when a model's predictions change, so data made with an older
+# model can be told apart.
+MODEL_VERSION = 2
 STARTUP_ALLOWANCE_MS = 4000  # redeploy-to-healthy plus teardown, for progress estimates only
 
 

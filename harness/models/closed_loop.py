@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from harness.lab.spec import Step
 from harness.models.service import longest_service_ms, mean_service_ms
-from harness.models.spike import _stop_ms
 
 
 def little_concurrency(throughput_per_s: float, mean_latency_ms: float) -> float:
@@ -50,6 +49,6 @@ def predict_throughput(step: Step) -> ThroughputPrediction:
     return ThroughputPrediction(
         requests=n, concurrency=concurrency, threads=threads, mean_service_ms=service, rps=rps,
         rps_low=n / (n / rps + longest_service_ms(step) / 1000),
-        mean_latency_ms=concurrency / rps * 1000, duration_ms=duration, stop_ms=_stop_ms(step),
-        min_duration_ms=min(duration, _stop_ms(step)),
+        mean_latency_ms=concurrency / rps * 1000, duration_ms=duration, stop_ms=step.stop_ms,
+        min_duration_ms=min(duration, step.stop_ms),
     )

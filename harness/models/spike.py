@@ -191,7 +191,7 @@ def predict_spike(step: Step, requests: int | None = None) -> Prediction:
     server = server_of(step)
     wave_ms, sizes = waves(n, server.threads, server.service_ms)
     timeout = duration_ms(step.load["request_timeout"])
-    stop = _stop_ms(step)
+    stop = step.stop_ms
     outcomes = simulate(n, server, timeout)
     ends = Counter(o.end_ms for o in outcomes if o.ok)
     ceiling = connection_ceiling(server.max_connections, server.accept_count)
@@ -205,9 +205,3 @@ def predict_spike(step: Step, requests: int | None = None) -> Prediction:
     )
 
 
-def _stop_ms(step: Step) -> int:
-    load = step.load
-    grace = duration_ms(load["graceful_stop"])
-    if load["executor"] == "constant-vus":
-        return duration_ms(load["duration"]) + grace
-    return duration_ms(load["max_duration"]) + grace

@@ -170,6 +170,14 @@ class RunningServer:
         return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
 
+# The JVM's heap rule, the same on every backend: at most this share of the memory the server may use (the machine's
+# RAM for a local process, the container's --memory limit in docker). It is the JVM's own default, written out so
+# that neither backend depends on an image's or a JDK's choice; step.json records it under `jvm_options`.
+JVM_OPTIONS = ("-XX:MaxRAMPercentage=25",)
+
+
 def server_env(step: Step) -> dict[str, str]:
-    """The step's server settings as environment variables (booleans as Spring writes them)."""
-    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
+    """The step's server settings as environment variables (booleans as Spring writes them), and the JVM options
+    (JAVA_TOOL_OPTIONS: read by any java launcher, local or in a container)."""
+    env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
+    return env | {"JAVA_TOOL_OPTIONS": " ".join(JVM_OPTIONS)}

@@ -3,6 +3,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from chromium import Chromium, find_binary
+
 SAMPLES = __import__("pathlib").Path(__file__).parent / "samples"
 LIMITS = {"nofile": 20000, "somaxconn": 4096, "can_raise_somaxconn": True, "cores": 2}
 # A copy of a smoke run, frozen for the tests that read real step data: `invoke run smoke` rewrites data/smoke,
@@ -36,3 +38,14 @@ def load_frozen(chapter: str):
 
     with frozen_data():
         return load(chapter)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for every test that opens a page (the network shut, see tests/chromium.py)."""
+    binary = find_binary()
+    if not binary:
+        pytest.fail("no Chromium on PATH: install Debian's `chromium` package (apt-get install -y chromium)")
+    chromium = Chromium(binary)
+    yield chromium
+    chromium.close()

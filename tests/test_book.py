@@ -29,7 +29,6 @@ from harness.book.provenance import duration_text
 import qmd  # noqa: E402,I001
 from conftest import frozen_data  # noqa: E402
 from book_pages import QUARTO_YML, book_chapters  # noqa: E402
-from chromium import Chromium, find_binary  # noqa: E402
 from harness.book.verdict import DIFFERS, NOT_REPRODUCED, REPRODUCED, Verdict, verdict_of, within, within_abs
 
 SPEC_SCRIPT = re.compile(r'<script type="application/json" id="(lab-chart-[0-9a-f]+)-spec">(.*?)</script>', re.S)
@@ -85,16 +84,6 @@ def raw_html_outputs(notebook: nbformat.NotebookNode) -> list[str]:
 @pytest.fixture(scope="module", params=CHAPTERS)
 def executed(request) -> Executed:
     return execute(request.param)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    binary = find_binary()
-    if not binary:
-        pytest.fail("no Chromium on PATH: install Debian's `chromium` package (apt-get install -y chromium)")
-    chromium = Chromium(binary)
-    yield chromium
-    chromium.close()
 
 
 def site_page(root: Path, name: str, body: str, offset: str | None = None) -> Path:

@@ -30,7 +30,7 @@ from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
-from chromium import Chromium, find_binary  # noqa: E402
+from chromium import Chromium  # noqa: E402
 
 PAGES = [html_path(chapter) for chapter in book_chapters()]
 MODES = ("offline", "online")
@@ -65,16 +65,6 @@ def book() -> Path:
     if done.returncode:
         pytest.fail(f"quarto render failed ({done.returncode}):\n{(done.stdout + done.stderr)[-4000:]}")
     return ROOT / "_book"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Chromium]:
-    binary = find_binary()
-    if not binary:
-        pytest.fail("no Chromium on PATH: install Debian's `chromium` package (apt-get install -y chromium)")
-    chromium = Chromium(binary)
-    yield chromium
-    chromium.close()
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ Two claims rest on it, each judged at the robustness the data supports:
 from __future__ import annotations
 
 from harness.book.chapters.ch3_steps import ARTICLES_RUN, LONG_GRACE, f000_steps
-from harness.book.steps import (PLUS_ONE, SLEEP_000_S, StepRun, joined, judged_runs, matches_model, model_reason, no_data,
+from harness.book.steps import (PLUS_ONE, SLEEP_000_S, StepRun, joined, judged_runs, model_reason, no_data,
                                 outcome_text, sampled, unexplained, wave_counts)
 from harness.book.verdict import COUNT_TOLERANCE, MOST, QUEUE_RACE, Verdict, verdict_of, within
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, SYN_RETRY_MS
@@ -46,7 +46,9 @@ def beyond_text(run: StepRun) -> str:
 
 
 def peak_text(run: StepRun) -> str:
-    return f"at most {run.peak('estab'):.0f} established (ss)" if sampled(run) else "ss not sampled in this run"
+    ceiling = run.model["ceiling"]
+    return (f"at most {run.peak('estab'):.0f} established (ss) against a ceiling of {ceiling}" if sampled(run)
+            else f"ss not sampled in this run (ceiling {ceiling})")
 
 
 def retries_text() -> str:
@@ -72,27 +74,30 @@ def f000_f(data) -> Verdict:
     plus1, _ = judged_runs(data, f000_steps(role=PLUS_ONE))
     unheld = [r for r in runs if sampled(r) and not holds_ceiling(r)]
     served = all(ceiling_decides(r) for r in runs)
-    measured = joined(runs, lambda r: f"{outcome_text(r)}; {peak_text(r)} against a ceiling of {r.model['ceiling']}; "
-                                      f"{beyond_text(r)}", notes)
+    measured = joined(runs, lambda r: f"{outcome_text(r)}; {peak_text(r)}; {beyond_text(r)}", notes)
     if plus1:
         measured += "; the +1: " + ", ".join(
             f"{r.step} at most {r.peak('estab'):.0f} established (ceiling {r.model['ceiling']}), accept queue at most "
             f"{r.peak('accept_queue'):.0f} (accept-count {r.knob('TOMCAT_ACCEPT_COUNT')})" for r in plus1)
     first = runs[0]
     if not unheld and served:
-        why = (f"{ceiling_mechanism(first)}; {retries_text()}; {beyond_text(first)} later through SYN-RECV (a handshake "
-               "the client saw complete while the server's queue was full, which the model leaves out): fewer than half, "
-               "so the ceiling decides who succeeds")
+        late = (f"{beyond_text(first)} later through SYN-RECV (a handshake the client saw complete while the server's "
+                "queue was full, which the model leaves out): fewer than half, so the ceiling decides who succeeds"
+                if first.ok > held(first) else f"none of the {first.asked - held(first)} users beyond the ceiling got in")
+        why = f"{ceiling_mechanism(first)}; {retries_text()}; {late}"
     elif unheld:
         why = (f"the server held at most {unheld[0].peak('estab'):.0f} connections, not the model's ceiling of "
                f"{unheld[0].model['ceiling']}")
-    elif any(r.ok < held(r) for r in runs):
-        short = next(r for r in runs if r.ok < held(r))
-        why = f"fewer users were answered ({short.ok}) than the server holds at once ({held(short)}): {unexplained(short)}"
-    elif all(matches_model(r) for r in runs) and first.model.get("keep_alive"):
-        why = f"the ceiling is the model's {first.model['ceiling']}, but most users beyond it got in: {model_reason(first)}"
     else:
-        why = f"most users beyond the ceiling got in ({beyond_text(first)}): {unexplained(first)}"
+        broke = next(r for r in runs if not ceiling_decides(r))
+        if broke.ok < held(broke):
+            why = (f"fewer users were answered ({broke.ok}) than the server holds at once ({held(broke)}): "
+                   f"{unexplained(broke)}")
+        elif broke.model["succeeded"] > held(broke):  # the model too lets users beyond the ceiling in
+            why = (f"the ceiling is the model's {broke.model['ceiling']}, but most users beyond it got in "
+                   f"({beyond_text(broke)}), as the model predicts: {model_reason(broke)}")
+        else:
+            why = f"most users beyond the ceiling got in ({beyond_text(broke)}): {unexplained(broke)}"
     return Verdict("F000-f", article, measured, verdict_of(not unheld and served), why)
 
 

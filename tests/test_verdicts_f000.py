@@ -19,7 +19,7 @@ from harness.lab.store import COLUMNS, ChapterData
 from harness.book.verdict import DIFFERS, INTERRUPTED_TEXT, NOT_REPRODUCED, REPRODUCED, failure_kinds
 from harness.models import predict
 from harness.book.chapters.ch3_verdicts import f000_verdicts
-from harness.book.steps import outcome_text, step_run, wave_counts
+from harness.book.steps import model_reason, outcome_text, step_run, wave_counts
 
 T0 = 1_800_000_000_000  # the spike: every synthetic request starts here (epoch ms)
 OVERHEAD_MS = 20  # an answer ends this long after its wave
@@ -301,3 +301,55 @@ def test_one_connection_over_the_ceiling_is_the_kernels_queue_race_two_are_not()
     assert verdict(once, "F000-l").verdict == REPRODUCED
     twice = with_step(model_world(), "f-10k-pv", ss=ss_frame("f-10k-pv", 8295, 101))
     assert verdict(twice, "F000-l").verdict == NOT_REPRODUCED
+
+
+# ---- F000-f's rule: the ceiling decides who succeeds -------------------------------------------------------------
+
+def f_run_answering(answered: int) -> ChapterData:
+    """f-10k-pv with `answered` users in, the rest failing at k6's 30 s dial timeout (both executors alike)."""
+    return with_steps(model_world(), ["f-10k-cv", "f-10k-pv"], frame_of(10000, 1000, answered, fail_at=30, kind="i/o timeout"))
+
+
+@pytest.mark.parametrize("answered", [8293, 8395, 8455, 8519, 8900])
+def test_some_users_beyond_the_ceiling_getting_in_still_reproduces_f(answered):
+    """The repeats answered 8293-8455 and a fresh clone 8519: the SYN-RECV path adds a varying few hundred."""
+    data = f_run_answering(answered)
+    v = verdict(data, "F000-f")
+    assert v.verdict == REPRODUCED and f"{answered - 8293} of the 1707 users beyond the ceiling got in" in v.measured
+    assert verdict(data, "F000-l").verdict == REPRODUCED
+
+
+def test_most_users_beyond_the_ceiling_getting_in_breaks_f_and_l():
+    data = f_run_answering(8293 + 854)  # more than half of the 1707
+    v = verdict(data, "F000-f")
+    assert v.verdict == NOT_REPRODUCED and "854 of the 1707" in v.why
+    l_verdict = verdict(data, "F000-l")
+    assert l_verdict.verdict == NOT_REPRODUCED and "connection-timeout" in l_verdict.why
+
+
+def test_fewer_answered_than_the_server_holds_breaks_f():
+    v = verdict(f_run_answering(8200), "F000-f")
+    assert v.verdict == NOT_REPRODUCED and "fewer users were answered (8200) than the server holds at once (8293)" in v.why
+
+
+def test_two_over_the_ceiling_breaks_f():
+    v = verdict(with_step(model_world(), "f-10k-pv", ss=ss_frame("f-10k-pv", 8295, 101)), "F000-f")
+    assert v.verdict == NOT_REPRODUCED and "not the model's ceiling of 8293" in v.why
+
+
+def test_a_run_without_samplers_is_judged_on_its_counts():
+    data = model_world()
+    data = ChapterData(data.chapter, data.steps, data.requests, data.ss[~data.ss.step.isin(["f-10k-cv", "f-10k-pv"])],
+                       data.actuator, data.process)
+    v = verdict(data, "F000-f")
+    assert v.verdict == REPRODUCED and "ss not sampled in this run (ceiling 8293)" in v.measured
+    assert verdict(data, "F000-l").verdict == REPRODUCED  # the +1 steps still show the ceiling
+
+
+def test_the_models_reason_compares_its_count_with_the_ceiling():
+    data = model_world()
+    held = model_reason(step_run(data, "f-10k-pv"))  # 8293 predicted, the ceiling: none beyond it gets in
+    assert "no more get in than the server holds at once (max-connections + accept-count + 1 = 8293)" in held
+    assert "more than the" not in held
+    freed = model_reason(step_run(data, "f-10k-t8192-keepalive10s-pv"))  # idle threads free slots in time
+    assert "the model predicts 10000, more than the 8293 the server holds at once" in freed

@@ -25,6 +25,10 @@ from harness.book.chapters.ch2_tables import (ceilings_table, check_table, issue
                                               noise_waves, overflow_summary, redeploy_summary, starts_summary)
 from harness.book.chapters.ch3_connections import failure_summary, issued_table, plus_one_table, spike_predictions_table
 from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
+from harness.book.chapters.ch3_sentences import (ceiling_paragraph, executors_sentence, fixes_sentence, isolation_list,
+                                                 knobs_list, machine_limit_sentence, meaning_list, one_connection_paragraph,
+                                                 plus_one_sentence, repeats_sentence, timeouts_sentence, waves_sentence)
+from harness.book.chapters.ch3_steps import f000_steps, only_steps
 from harness.book.chapters.ch3_verdicts import f000_f, f000_verdicts
 from harness.book.charts import (busy_threads_chart, completion_rate_chart, completions_chart, connections_chart,
                                  failures_chart, latency_ecdf_chart, rps_chart, ss_timeline_chart)
@@ -51,5 +55,7 @@ __all__ = [
     "issued_chart", "memory_chart", "redeploy_chart", "sampler_cost_chart", "noise_chart",
     # chapter 3
     "f000_verdicts", "f000_f", "spike_predictions_table", "issued_table", "plus_one_table", "failure_summary",
-    "capacity_explorer", "explorer_measured",
+    "capacity_explorer", "explorer_measured", "f000_steps", "only_steps", "knobs_list", "executors_sentence",
+    "waves_sentence", "timeouts_sentence", "ceiling_paragraph", "repeats_sentence", "isolation_list", "fixes_sentence",
+    "plus_one_sentence", "one_connection_paragraph", "machine_limit_sentence", "meaning_list",
 ]

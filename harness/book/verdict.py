@@ -74,8 +74,15 @@ MODEL_SLACK = 0.005  # successes "match the model" within 0.5 % of the users (ke
 
 # The ceiling can be passed by one: the kernel checks a full accept queue without a lock, so on 2 cores two handshakes
 # completing at once can both get in (seen in CI: Recv-Q 3 with a backlog of 1, ESTAB 7 against a ceiling of 6).
-OVERFLOW_EXTRA = 0.02  # past the ceiling the model is a lower bound: measured 8344-8395 where it says 8293
 QUEUE_RACE = 1
+
+
+# "Most" means more than half. Past the connection ceiling the model is a lower bound: users the kernel leaves in
+# SYN-RECV (or sends a SYN cookie) believe they are connected and get in when slots free, and how many there are depends
+# on the race between k6's start-up and Tomcat's one acceptor thread, which no setting fixes. So a claim that the
+# ceiling decides who succeeds is judged by a rule a reader can check, not by a tolerance fitted to runs: every user
+# held is answered, and most users beyond the ceiling fail.
+MOST = 0.5
 
 
 INTERRUPTED_TEXT = "interrupted: k6 stopped before a response"  # harness.load writes it with INTERRUPTED_CODE

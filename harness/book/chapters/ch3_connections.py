@@ -7,6 +7,7 @@ from harness.book.steps import PLUS_ONE, spec_steps
 import pandas as pd
 from IPython.display import Markdown
 from harness.book.analysis import spike_start_ms
+from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData
 from harness.book.tables import people_table
 from harness.book.charts import step_order
@@ -21,7 +22,8 @@ def spike_predictions_table(data: ChapterData) -> Markdown:
         model, server = meta["model"], meta["config"]["server"]
         if "ceiling" not in model:
             continue
-        timeout = server.get("TOMCAT_KEEP_ALIVE_TIMEOUT", server.get("TOMCAT_CONNECTION_TIMEOUT", 60000))
+        timeout = server.get("TOMCAT_KEEP_ALIVE_TIMEOUT",
+                             server.get("TOMCAT_CONNECTION_TIMEOUT", SERVER_DEFAULTS["TOMCAT_CONNECTION_TIMEOUT"]))
         rows.append({"step": name, "users": model["requests"], "threads": model["threads"], "ceiling": model["ceiling"],
                      "keep-alive": f"{timeout // 1000} s" if model["keep_alive"] else "off",
                      "waves": model["waves"], "answered (model)": model["succeeded"], "failed (model)": model["failed"],

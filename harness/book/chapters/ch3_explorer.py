@@ -19,8 +19,8 @@ from harness.book.charts import WIDTH, series_color
 EXPLORER_GRID = {  # name → values
     "users": [300, 1000, 2000, 3000, 6000, 10000, 15000],
     "threads": [200, 500, 1000, 2000],
-    "max_connections": [8192, 20000],
-    "accept_count": [100, 2000],
+    "max_connections": [SERVER_DEFAULTS["TOMCAT_MAX_CONNECTIONS"], 20000],
+    "accept_count": [SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"], 2000],
     "keep_alive_s": [0, 20, 30, 60],  # 0: the connection closes after its response
 }
 
@@ -29,7 +29,8 @@ EXPLORER_LABELS = {"users": "users ", "threads": "threads.max ", "max_connection
                    "accept_count": "accept-count ", "keep_alive_s": "keep-alive timeout (s; 0 = off) "}
 
 
-EXPLORER_DEFAULTS = {"users": 10000, "threads": 1000, "max_connections": 8192, "accept_count": 100, "keep_alive_s": 20}
+EXPLORER_DEFAULTS = {"users": 10000, "threads": 1000, "max_connections": SERVER_DEFAULTS["TOMCAT_MAX_CONNECTIONS"],
+                     "accept_count": SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"], "keep_alive_s": 20}  # F000-f's settings
 
 
 EXPLORER_SLEEP_MS, EXPLORER_TIMEOUT_MS, EXPLORER_BUCKET_S = 5000, 60000, 5

@@ -12,7 +12,7 @@ def step_requests(step: str, rps: float, durations: list[float], n: int = 2000) 
     starts = [k * 1000 / rps for k in range(n)]
     # The run ends with its last start: requests that would outlast it are fast ones (no long tail).
     ends = [min(s + durations[k % len(durations)], starts[-1] + 5) for k, s in enumerate(starts)]
-    frame = pd.DataFrame({"step": step, "start_ms": starts, "end_ms": ends, "status": 200})
+    frame = pd.DataFrame({"step": step, "start_ms": starts, "end_ms": ends, "status": 200, "error_code": 0})
     return frame.assign(duration_ms=frame.end_ms - frame.start_ms)
 
 

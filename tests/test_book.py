@@ -20,7 +20,8 @@ from nbclient.exceptions import CellExecutionError
 
 from harness import ROOT
 from harness.lab import store
-from harness.book import VEGA_SCRIPTS, reproduce_box, verdict_table
+from harness.book import reproduce_box, verdict_table
+from harness.book.render import VEGA_SCRIPTS
 from harness.book.provenance import duration_text
 
 # Helpers beside this file (pytest puts tests/ on sys.path).

@@ -25,7 +25,7 @@ import altair as alt
 import pytest
 
 from harness import ROOT
-from harness.book import VEGA_SCRIPTS, chart_html
+from harness.book.render import VEGA_SCRIPTS, chart_html
 from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).

@@ -7,6 +7,7 @@ import pandas as pd
 from harness.book.analysis import latency_percentiles, steps_frame, throughput_table
 from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData, answered
+from harness.book.prose import listed, ordinal, percent, span, times, words
 from harness.book.verdict import MODEL_NOISE, REPRODUCED, within
 from harness.book.chapters.ch1_pool import (ARTICLE_002_SETUP, POOL_FULL, QUEUEING, RATE_HOLDS, chosen, f002_b, f002_d,
                                             pool_of, rps_change_beyond_pool)
@@ -23,38 +24,6 @@ LITTLE_TOLERANCE = 0.10  # Little's law "holds" while RPS × mean latency is wit
 
 
 SAME_LATENCY = 0.10  # two tools "share" a latency statistic within this share of each other
-
-
-WORDS = dict(enumerate(["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]))
-
-
-def words(n: float) -> str:
-    """A small whole number in words ("nine"), a larger one in digits ("1,000")."""
-    return WORDS.get(round(n), f"{n:,.0f}") if float(n).is_integer() else f"{n:,g}"
-
-
-def ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-
-
-def percent(share: float, sign: str = "") -> str:
-    """0.093 → "9 %"; below one percent one decimal ("0.4 %"); sign="+" writes "+9 %" and "−9 %"."""
-    text = f"{abs(share) * 100:.0f}" if round(abs(share) * 100) >= 1 or abs(share) < 0.0005 else f"{abs(share) * 100:.1f}"
-    return ("−" if share < 0 else sign if share > 0 else "") + text + " %"
-
-
-def span(values, fmt=percent, unit: str = "") -> str:
-    """"9–12 %" or "0.9 s": the range of values as the reader needs it, one number when they round alike."""
-    low, high = fmt(min(values)), fmt(max(values))
-    if low == high:
-        return low + unit
-    parts = low.split(" ")
-    return (f"{parts[0]}–{high}" if len(parts) == 2 and high.endswith(parts[1]) else f"{low}–{high}") + unit
-
-
-def c_list(levels) -> str:
-    levels = [f"{c:,}" for c in sorted(levels)]
-    return levels[0] if len(levels) == 1 else ", ".join(levels[:-1]) + " and " + levels[-1]
 
 
 def setup_sentence(data: ChapterData) -> str:
@@ -74,7 +43,7 @@ def load_sentence(data: ChapterData) -> str:
     executor = table["executor"].mode().iloc[0]
     text = (f"The load is a *closed loop*: each of C clients sends a request, waits for its response, and sends the next, "
             f"until {usual:,} requests are done (`ab -n {usual} -c C`; in k6 the `{executor}` executor with C virtual "
-            f"users), at C = {c_list(table['concurrency'].unique())}.")
+            f"users), at C = {listed(table['concurrency'].unique())}.")
     article = ARTICLE_002_SETUP["requests"]
     for c, rows in table[table["asked"] < usual].groupby("concurrency"):
         model = data.steps[rows["step"].iloc[0]]["model"]
@@ -92,10 +61,6 @@ def model_sentence(data: ChapterData) -> str:
             f"{pool.rate_per_thread:g} requests per second. With C clients, min(C, {pool.threads}) threads are busy, which "
             f"gives the article's model (F002-b):\n\n"
             f"$$\\text{{RPS}} = \\min(C, {pool.threads}) \\times {pool.rate_per_thread:g}$$")
-
-
-def times(ratio: float) -> str:
-    return f"{words(round(ratio))} times" if abs(ratio - round(ratio)) < 0.05 else f"{ratio:.1f} times"
 
 
 def little_model_sentence(data: ChapterData) -> str:
@@ -124,7 +89,7 @@ def rps_sentence(data: ChapterData) -> str:
     run_s = max(data.steps[s]["model"]["duration_ms"] for s in full["step"]) / 1000
     text = (f"{lead} RPS here is the article's measure, requests answered over the whole run"
             + (f": within {span([below['rps_error'].abs().max()])} of the model below the pool, and" if len(below) else ",")
-            + f" {span(short)} short of it at C = {c_list(full['concurrency'].unique())}.")
+            + f" {span(short)} short of it at C = {listed(full['concurrency'].unique())}.")
     if short.max() <= allowed + MODEL_NOISE:
         return text + (" That is the end of the run, not the server: the last slow requests are still sleeping when the "
                        f"clients have nothing left to send, so a {run_s:g}-second run carries up to {pool.sleep_ms / 1000:g} s "

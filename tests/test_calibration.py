@@ -15,7 +15,7 @@ SERVER_BASE, PER_CONNECTION, PER_THREAD = 180 * MIB, 40 * KIB, 100 * KIB
 
 def meta(step, vus, issued=None, executor="per-vu-iterations", **extra):
     return {"id": step, "started_ms": 0, "machine": MACHINE, "load_started_ms": 0, "load_ended_ms": 10_000,
-            "config": {"load": {"vus": vus, "executor": executor}},
+            "config": {"load": {"vus": vus, "executor": executor}, "server": {}},
             "requests": {"asked": vus, "issued": vus if issued is None else issued}, **extra}
 
 

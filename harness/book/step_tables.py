@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from IPython.display import Markdown
 from harness.book.analysis import spike_start_ms
+from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData, answered
 from harness.book.tables import people_table
 from harness.book.charts import step_order
@@ -79,7 +80,8 @@ def ceiling_sentences(data: ChapterData) -> str:
                 f"so {model['over_ceiling']} of the {model['requests']} users find no room at first")
         lines.append(
             f"- `{name}`: {model['threads']} threads at {model['service_ms']} ms per request, max-connections "
-            f"{server.get('TOMCAT_MAX_CONNECTIONS', 8192)}, accept-count {server.get('TOMCAT_ACCEPT_COUNT', 100)}: "
+            f"{server.get('TOMCAT_MAX_CONNECTIONS', SERVER_DEFAULTS['TOMCAT_MAX_CONNECTIONS'])}, accept-count "
+            f"{server.get('TOMCAT_ACCEPT_COUNT', SERVER_DEFAULTS['TOMCAT_ACCEPT_COUNT'])}: "
             f"a ceiling of **{model['ceiling']}** connections, {room}; the simulation predicts "
             f"{model['succeeded']} responses and {model['failed']} failures.")
     return "\n".join(lines)

@@ -3,7 +3,7 @@ connection and a thread cost in memory, how long a redeploy takes, what the samp
 repeated step varies.
 
 Steps are grouped by id prefix (experiments/chapter2.toml): hold-N (N users on N threads), queue-N (N users
-on 200 threads), cv-N (constant-vus for 1 s), redeploy-*, noise-* and unsampled-* (chapter 3's headline
+on Spring Boot's default pool), cv-N (constant-vus for 1 s), redeploy-*, noise-* and unsampled-* (chapter 3's headline
 step repeated, with and without samplers).
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from harness.book.analysis import spike_start_ms
+from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData, answered
 
 
@@ -20,13 +21,19 @@ SPIKE_S = 1.0  # the articles' constant-vus duration: a user k6 starts later sen
 MIB = 2**20
 
 
-SERIES = {"hold-": "N threads", "queue-": "200 threads", "cv-": "constant-vus 1 s"}
+SERIES = {"hold-": "N threads", "queue-": f"{SERVER_DEFAULTS['TOMCAT_MAX_THREADS']} threads", "cv-": "constant-vus 1 s"}
 
 
 def steps_with(data: ChapterData, prefix: str) -> list[str]:
     """The steps of a series, fewest users first."""
     ids = [s for s in data.steps if s.startswith(prefix)]
     return sorted(ids, key=lambda s: (data.steps[s]["config"]["load"].get("vus", 0), s))
+
+
+def series_knob(data: ChapterData, prefix: str, name: str):
+    """A server knob as a series' steps ran it (Spring Boot's default where the spec leaves it); the most common value."""
+    values = pd.Series([data.steps[s]["config"]["server"].get(name, SERVER_DEFAULTS.get(name)) for s in steps_with(data, prefix)])
+    return values.mode().iloc[0] if len(values) else SERVER_DEFAULTS.get(name)
 
 
 def _users(data: ChapterData, step: str) -> int:
@@ -152,7 +159,7 @@ def _slope(x: pd.Series, y: pd.Series) -> tuple[float, float]:
 
 def memory_costs(table: pd.DataFrame) -> dict[str, float]:
     """KiB per unit from straight lines through the peaks: k6 per user (both series), the server per held
-    connection (200 threads) and per connection with its own thread (N threads); a thread is the difference."""
+    connection (queue-N's fixed pool) and per connection with its own thread (N threads); a thread is the difference."""
     hold, queue = table[table.series == SERIES["hold-"]], table[table.series == SERIES["queue-"]]
     k6, _ = _slope(table["users"], table["k6_mib"])
     both, _ = _slope(hold["connections"], hold["server_mib"])

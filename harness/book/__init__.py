@@ -25,6 +25,8 @@ from harness.book.chapters.ch2_checks import (REDEPLOY_GOAL_MS, SAMPLER_BUDGET, 
                                               noise_sentence, sampler_sentence)
 from harness.book.chapters.ch2_lab import (SPIKE_S, issued_sentence, memory_table, noise_table, sampler_cost_table,
                                            start_curves, start_table)
+from harness.book.chapters.ch2_sentences import (acceptor_sentence, cores_sentence, lag_sentence, overflow_sentence,
+                                                 repeats_intro, sampler_setup_sentence, setup_list, starts_sentence, wave_s)
 from harness.book.chapters.ch2_tables import (ceilings_table, check_table, issued_repeats, memory_summary, noise_runs,
                                               noise_waves, overflow_summary, redeploy_summary, starts_summary)
 from harness.book.chapters.ch3_connections import failure_summary, issued_table, plus_one_table, spike_predictions_table
@@ -55,7 +57,9 @@ __all__ = [
     "sampler_cost_table", "issued_sentence", "memory_sentence", "noise_sentence", "sampler_sentence", "checks",
     "meaning_sentences", "check_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary",
     "noise_runs", "noise_waves", "overflow_summary", "issued_repeats", "start_curves_chart", "spread_chart",
-    "issued_chart", "memory_chart", "redeploy_chart", "sampler_cost_chart", "noise_chart",
+    "issued_chart", "memory_chart", "redeploy_chart", "sampler_cost_chart", "noise_chart", "cores_sentence", "setup_list",
+    "starts_sentence", "overflow_sentence", "acceptor_sentence", "repeats_intro", "sampler_setup_sentence", "lag_sentence",
+    "wave_s",
     # chapter 3
     "f000_verdicts", "f000_f", "spike_predictions_table", "issued_table", "plus_one_table", "failure_summary",
     "capacity_explorer", "explorer_measured",

@@ -71,15 +71,25 @@ def start_curves(data: ChapterData, prefix: str = "hold-", points: int = 100) ->
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "users", "share", "t_s"])
 
 
-def issued_runs(data: ChapterData, users: int = 10000) -> pd.DataFrame:
-    """Every constant-vus run at `users` (cv-N and its repeats again-cv-N-k): requests issued and the last start."""
+def repeated_users(data: ChapterData) -> int | None:
+    """The N whose constant-vus step ran again (again-cv-N-k), None when none did."""
+    again = steps_with(data, "again-cv-")
+    return _users(data, again[0]) if again else None
+
+
+def issued_runs(data: ChapterData, users: int | None = None) -> pd.DataFrame:
+    """Every constant-vus run at `users` (default: the N that ran again; cv-N and its repeats again-cv-N-k): requests
+    issued and the last start."""
+    users = users or repeated_users(data)
     steps = [s for s in (f"cv-{users}", *steps_with(data, f"again-cv-{users}-")) if s in data.steps]
     return pd.DataFrame([{"step": s, "users": users, "issued": data.steps[s]["requests"]["issued"],
-                          "last_start_s": first_starts_s(data, s).max()} for s in steps])
+                          "last_start_s": first_starts_s(data, s).max()} for s in steps],
+                        columns=["step", "users", "issued", "last_start_s"])
 
 
-def issued_sentence(data: ChapterData, users: int = 10000) -> str:
+def issued_sentence(data: ChapterData, users: int | None = None) -> str:
     """What the constant-vus repeats at `users` show, against the per-vu run's users started within 1 s."""
+    users = users or repeated_users(data)
     runs = issued_runs(data, users)
     hold = start_table(data).set_index("step")
     if runs.empty or f"hold-{users}" not in hold.index:
@@ -88,11 +98,14 @@ def issued_sentence(data: ChapterData, users: int = 10000) -> str:
     low, high = int(runs["issued"].min()), int(runs["issued"].max())
     side = "all below" if high < started else "all above" if low > started else "around"
     within = "every one started within the first second" if runs["last_start_s"].max() <= SPIKE_S else "some started later"
+    pace = ("At this size the two executors do not start users at the same pace, and the count differs from run to run: "
+            if side != "around" else "At this size the two executors start users at about the same pace, but the count "
+            "differs from run to run: ")
+    why = ("We have not isolated why k6 starts constant-vus users more slowly; chapter 3 judges its findings on the per-vu "
+           "runs for this reason." if side == "all below" else "")
     return (f"Over {len(runs)} runs `constant-vus` issued between {low:,} and {high:,} of {users:,} requests ({within}), "
-            f"{side} the {started:,} users the per-vu run had started by then. "
-            "At this size the two executors do not start users at the same pace, and the count differs from run to run: "
-            "a chapter that quotes what `constant-vus` sent quotes one draw. We have not isolated why k6 starts "
-            "constant-vus users more slowly; chapter 3 judges its findings on the per-vu runs for this reason.")
+            f"{side} the {started:,} users the per-vu run had started by then. {pace}"
+            f"a chapter that quotes what `constant-vus` sent quotes one draw. {why}").rstrip()
 
 
 def spike_limit(table: pd.DataFrame) -> int | None:

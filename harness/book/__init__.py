@@ -35,7 +35,8 @@ from harness.book.chapters.ch3_verdicts import f000_f, f000_verdicts
 from harness.book.charts import (busy_threads_chart, completion_rate_chart, completions_chart, connections_chart,
                                  failures_chart, latency_ecdf_chart, rps_chart, ss_timeline_chart)
 from harness.book.provenance import machines_table, readme_commands, reproduce_box
-from harness.book.step_tables import ceiling_sentences, completion_table, peaks_table, steps_table
+from harness.book.step_tables import (ceiling_sentences, completion_table, outcome_sentences, peaks_table, sampling_sentence,
+                                      scale_sentence, steps_table)
 from harness.book.verdict import verdict_table
 from harness.lab.store import ChapterData, load
 
@@ -44,7 +45,8 @@ __all__ = [
     # shared charts and tables
     "completions_chart", "ss_timeline_chart", "busy_threads_chart", "rps_chart", "latency_ecdf_chart",
     "completion_rate_chart", "failures_chart", "connections_chart", "throughput_table",
-    "steps_table", "peaks_table", "completion_table", "ceiling_sentences",
+    "steps_table", "peaks_table", "completion_table", "ceiling_sentences", "outcome_sentences", "sampling_sentence",
+    "scale_sentence",
     # the answer, up front
     "answer_paragraph", "answer_table", "knobs_glossary",
     # chapter 1

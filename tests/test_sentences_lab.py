@@ -7,6 +7,7 @@ import pytest
 
 from harness import ROOT
 from harness.lab.store import ChapterData, load
+from harness.book.provenance import duration_text, run_length_text
 from harness.book.step_tables import ceiling_sentences, outcome_sentences, sampling_sentence, scale_sentence
 
 SMOKE = ROOT / "data" / "smoke"
@@ -85,3 +86,14 @@ def test_ceiling_sentences_fall_back_to_spring_defaults(smoke):
     text = ceiling_sentences(with_steps(smoke, unset))
     assert "max-connections 8192, accept-count 100:" in text
     assert "max-connections 4, accept-count 6:" in ceiling_sentences(smoke)
+
+
+def test_run_length_of_chapter_3():
+    metas = [json.loads(p.read_text()) for p in (ROOT / "data" / "chapter3").glob("*/step.json")]
+    done = [m for m in metas if m.get("status") == "complete"]
+    expected = f"{duration_text(sum(m.get('wall_s', 0) for m in done))} for its {len(done)} steps, start-up included"
+    assert run_length_text("chapter3").startswith(expected)
+
+
+def test_run_length_without_data(data_dir):
+    assert run_length_text("chapter3") == "not measured yet"

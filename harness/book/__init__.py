@@ -34,14 +34,15 @@ from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measu
 from harness.book.chapters.ch3_verdicts import f000_f, f000_verdicts
 from harness.book.charts import (busy_threads_chart, completion_rate_chart, completions_chart, connections_chart,
                                  failures_chart, latency_ecdf_chart, rps_chart, ss_timeline_chart)
-from harness.book.provenance import machines_table, readme_commands, reproduce_box
+from harness.book.provenance import first_run_sentence, machines_table, readme_commands, reproduce_box
 from harness.book.step_tables import (ceiling_sentences, completion_table, outcome_sentences, peaks_table, sampling_sentence,
                                       scale_sentence, steps_table)
 from harness.book.verdict import verdict_table
 from harness.lab.store import ChapterData, load
 
 __all__ = [
-    "alt", "pd", "Markdown", "load", "ChapterData", "reproduce_box", "readme_commands", "machines_table", "verdict_table",
+    "alt", "pd", "Markdown", "load", "ChapterData", "reproduce_box", "readme_commands", "machines_table", "first_run_sentence",
+    "verdict_table",
     # shared charts and tables
     "completions_chart", "ss_timeline_chart", "busy_threads_chart", "rps_chart", "latency_ecdf_chart",
     "completion_rate_chart", "failures_chart", "connections_chart", "throughput_table",

@@ -11,7 +11,7 @@ def chapter(step_requests: dict[str, list[tuple[float, float]]], rps_model: floa
     frames, metas = [], {}
     for step, spans in step_requests.items():
         frames.append(pd.DataFrame({"step": step, "start_ms": [s for s, _ in spans], "end_ms": [e for _, e in spans],
-                                    "duration_ms": [e - s for s, e in spans], "status": 200}))
+                                    "duration_ms": [e - s for s, e in spans], "status": 200, "error_code": 0}))
         metas[step] = {"config": {"load": {"executor": "shared-iterations", "vus": 2, "tool": "k6"}},
                        "requests": {"asked": len(spans), "issued": len(spans), "succeeded": len(spans)},
                        "model": {"rps": rps_model, "threads": 2}, "load_started_ms": 0, "findings": []}

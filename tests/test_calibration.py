@@ -15,7 +15,7 @@ SERVER_BASE, PER_CONNECTION, PER_THREAD = 180 * MIB, 40 * KIB, 100 * KIB
 
 def meta(step, vus, issued=None, executor="per-vu-iterations", **extra):
     return {"id": step, "started_ms": 0, "machine": MACHINE, "load_started_ms": 0, "load_ended_ms": 10_000,
-            "config": {"load": {"vus": vus, "executor": executor}},
+            "config": {"load": {"vus": vus, "executor": executor}, "server": {}},
             "requests": {"asked": vus, "issued": vus if issued is None else issued}, **extra}
 
 
@@ -23,7 +23,7 @@ def spike(step, users, spread_s, t0=1_000_000):
     """One request per user, first requests spread evenly over `spread_s`."""
     starts = t0 + np.linspace(0, spread_s * 1000, users)
     return pd.DataFrame({"step": step, "vu": range(1, users + 1), "iteration": 0, "start_ms": starts,
-                         "end_ms": starts + 25_000, "status": 200})
+                         "end_ms": starts + 25_000, "status": 200, "error_code": 0})
 
 
 def memory_rows(step, users, threads):
@@ -116,7 +116,8 @@ def noise_data(failed: dict[str, int], shift_s: dict[str, float]) -> ChapterData
     for step, lost in failed.items():
         metas[step] = meta(step, 5) | {"model": model, "requests": {"asked": 100, "issued": 100, "succeeded": 4, "failed": lost}}
         ends = np.array([5.0, 5.0, 10.0, 10.0]) + shift_s.get(step, 0.0)
-        frames.append(pd.DataFrame({"step": step, "vu": range(1, 5), "start_ms": 0.0, "end_ms": ends * 1000, "status": 200}))
+        frames.append(pd.DataFrame({"step": step, "vu": range(1, 5), "start_ms": 0.0, "end_ms": ends * 1000, "status": 200,
+                                    "error_code": 0}))
     empty = pd.DataFrame(columns=["step", "ts_ms"])
     return ChapterData("chapter2", metas, pd.concat(frames, ignore_index=True), empty, empty, empty)
 

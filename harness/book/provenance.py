@@ -123,3 +123,21 @@ def readme_commands() -> Markdown:
     """README's set-up commands (its first bash block), quoted so the book cannot drift from the README."""
     block = re.search(r"```bash\n.*?```", (ROOT / "README.md").read_text(), re.S)
     return Markdown(block.group(0) if block else "*README.md has no bash block.*")
+
+
+def run_length_text(chapter: str) -> str:
+    """How long measuring a chapter took for the committed data, e.g. "31 min 7 s for its 39 steps, start-up included"."""
+    steps = complete_steps(chapter)
+    if not steps:
+        return "not measured yet"
+    return (f"{duration_text(sum(m.get('wall_s', 0) for m in steps.values()))} for its {len(steps)} step"
+            f"{'s' if len(steps) > 1 else ''}, start-up included, on the reference machine below")
+
+
+def first_run_sentence(chapter: str) -> Markdown:
+    """The preface's account of README's commands, with how long `chapter` (the book's main experiment) took to measure."""
+    return Markdown(
+        "The first command installs the pinned Python packages, builds the pinned k6, the sample server and the chart "
+        f"libraries, and measures the book's main experiment, {chapter.replace('chapter', 'chapter ')} "
+        f"({run_length_text(chapter)}), on your machine; the second runs every test. Then `invoke run <chapter>` "
+        "re-measures a chapter and `invoke render` rebuilds this book from your data.")

@@ -1,14 +1,17 @@
-"""Tables any spike chapter shows (chapter 3, the lab appendix): each step's setup, outcome and peaks against the model.
+"""Tables and sentences any spike chapter shows (chapter 3, the lab appendix): each step's setup, outcome and peaks
+against the model.
 """
 from __future__ import annotations
 
 import pandas as pd
 from IPython.display import Markdown
 from harness.book.analysis import spike_start_ms
-from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.spec import SERVER_DEFAULTS, SYSTEM_DEFAULTS
 from harness.lab.store import ChapterData, answered
 from harness.book.tables import people_table
 from harness.book.charts import step_order
+from harness.book.prose import words
+from harness.book.steps import kinds_text, step_run, wave_counts
 
 
 def completion_table(data: ChapterData) -> Markdown:
@@ -84,4 +87,50 @@ def ceiling_sentences(data: ChapterData) -> str:
             f"{server.get('TOMCAT_ACCEPT_COUNT', SERVER_DEFAULTS['TOMCAT_ACCEPT_COUNT'])}: "
             f"a ceiling of **{model['ceiling']}** connections, {room}; the simulation predicts "
             f"{model['succeeded']} responses and {model['failed']} failures.")
+    return "\n".join(lines)
+
+
+def scale_sentence(data: ChapterData) -> str:
+    """A chapter's scale in words, from its steps: "`smoke`: two worker threads and ten users."."""
+    threads = sorted({m["model"]["threads"] for m in data.steps.values()})
+    users = sorted({m["config"]["load"]["vus"] for m in data.steps.values()})
+    if not threads:
+        return f"`{data.chapter}`, not run yet."
+    return (f"`{data.chapter}`: {' or '.join(words(t) for t in threads)} worker thread{'s' if threads[-1] > 1 else ''} "
+            f"and {' or '.join(words(u) for u in users)} user{'s' if users[-1] > 1 else ''}.")
+
+
+def sampling_sentence(data: ChapterData) -> str:
+    """The samplers' interval: the lab's default, and what the chapter's steps ran with."""
+    default = SYSTEM_DEFAULTS["sample_interval_ms"]
+    used = sorted({m["config"]["system"].get("sample_interval_ms", default) for m in data.steps.values()})
+    return (f"The samplers take a sample every {default:,} ms unless a step sets `system.sample_interval_ms`; the "
+            f"{data.chapter} steps ran at {' and '.join(f'{ms:,} ms' for ms in used) or 'no interval yet'}.")
+
+
+def outcome_sentences(data: ChapterData) -> str:
+    """Per step, what happened in words: without keep-alive, the answers and their waves; with keep-alive, the users
+    whose connections kept Tomcat's slots and how the others failed."""
+    lines = []
+    for name in step_order(data):
+        run, meta = step_run(data, name), data.steps[name]
+        if run is None or "service_ms" not in run.model:
+            continue
+        answered_ = (f"all {words(run.asked)} users are answered" if run.ok == run.asked else
+                     f"{words(run.ok)} of the {words(run.asked)} users are answered")
+        if not meta["config"]["load"].get("connection_reuse", True):
+            sizes = list(wave_counts(run, run.model["service_ms"] / 1000).values())
+            waves = (f"in {words(len(sizes))} waves of {words(sizes[0])}" if len(set(sizes)) == 1 else
+                     f"in waves of {', '.join(words(n) for n in sizes)}") if sizes else "none at all"
+            lines.append(f"- Without keep-alive (`{name}`), slots free after every response: {answered_}, {waves}.")
+            continue
+        slots = run.knob("TOMCAT_MAX_CONNECTIONS")
+        held = f", and with them all {words(slots)} of Tomcat's slots," if run.ok >= slots else ","
+        timeout = f"k6's {run.model['client_timeout_ms'] / 1000:g} s timeout"
+        rest = ("no user is left waiting" if not run.failed else
+                f"the other {words(run.failed)} wait in the accept queue and in SYN retries until {timeout} gives up on them "
+                f"({kinds_text(run)})" if set(run.kinds()) == {"request timeout"} else
+                f"the other {words(run.failed)} wait in the accept queue and in SYN retries and fail: {kinds_text(run)}")
+        lines.append(f"- With keep-alive (`{name}`), the first {words(run.ok)} users keep their connections{held} after "
+                     f"their responses; {rest}.")
     return "\n".join(lines)

@@ -1,19 +1,102 @@
 """Chapter 1, one thread, one request (seed 002): the pool's throughput, Little's law, its tables and verdicts.
+
+The pool and the endpoint's sleep come from the steps as they ran (step.json); which steps a chart or sentence
+shows comes from the spec (experiments/chapter1.toml: findings, and a `role` where findings do not say).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
+from harness import LabError
 from harness.book.analysis import latency_percentiles, throughput_table
 from IPython.display import Markdown
+from harness.lab.spec import Step
 from harness.lab.store import ChapterData
+from harness.book.charts import rps_chart
+from harness.book.steps import spec_steps
 from harness.book.tables import people_table
 from harness.book.verdict import MODEL_NOISE, Verdict, verdict_of, within
+from harness.models.service import longest_service_ms
 
 
 ARTICLE_002_RPS = {1: 4.98, 10: 49.84, 100: 484.10, 500: 488.11}  # F002-a, the article's ab results
 
 
+ARTICLE_002_SETUP = {"threads": 100, "every": 10, "sleep_ms": 2000, "requests": 5000}  # the article's server and `ab -n`
+
+
 RPS_TOLERANCE = 0.10  # against the article's numbers: run-to-run spread here is a few %, the tail up to 8 %
+
+
+# What the chapter picks steps by (the spec's `role`, where findings alone do not say).
+RATE_HOLDS, PART_OF_POOL, POOL_FULL = "rate holds", "part of the pool", "pool full"
+
+
+QUEUEING = "F002-c"  # the steps with more clients than threads
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The server every step of the chapter ran: its pool, and the endpoint's sleep on one request in `every`."""
+
+    threads: int
+    every: int
+    sleep_ms: int
+    mean_service_ms: float  # a request's average thread time: sleep_ms / every
+    path: str
+
+    @property
+    def rate_per_thread(self) -> float:
+        """Requests one busy thread finishes per second."""
+        return 1000 / self.mean_service_ms
+
+
+def pool_of(data: ChapterData) -> Pool:
+    """The pool and sleep pattern from the steps' recorded config and model; one for the whole chapter."""
+    pools = {(m["model"]["threads"], m["config"]["load"]["path"], m["model"]["mean_service_ms"]): (step, m)
+             for step, m in data.steps.items()}
+    if len(pools) != 1:
+        raise LabError(f"{data.chapter}: expected every step on one pool and endpoint, found {len(pools) or 'no'}: "
+                       + "; ".join(f"{s}: {t} threads, {p}" for (t, p, _), (s, _m) in pools.items()))
+    (threads, path, mean_ms), (step, meta) = next(iter(pools.items()))
+    config = meta["config"]
+    sleep_ms = longest_service_ms(Step(data.chapter, step, "", (), config["server"], config["load"], config["system"]))
+    return Pool(threads, round(sleep_ms / mean_ms), sleep_ms, mean_ms, path)
+
+
+def chosen(data: ChapterData, roles: tuple[str, ...] = (), findings: tuple[str, ...] = ()) -> list[str]:
+    """Ids of the chapter's steps with these roles, then those testing these findings (spec order within each),
+    that have data."""
+    ids = [*(s for r in roles for s in spec_steps(data.chapter, role=r)),
+           *(s for f in findings for s in spec_steps(data.chapter, finding=f))]
+    return [s for s in dict.fromkeys(ids) if s in data.steps]
+
+
+def rate_steps(data: ChapterData) -> ChapterData:
+    """The C = 1 runs, whose per-second rate shows whether the pace holds."""
+    return data.only(chosen(data, (RATE_HOLDS,)))
+
+
+def queue_steps(data: ChapterData) -> list[str]:
+    """A pool just full, then clients queueing for it."""
+    return chosen(data, (POOL_FULL,), (QUEUEING,))
+
+
+def busy_steps(data: ChapterData) -> ChapterData:
+    """Every step with more than one client: part of the pool, all of it, and beyond."""
+    return data.only(chosen(data, (PART_OF_POOL, POOL_FULL), (QUEUEING,)))
+
+
+def phase_steps(data: ChapterData) -> ChapterData:
+    """The full-pool and queueing steps run with k6 (ab records start times to the second only)."""
+    return data.only([s for s in queue_steps(data) if data.steps[s]["config"]["load"].get("tool", "k6") == "k6"])
+
+
+def pool_rps_chart(data: ChapterData):
+    """RPS per concurrency and tool on the model's line, drawn for the pool and sleep the steps ran with."""
+    pool = pool_of(data)
+    return rps_chart(throughput_table(data), rate_per_thread=pool.rate_per_thread, threads=pool.threads)
 
 
 def f002_verdicts(data) -> list[Verdict]:
@@ -54,35 +137,45 @@ def f002_b(table) -> Verdict:
 
 
 def f002_c(data) -> Verdict:
-    """Queueing at C = 500: waits several times the service time, yet most requests stay fast."""
+    """Queueing where clients outnumber threads: waits several times the service time, some longer than a sleep."""
     throughput = throughput_table(data).set_index("step")
     table = latency_percentiles(data).set_index("step")
-    c500 = [s for s, m in data.steps.items() if m["config"]["load"]["vus"] == 500]
-    service_ms, sleep_ms = 200, 2000  # /every-nth?n=10&sleepMs=2000: 0.2 s of thread time on average
+    queued = chosen(data, findings=(QUEUEING,))
+    article = "C = 500: median ~107 ms, p66 ~1.86 s, max ~4.1 s: requests queue"
+    if not queued:
+        return Verdict("F002-c", article, "no step with more clients than threads", verdict_of(False),
+                       "nothing measured to judge on")
+    pool = pool_of(data)
     # Queueing, by Little's law: the mean wait is several service times, and some wait longer than a sleep.
-    checks = {s: (throughput.loc[s, "mean_latency_ms"] >= 3 * service_ms and table.loc[s, "max_ms"] > sleep_ms)
-              for s in c500}
-    agrees = bool(checks) and all(checks.values())
+    checks = {s: (throughput.loc[s, "mean_latency_ms"] >= 3 * pool.mean_service_ms and table.loc[s, "max_ms"] > pool.sleep_ms)
+              for s in queued}
+    agrees = all(checks.values())
     measured = "; ".join(
         f"{s}: mean {throughput.loc[s, 'mean_latency_ms']:.0f} ms, median {table.loc[s, 'p50_ms']:.0f} ms, "
-        f"p66 {table.loc[s, 'p66_ms']:.0f} ms, max {table.loc[s, 'max_ms']:.0f} ms" for s in c500)
-    return Verdict("F002-c", "C = 500: median ~107 ms, p66 ~1.86 s, max ~4.1 s: requests queue",
-                   measured or "no C = 500 step", verdict_of(agrees),
-                   "mean latency ≥ 3× the 200 ms service time (Little's law predicts 5×) and "
-                   "some waits longer than a whole 2 s sleep" + ("" if agrees else ": not met"))
+        f"p66 {table.loc[s, 'p66_ms']:.0f} ms, max {table.loc[s, 'max_ms']:.0f} ms" for s in queued)
+    little = max(data.steps[s]["model"]["mean_latency_ms"] for s in queued) / pool.mean_service_ms
+    return Verdict("F002-c", article, measured, verdict_of(agrees),
+                   f"mean latency ≥ 3× the {pool.mean_service_ms:.0f} ms service time (Little's law predicts {little:.0f}×) "
+                   f"and some waits longer than a whole {pool.sleep_ms / 1000:g} s sleep" + ("" if agrees else ": not met"))
+
+
+def rps_change_beyond_pool(table: pd.DataFrame) -> pd.Series:
+    """Per tool, how much RPS changes from the smallest C that fills the pool to the largest (+0.01 = 1 % more)."""
+    full = table[table.concurrency >= table["threads"]].sort_values("concurrency")
+    return full.groupby("tool")["rps"].agg(lambda r: r.iloc[-1] / r.iloc[0] - 1)
 
 
 def f002_d(data, table) -> Verdict:
     """The premise of the ways out: the pool, not the CPU or the clients, is what limits."""
     busy = data.actuator[(data.actuator.metric == "tomcat.threads.busy")]
-    c500 = [s for s, m in data.steps.items() if m["config"]["load"]["vus"] == 500]
-    peak = busy[busy.step.isin(c500)]["value"].max() if c500 else float("nan")
-    pool = table["threads"].max()
-    flat = table[table.concurrency.isin([100, 500])].groupby("tool")["rps"].agg(lambda r: r.max() / r.min() - 1)
-    agrees = bool(peak == pool) and bool((flat <= RPS_TOLERANCE).all())
+    queued = chosen(data, findings=(QUEUEING,))
+    peak = busy[busy.step.isin(queued)]["value"].max() if queued else float("nan")
+    pool, most = table["threads"].max(), table["concurrency"].max()
+    change = rps_change_beyond_pool(table)
+    agrees = bool(peak == pool) and bool((change.abs() <= RPS_TOLERANCE).all())
     return Verdict("F002-d", "the way out is more threads, async I/O or green threads: the pool is the limit",
-                   f"at C = 500 busy threads peak at {peak:.0f} of {pool}; RPS from C = 100 to 500 changes by "
-                   + ", ".join(f"{t} {v:+.1%}" for t, v in flat.items()), verdict_of(agrees),
+                   f"at C = {most} busy threads peak at {peak:.0f} of {pool}; RPS from C = {pool} to {most} changes by "
+                   + ", ".join(f"{t} {v:+.1%}" for t, v in change.items()), verdict_of(agrees),
                    "all threads busy while RPS stays flat: only a bigger or cheaper pool moves it (virtual threads: a later chapter)"
                    if agrees else "the pool is not shown to be the limit")
 

@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 from harness.lab.store import ChapterData
 from harness.book.charts import PALETTE, T_TITLE, WIDTH, faded_unless, legend_highlight
-from harness.book.chapters.ch2_lab import memory_costs
+from harness.book.chapters.ch2_lab import SERIES, memory_costs
 
 
 def start_curves_chart(curves: pd.DataFrame, spike_s: float) -> alt.LayerChart:
@@ -43,8 +43,8 @@ def spread_chart(starts: pd.DataFrame, spike_s: float, wave_s: float) -> alt.Lay
 
 def issued_chart(starts: pd.DataFrame) -> alt.LayerChart:
     """constant-vus for 1 s: requests issued against users asked, beside the per-vu users started within 1 s."""
-    cv = starts[starts.series.str.startswith("constant")]
-    hold = starts[starts.series == "N threads"]
+    cv = starts[starts.series == SERIES["cv-"]]
+    hold = starts[starts.series == SERIES["hold-"]]
     frame = pd.concat([
         pd.DataFrame({"users": cv["users"], "requests": cv["issued"], "series": "constant-vus 1 s: issued"}),
         pd.DataFrame({"users": hold["users"], "requests": hold["started_1s"], "series": "per-vu: started within 1 s"}),

@@ -6,7 +6,8 @@ import statistics
 from dataclasses import dataclass
 import pandas as pd
 from harness.lab.store import ChapterData
-from harness.book.chapters.ch2_lab import MIB, SERIES, SPIKE_S, first_overflow, memory_costs, memory_table, noise_summary, noise_table, overflow_table, recorded_machine, redeploy_table, runs_table, sampler_cost_table, spike_limit, start_table, steps_with
+from harness.book.chapters.ch2_lab import MIB, SERIES, SPIKE_S, first_overflow, memory_costs, memory_table, noise_summary, noise_table, overflow_table, recorded_machine, redeploy_table, runs_table, sampler_cost_table, series_knob, spike_limit, start_table, steps_with
+from harness.book.prose import words
 from collections.abc import Callable
 from harness.book.verdict import Verdict
 
@@ -95,7 +96,8 @@ def check_acceptor(data: ChapterData) -> Check:
     hold = table[table.series == SERIES["hold-"]].sort_values("users")
     text = ", ".join(f"{r.users:,}: {r.listen_overflows:,}" for r in hold.itertuples())
     return Check("Tomcat accepts a spike as fast as it arrives while max-connections has room (chapter 3's model assumes so)",
-                 f"accept-queue overflows (accept-count 100, max-connections 16,000) per N: {text or 'no step'}",
+                 f"accept-queue overflows (accept-count {series_knob(data, 'hold-', 'TOMCAT_ACCEPT_COUNT'):,}, max-connections "
+                 f"{series_knob(data, 'hold-', 'TOMCAT_MAX_CONNECTIONS'):,}) per N: {text or 'no step'}",
                  bool(len(hold)) and first_overflow(table) is None)
 
 
@@ -203,9 +205,10 @@ def meaning_sentences(data: ChapterData) -> str:
     overflow = first_overflow(overflow_table(data))
     if overflow is not None:
         lines.append(f"- **Tomcat's acceptor is slower than a spike from {overflow:,} users on.** With max-connections far "
-                     "away, the kernel's accept queue (accept-count 100) still overflowed: the one acceptor thread shares two "
-                     "cores with k6 and thousands of workers. Those clients' SYNs were dropped and sent again 1, 3 or 7 s "
-                     "later. Chapter 3's model accepts instantly, so where it predicts no overflow its times are a lower bound.")
+                     f"away, the kernel's accept queue (accept-count {series_knob(data, 'hold-', 'TOMCAT_ACCEPT_COUNT'):,}) still "
+                     f"overflowed: the one acceptor thread shares {words(machine['cores'])} cores with k6 and thousands of "
+                     "workers. Those clients' SYNs were dropped and sent again 1, 3 or 7 s later. Chapter 3's model accepts "
+                     "instantly, so where it predicts no overflow its times are a lower bound.")
     per_user = costs["k6_per_user_kib"] + costs["server_per_connection_and_thread_kib"]
     bound = "open files, not memory," if memory_bound_users(data) > machine["nofile_limit"] else "memory, before open files,"
     lines.append(f"- **{bound.capitalize()} limit how many users one machine holds**: {costs['k6_per_user_kib']:,.0f} KiB per "

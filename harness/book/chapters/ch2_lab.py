@@ -3,7 +3,7 @@ connection and a thread cost in memory, how long a redeploy takes, what the samp
 repeated step varies.
 
 Steps are grouped by id prefix (experiments/chapter2.toml): hold-N (N users on N threads), queue-N (N users
-on 200 threads), cv-N (constant-vus for 1 s), redeploy-*, noise-* and unsampled-* (chapter 3's headline
+on Spring Boot's default pool), cv-N (constant-vus for 1 s), redeploy-*, noise-* and unsampled-* (chapter 3's headline
 step repeated, with and without samplers).
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from harness.book.analysis import spike_start_ms
+from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData, answered
 
 
@@ -20,13 +21,19 @@ SPIKE_S = 1.0  # the articles' constant-vus duration: a user k6 starts later sen
 MIB = 2**20
 
 
-SERIES = {"hold-": "N threads", "queue-": "200 threads", "cv-": "constant-vus 1 s"}
+SERIES = {"hold-": "N threads", "queue-": f"{SERVER_DEFAULTS['TOMCAT_MAX_THREADS']} threads", "cv-": "constant-vus 1 s"}
 
 
 def steps_with(data: ChapterData, prefix: str) -> list[str]:
     """The steps of a series, fewest users first."""
     ids = [s for s in data.steps if s.startswith(prefix)]
     return sorted(ids, key=lambda s: (data.steps[s]["config"]["load"].get("vus", 0), s))
+
+
+def series_knob(data: ChapterData, prefix: str, name: str):
+    """A server knob as a series' steps ran it (Spring Boot's default where the spec leaves it); the most common value."""
+    values = pd.Series([data.steps[s]["config"]["server"].get(name, SERVER_DEFAULTS.get(name)) for s in steps_with(data, prefix)])
+    return values.mode().iloc[0] if len(values) else SERVER_DEFAULTS.get(name)
 
 
 def _users(data: ChapterData, step: str) -> int:
@@ -64,15 +71,25 @@ def start_curves(data: ChapterData, prefix: str = "hold-", points: int = 100) ->
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "users", "share", "t_s"])
 
 
-def issued_runs(data: ChapterData, users: int = 10000) -> pd.DataFrame:
-    """Every constant-vus run at `users` (cv-N and its repeats again-cv-N-k): requests issued and the last start."""
+def repeated_users(data: ChapterData) -> int | None:
+    """The N whose constant-vus step ran again (again-cv-N-k), None when none did."""
+    again = steps_with(data, "again-cv-")
+    return _users(data, again[0]) if again else None
+
+
+def issued_runs(data: ChapterData, users: int | None = None) -> pd.DataFrame:
+    """Every constant-vus run at `users` (default: the N that ran again; cv-N and its repeats again-cv-N-k): requests
+    issued and the last start."""
+    users = users or repeated_users(data)
     steps = [s for s in (f"cv-{users}", *steps_with(data, f"again-cv-{users}-")) if s in data.steps]
     return pd.DataFrame([{"step": s, "users": users, "issued": data.steps[s]["requests"]["issued"],
-                          "last_start_s": first_starts_s(data, s).max()} for s in steps])
+                          "last_start_s": first_starts_s(data, s).max()} for s in steps],
+                        columns=["step", "users", "issued", "last_start_s"])
 
 
-def issued_sentence(data: ChapterData, users: int = 10000) -> str:
+def issued_sentence(data: ChapterData, users: int | None = None) -> str:
     """What the constant-vus repeats at `users` show, against the per-vu run's users started within 1 s."""
+    users = users or repeated_users(data)
     runs = issued_runs(data, users)
     hold = start_table(data).set_index("step")
     if runs.empty or f"hold-{users}" not in hold.index:
@@ -81,11 +98,14 @@ def issued_sentence(data: ChapterData, users: int = 10000) -> str:
     low, high = int(runs["issued"].min()), int(runs["issued"].max())
     side = "all below" if high < started else "all above" if low > started else "around"
     within = "every one started within the first second" if runs["last_start_s"].max() <= SPIKE_S else "some started later"
+    pace = ("At this size the two executors do not start users at the same pace, and the count differs from run to run: "
+            if side != "around" else "At this size the two executors start users at about the same pace, but the count "
+            "differs from run to run: ")
+    why = ("We have not isolated why k6 starts constant-vus users more slowly; chapter 3 judges its findings on the per-vu "
+           "runs for this reason." if side == "all below" else "")
     return (f"Over {len(runs)} runs `constant-vus` issued between {low:,} and {high:,} of {users:,} requests ({within}), "
-            f"{side} the {started:,} users the per-vu run had started by then. "
-            "At this size the two executors do not start users at the same pace, and the count differs from run to run: "
-            "a chapter that quotes what `constant-vus` sent quotes one draw. We have not isolated why k6 starts "
-            "constant-vus users more slowly; chapter 3 judges its findings on the per-vu runs for this reason.")
+            f"{side} the {started:,} users the per-vu run had started by then. {pace}"
+            f"a chapter that quotes what `constant-vus` sent quotes one draw. {why}").rstrip()
 
 
 def spike_limit(table: pd.DataFrame) -> int | None:
@@ -152,7 +172,7 @@ def _slope(x: pd.Series, y: pd.Series) -> tuple[float, float]:
 
 def memory_costs(table: pd.DataFrame) -> dict[str, float]:
     """KiB per unit from straight lines through the peaks: k6 per user (both series), the server per held
-    connection (200 threads) and per connection with its own thread (N threads); a thread is the difference."""
+    connection (queue-N's fixed pool) and per connection with its own thread (N threads); a thread is the difference."""
     hold, queue = table[table.series == SERIES["hold-"]], table[table.series == SERIES["queue-"]]
     k6, _ = _slope(table["users"], table["k6_mib"])
     both, _ = _slope(hold["connections"], hold["server_mib"])

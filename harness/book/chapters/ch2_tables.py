@@ -6,7 +6,10 @@ import pandas as pd
 from IPython.display import Markdown
 from harness.lab.store import ChapterData
 from harness.book.tables import people_table
-from harness.book.chapters.ch2_checks import Check
+from harness.book.prose import listed
+from harness.book.steps import ANY_MACHINE
+from harness.lab.spec import FD_RESERVE, load_spec
+from harness.book.chapters.ch2_checks import Check, memory_bound_users
 from harness.book.chapters.ch2_lab import issued_runs, memory_table, noise_summary, noise_table, overflow_table, recorded_machine, redeploy_table, runs_table, sampler_cost_table, start_table
 
 
@@ -16,24 +19,51 @@ def check_table(checks: list[Check]) -> Markdown:
                                       for c in checks]))
 
 
-# What each of the machine's ceilings caps in the book (the values come from step.json).
-CEILINGS = {
-    "cores": ("CPU cores", "k6, the server and the samplers share them: k6's start-up speed and every timing depend on it"),
-    "memory_bytes": ("memory", "k6's users and the server's threads and connections; far from the limit, see above"),
-    "nofile_limit": ("open files per process (hard limit)", "one socket per user: k6 and the server each hold fewer than this; "
-                     "chapter 3's 15,000 users are the most one k6 process can run here"),
-    "somaxconn": ("net.core.somaxconn", "silently caps Tomcat's accept-count; chapter 3 raises it for its accept-count 2000 step"),
-    "local_port_range": ("local port range", "client ports to one server address and port: about 28,000 connections at once"),
-    "pid_max": ("kernel.pid_max", "every server thread takes a pid: N threads plus everything else must fit"),
-    "threads_max": ("kernel.threads-max", "threads system-wide"),
-}
+def somaxconn_caps(chapter: str) -> str:
+    """What net.core.somaxconn caps, and which of `chapter`'s steps raise it, for which accept-count (from its spec)."""
+    raised: dict[int, list] = {}
+    for step in load_spec(chapter, ANY_MACHINE).steps:
+        if step.system["raise_somaxconn"]:
+            raised.setdefault(step.knob("TOMCAT_ACCEPT_COUNT"), []).append(step)
+    name = chapter.replace("chapter", "chapter ")
+    if not raised:
+        return f"silently caps Tomcat's accept-count; no step of {name} raises it"
+    return f"silently caps Tomcat's accept-count; {name} raises it for " + "; ".join(
+        f"its {listed({s.load['vus'] for s in steps})}-user steps' accept-count {count:,} "
+        f"({', '.join(s.id for s in steps)})" for count, steps in sorted(raised.items()))
 
 
-def ceilings_table(data: ChapterData) -> Markdown:
-    """The machine's ceilings as recorded with the data, and what each caps in the chapters."""
+def nofile_caps(data: ChapterData, chapter: str) -> str:
+    """How many users one k6 process can hold under the open-files limit, against `chapter`'s largest step."""
+    most = max((s.load.get("vus", 0) for s in load_spec(chapter, ANY_MACHINE).steps), default=0)
+    room = recorded_machine(data)["nofile_limit"] - FD_RESERVE
+    name = chapter.replace("chapter", "chapter ")
+    return (f"one socket per user: k6 and the server each need one per user held, so a step may ask for at most {room:,} "
+            f"users here ({FD_RESERVE} files kept for each process's own); {name}'s largest step has {most:,}")
+
+
+def ceilings(data: ChapterData, chapter: str) -> dict[str, tuple[str, str]]:
+    """What each of the machine's ceilings caps in the book, worded from step.json and `chapter`'s spec (the book's
+    largest experiment)."""
+    low, high = (int(p) for p in recorded_machine(data).get("local_port_range", (0, -1)))
+    return {
+        "cores": ("CPU cores", "k6, the server and the samplers share them: k6's start-up speed and every timing depend on it"),
+        "memory_bytes": ("memory", "k6's users and the server's threads and connections: at the cost measured above, "
+                         f"about {memory_bound_users(data):,.0f} users"),
+        "nofile_limit": ("open files per process (hard limit)", nofile_caps(data, chapter)),
+        "somaxconn": ("net.core.somaxconn", somaxconn_caps(chapter)),
+        "local_port_range": ("local port range", "client ports to one server address and port: at most "
+                             f"{high - low + 1:,} connections at once"),
+        "pid_max": ("kernel.pid_max", "every server thread takes a pid: N threads plus everything else must fit"),
+        "threads_max": ("kernel.threads-max", "threads system-wide"),
+    }
+
+
+def ceilings_table(data: ChapterData, chapter: str) -> Markdown:
+    """The machine's ceilings as recorded with the data, and what each caps in the chapters (`chapter`: the largest)."""
     machine = recorded_machine(data)
     rows = []
-    for key, (name, caps) in CEILINGS.items():
+    for key, (name, caps) in ceilings(data, chapter).items():
         value = machine.get(key)
         if key == "memory_bytes" and value:
             value = f"{value / 2**30:.1f} GiB"

@@ -14,33 +14,118 @@ from IPython.display import Markdown
 from harness.book import render  # noqa: F401 (sets the theme and the offline renderer)
 from harness.book.analysis import throughput_table
 from harness.book.chapters.ch0_answer import answer_paragraph, answer_table, knobs_glossary
-from harness.book.chapters.ch1_pool import (busy_steps, f002_verdicts, latency_table, littles_law_table, phase_steps,
-                                            pool_rps_chart, predictions_table, queue_steps, rate_steps, rps_table)
-from harness.book.chapters.ch1_sentences import (busy_sentence, default_pool_sentence, latency_sentences, little_model_sentence,
-                                                 little_sentence, load_sentence, model_sentence, pace_sentence,
-                                                 premise_sentence, rps_sentence, setup_sentence)
-from harness.book.chapters.ch2_charts import (issued_chart, memory_chart, noise_chart, redeploy_chart, sampler_cost_chart,
-                                              spread_chart, start_curves_chart)
-from harness.book.chapters.ch2_checks import (REDEPLOY_GOAL_MS, SAMPLER_BUDGET, checks, meaning_sentences, memory_sentence,
-                                              noise_sentence, sampler_sentence)
-from harness.book.chapters.ch2_lab import (SPIKE_S, issued_sentence, memory_table, noise_table, sampler_cost_table,
-                                           start_curves, start_table)
-from harness.book.chapters.ch2_sentences import (acceptor_sentence, cores_sentence, lag_sentence, overflow_sentence,
-                                                 repeats_intro, sampler_setup_sentence, setup_list, starts_sentence, wave_s)
-from harness.book.chapters.ch2_tables import (ceilings_table, check_table, issued_repeats, memory_summary, noise_runs,
-                                              noise_waves, overflow_summary, redeploy_summary, starts_summary)
+from harness.book.chapters.ch1_pool import (
+                                            busy_steps,
+                                            f002_verdicts,
+                                            latency_table,
+                                            littles_law_table,
+                                            phase_steps,
+                                            pool_rps_chart,
+                                            predictions_table,
+                                            queue_steps,
+                                            rate_steps,
+                                            rps_table,
+)
+from harness.book.chapters.ch1_sentences import (
+                                            busy_sentence,
+                                            default_pool_sentence,
+                                            latency_sentences,
+                                            little_model_sentence,
+                                            little_sentence,
+                                            load_sentence,
+                                            model_sentence,
+                                            pace_sentence,
+                                            premise_sentence,
+                                            rps_sentence,
+                                            setup_sentence,
+)
+from harness.book.chapters.ch2_charts import (
+                                            issued_chart,
+                                            memory_chart,
+                                            noise_chart,
+                                            redeploy_chart,
+                                            sampler_cost_chart,
+                                            spread_chart,
+                                            start_curves_chart,
+)
+from harness.book.chapters.ch2_checks import (
+                                            REDEPLOY_GOAL_MS,
+                                            SAMPLER_BUDGET,
+                                            checks,
+                                            meaning_sentences,
+                                            memory_sentence,
+                                            noise_sentence,
+                                            sampler_sentence,
+)
+from harness.book.chapters.ch2_lab import (
+                                            SPIKE_S,
+                                            issued_sentence,
+                                            memory_table,
+                                            noise_table,
+                                            sampler_cost_table,
+                                            start_curves,
+                                            start_table,
+)
+from harness.book.chapters.ch2_sentences import (
+                                            acceptor_sentence,
+                                            cores_sentence,
+                                            lag_sentence,
+                                            overflow_sentence,
+                                            repeats_intro,
+                                            sampler_setup_sentence,
+                                            setup_list,
+                                            starts_sentence,
+                                            wave_s,
+)
+from harness.book.chapters.ch2_tables import (
+                                            ceilings_table,
+                                            check_table,
+                                            issued_repeats,
+                                            memory_summary,
+                                            noise_runs,
+                                            noise_waves,
+                                            overflow_summary,
+                                            redeploy_summary,
+                                            starts_summary,
+)
 from harness.book.chapters.ch3_connections import failure_summary, issued_table, plus_one_table, spike_predictions_table
 from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
-from harness.book.chapters.ch3_sentences import (ceiling_paragraph, executors_sentence, fixes_sentence, isolation_list,
-                                                 knobs_list, machine_limit_sentence, meaning_list, one_connection_paragraph,
-                                                 plus_one_sentence, repeats_sentence, timeouts_sentence, waves_sentence)
+from harness.book.chapters.ch3_sentences import (
+                                            ceiling_paragraph,
+                                            executors_sentence,
+                                            fixes_sentence,
+                                            isolation_list,
+                                            knobs_list,
+                                            machine_limit_sentence,
+                                            meaning_list,
+                                            one_connection_paragraph,
+                                            plus_one_sentence,
+                                            repeats_sentence,
+                                            timeouts_sentence,
+                                            waves_sentence,
+)
 from harness.book.chapters.ch3_steps import f000_steps, only_steps
 from harness.book.chapters.ch3_verdicts import f000_f, f000_verdicts
-from harness.book.charts import (busy_threads_chart, completion_rate_chart, completions_chart, connections_chart,
-                                 failures_chart, latency_ecdf_chart, rps_chart, ss_timeline_chart)
+from harness.book.charts import (
+                                            busy_threads_chart,
+                                            completion_rate_chart,
+                                            completions_chart,
+                                            connections_chart,
+                                            failures_chart,
+                                            latency_ecdf_chart,
+                                            rps_chart,
+                                            ss_timeline_chart,
+)
 from harness.book.provenance import first_run_sentence, machines_table, readme_commands, reproduce_box
-from harness.book.step_tables import (ceiling_sentences, completion_table, outcome_sentences, peaks_table, sampling_sentence,
-                                      scale_sentence, steps_table)
+from harness.book.step_tables import (
+                                            ceiling_sentences,
+                                            completion_table,
+                                            outcome_sentences,
+                                            peaks_table,
+                                            sampling_sentence,
+                                            scale_sentence,
+                                            steps_table,
+)
 from harness.book.verdict import verdict_table
 from harness.lab.store import ChapterData, load
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import altair as alt
 import pandas as pd
+
 from harness import LabError
 from harness.book.analysis import spike_start_ms
-from harness.lab.store import ChapterData, answered
 from harness.book.verdict import failure_kinds
-
+from harness.lab.store import ChapterData, answered
 
 THEME = "concurrency-lab"
 

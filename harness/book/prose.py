@@ -3,7 +3,6 @@ them ("9–12 %"), lists of levels ("1, 10, 100 and 500").
 """
 from __future__ import annotations
 
-
 WORDS = dict(enumerate(["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]))
 
 

@@ -13,8 +13,8 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness import ROOT
-from harness.lab.store import complete_steps, data_root
 from harness.book.tables import markdown_table
+from harness.lab.store import complete_steps, data_root
 
 # The versions a step records, in the order they are shown, with their names for people.
 VERSION_NAMES = {"java": "Java", "spring_boot": "Spring Boot", "k6": "k6", "ab": "ab", "python": "Python"}

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import uuid
-import altair as alt
-from harness.book.charts import THEME
 
+import altair as alt
+
+from harness.book.charts import THEME
 
 RENDERER = "concurrency-lab-offline"
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pandas as pd
 from IPython.display import Markdown
+
 from harness.book.analysis import spike_start_ms
-from harness.lab.spec import SERVER_DEFAULTS, SYSTEM_DEFAULTS
-from harness.lab.store import ChapterData, answered
-from harness.book.tables import people_table
 from harness.book.charts import step_order
 from harness.book.prose import words
 from harness.book.steps import kinds_text, step_run, wave_counts
+from harness.book.tables import people_table
+from harness.lab.spec import SERVER_DEFAULTS, SYSTEM_DEFAULTS
+from harness.lab.store import ChapterData, answered
 
 
 def completion_table(data: ChapterData) -> Markdown:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from functools import cached_property
+
 import pandas as pd
+
+from harness.book.verdict import COUNT_TOLERANCE, DIFFERS, MODEL_SLACK, MOST, NOT_REPRODUCED, Verdict, answered, failure_kinds
 from harness.lab.spec import SERVER_DEFAULTS, Step, load_spec
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, simulate_measured_arrivals
-from harness.book.verdict import COUNT_TOLERANCE, DIFFERS, MODEL_SLACK, MOST, NOT_REPRODUCED, Verdict, answered, failure_kinds
-
 
 SLEEP_000_S = 5  # GET /hello sleeps 5 s: answers come in waves, one every 5 s
 

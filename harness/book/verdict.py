@@ -7,13 +7,14 @@ words, so the book's tables stay comparable; `verdict_table` shows a chapter's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import pandas as pd
-from harness.lab.spec import FINDING_ID
 from IPython.display import Markdown
+
 from harness.book.tables import markdown_table
 from harness.lab.load.k6 import INTERRUPTED_CODE
+from harness.lab.spec import FINDING_ID
 from harness.lab.store import answered
-
 
 REPRODUCED = "reproduced"
 

@@ -1,15 +1,14 @@
 """Measurements of the lab itself (not of Tomcat): how long a redeploy takes."""
 from __future__ import annotations
 
-from harness.lab.backends import backend as make_backend
-
 import statistics
 import tempfile
 from pathlib import Path
 
+from harness.lab.backends import backend as make_backend
+from harness.lab.backends.local import check_launches
 from harness.lab.samplers import now_ms, read_proc
 from harness.lab.spec import Step, load_spec
-from harness.lab.backends.local import check_launches
 
 
 def redeploys(step: Step, server_backend, starts: int, log: Path, rows: list[dict], info: dict, progress=None) -> None:

@@ -6,8 +6,6 @@ step, and re-raises so nothing after it runs.
 """
 from __future__ import annotations
 
-from harness.lab.backends import backend as make_backend
-
 import os
 import signal
 import statistics
@@ -18,14 +16,15 @@ from dataclasses import dataclass
 
 from harness import LabError, say
 from harness.lab import store, system
+from harness.lab.backends import backend as make_backend
+from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, spawn, terminate
+from harness.lab.backends.local import cds_ready, check_launches
 from harness.lab.bench import redeploys
+from harness.lab.load import load_tool
+from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts
 from harness.lab.samplers import Samplers, now_ms
 from harness.lab.spec import Step, load_spec
-from harness.lab.backends.local import cds_ready, check_launches
-from harness.lab.load import load_tool
-from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, spawn, terminate
 from harness.models import MODEL_VERSION, STARTUP_ALLOWANCE_MS, expected_step_ms, predict
-from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts
 
 LOAD_EXTRA_WAIT_S = 60  # beyond the model's stop time before the load tool is declared stuck
 TAIL_SAMPLES = 2  # sampler ticks kept running after k6 ends, to see connections drain

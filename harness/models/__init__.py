@@ -6,9 +6,8 @@ with Little's law). They know nothing of files or charts; `predict(step)` picks 
 from __future__ import annotations
 
 from harness.lab.spec import Step
-from harness.models.spike import Prediction, predict_spike
 from harness.models.closed_loop import ThroughputPrediction, is_closed_loop, predict_throughput
-
+from harness.models.spike import Prediction, predict_spike
 
 # Stored in step.json beside each prediction: bump it when a model's predictions change, so data made with an older
 # model can be told apart.

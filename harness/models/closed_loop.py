@@ -6,6 +6,7 @@ by Little's law the mean latency is C / RPS.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+
 from harness.lab.spec import Step
 from harness.models.service import longest_service_ms, mean_service_ms
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
+
 from harness.lab.spec import Step
 
 

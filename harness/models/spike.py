@@ -29,10 +29,10 @@ import heapq
 import math
 from collections import Counter, deque
 from dataclasses import asdict, dataclass
+
 from harness.lab.spec import Step
 from harness.lab.units import duration_ms
 from harness.models.service import _service_ms
-
 
 KERNEL_EXTRA = 1  # the accept queue holds backlog + 1 (see module docstring)
 

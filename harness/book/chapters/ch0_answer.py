@@ -20,12 +20,12 @@ import pandas as pd
 
 from harness import SERVER_DIR
 from harness.book.analysis import throughput_table
-from harness.lab.spec import LOAD_DEFAULTS, SERVER_DEFAULTS
-from harness.lab.units import duration_ms
-from harness.lab.store import ChapterData
+from harness.book.steps import PLUS_ONE, spec_steps, step_run, wave_counts
 from harness.book.tables import markdown_table
 from harness.book.verdict import COUNT_TOLERANCE, MODEL_NOISE, QUEUE_RACE, answered, failure_kinds, within
-from harness.book.steps import PLUS_ONE, spec_steps, step_run, wave_counts
+from harness.lab.spec import LOAD_DEFAULTS, SERVER_DEFAULTS
+from harness.lab.store import ChapterData
+from harness.lab.units import duration_ms
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, KERNEL_EXTRA, SYN_RETRY_MS
 
 HEADLINE = "f-10k-pv"  # chapter 3's 10,000 users on the default connection limits

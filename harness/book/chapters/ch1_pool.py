@@ -8,17 +8,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
+from IPython.display import Markdown
+
 from harness import LabError
 from harness.book.analysis import latency_percentiles, throughput_table
-from IPython.display import Markdown
-from harness.lab.spec import Step
-from harness.lab.store import ChapterData
 from harness.book.charts import rps_chart
 from harness.book.steps import spec_steps
 from harness.book.tables import people_table
 from harness.book.verdict import MODEL_NOISE, Verdict, verdict_of, within
+from harness.lab.spec import Step
+from harness.lab.store import ChapterData
 from harness.models.service import longest_service_ms
-
 
 ARTICLE_002_RPS = {1: 4.98, 10: 49.84, 100: 484.10, 500: 488.11}  # F002-a, the article's ab results
 

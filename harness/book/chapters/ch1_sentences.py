@@ -4,15 +4,24 @@
 from __future__ import annotations
 
 import pandas as pd
+
 from harness.book.analysis import latency_percentiles, steps_frame, throughput_table
-from harness.lab.spec import SERVER_DEFAULTS
-from harness.lab.store import ChapterData, answered
+from harness.book.chapters.ch1_pool import (
+    ARTICLE_002_SETUP,
+    POOL_FULL,
+    QUEUEING,
+    RATE_HOLDS,
+    chosen,
+    f002_b,
+    f002_d,
+    pool_of,
+    rps_change_beyond_pool,
+)
 from harness.book.prose import listed, ordinal, percent, span, times, words
 from harness.book.verdict import MODEL_NOISE, REPRODUCED, within
-from harness.book.chapters.ch1_pool import (ARTICLE_002_SETUP, POOL_FULL, QUEUEING, RATE_HOLDS, chosen, f002_b, f002_d,
-                                            pool_of, rps_change_beyond_pool)
+from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.store import ChapterData, answered
 from harness.models.closed_loop import closed_loop_rps
-
 
 PACE_CYCLES = 5  # the C = 1 pace is counted per this many sleep cycles (one sleeping request and its fast neighbours)
 

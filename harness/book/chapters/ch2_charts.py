@@ -2,13 +2,12 @@
 """
 from __future__ import annotations
 
-from harness.book.charts import _rule
-
 import altair as alt
 import pandas as pd
-from harness.lab.store import ChapterData
-from harness.book.charts import PALETTE, T_TITLE, WIDTH, faded_unless, legend_highlight
+
 from harness.book.chapters.ch2_lab import SERIES, memory_costs
+from harness.book.charts import PALETTE, T_TITLE, WIDTH, _rule, faded_unless, legend_highlight
+from harness.lab.store import ChapterData
 
 
 def start_curves_chart(curves: pd.DataFrame, spike_s: float) -> alt.LayerChart:

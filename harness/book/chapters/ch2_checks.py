@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
-import pandas as pd
-from harness.lab.store import ChapterData
-from harness.book.chapters.ch2_lab import MIB, SERIES, SPIKE_S, first_overflow, memory_costs, memory_table, noise_summary, noise_table, overflow_table, recorded_machine, redeploy_table, runs_table, sampler_cost_table, series_knob, spike_limit, start_table, steps_with
-from harness.book.prose import words
 from collections.abc import Callable
-from harness.book.verdict import Verdict
+from dataclasses import dataclass
 
+import pandas as pd
+
+from harness.book.chapters.ch2_lab import (
+    MIB,
+    SERIES,
+    SPIKE_S,
+    first_overflow,
+    memory_costs,
+    memory_table,
+    noise_summary,
+    noise_table,
+    overflow_table,
+    recorded_machine,
+    redeploy_table,
+    runs_table,
+    sampler_cost_table,
+    series_knob,
+    spike_limit,
+    start_table,
+    steps_with,
+)
+from harness.book.prose import words
+from harness.book.verdict import Verdict
+from harness.lab.store import ChapterData
 
 # What the checks allow (named so the chapter can say them):
 ISSUED_TOLERANCE = 0.15  # constant-vus issued against per-vu users started in 1 s: two runs, same machine

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from harness.book.analysis import spike_start_ms
 from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData, answered
-
 
 SPIKE_S = 1.0  # the articles' constant-vus duration: a user k6 starts later sends nothing
 

@@ -6,13 +6,26 @@ from __future__ import annotations
 import statistics
 
 import pandas as pd
+
+from harness.book.chapters.ch2_lab import (
+    SERIES,
+    SPIKE_S,
+    first_overflow,
+    first_starts_s,
+    noise_table,
+    overflow_table,
+    recorded_machine,
+    repeated_users,
+    runs_table,
+    series_knob,
+    spike_limit,
+    start_table,
+    steps_with,
+)
+from harness.book.prose import listed, span, words
 from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData
 from harness.lab.units import duration_ms
-from harness.book.prose import listed, span, words
-from harness.book.chapters.ch2_lab import (SERIES, SPIKE_S, first_overflow, first_starts_s, noise_table, overflow_table,
-                                           recorded_machine, repeated_users, runs_table, series_knob, spike_limit,
-                                           start_table, steps_with)
 
 
 def _load(data: ChapterData, prefix: str, key: str):

@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import pandas as pd
 from IPython.display import Markdown
-from harness.lab.store import ChapterData
-from harness.book.tables import people_table
+
+from harness.book.chapters.ch2_checks import Check, memory_bound_users
+from harness.book.chapters.ch2_lab import (
+    issued_runs,
+    memory_table,
+    noise_summary,
+    noise_table,
+    overflow_table,
+    recorded_machine,
+    redeploy_table,
+    runs_table,
+    sampler_cost_table,
+    start_table,
+)
 from harness.book.prose import listed
 from harness.book.steps import ANY_MACHINE
+from harness.book.tables import people_table
 from harness.lab.spec import FD_RESERVE, load_spec
-from harness.book.chapters.ch2_checks import Check, memory_bound_users
-from harness.book.chapters.ch2_lab import issued_runs, memory_table, noise_summary, noise_table, overflow_table, recorded_machine, redeploy_table, runs_table, sampler_cost_table, start_table
+from harness.lab.store import ChapterData
 
 
 def check_table(checks: list[Check]) -> Markdown:

@@ -11,8 +11,19 @@ Two claims rest on it, each judged at the robustness the data supports:
 from __future__ import annotations
 
 from harness.book.chapters.ch3_steps import ARTICLES_RUN, LONG_GRACE, f000_steps
-from harness.book.steps import (PLUS_ONE, SLEEP_000_S, StepRun, joined, judged_runs, model_reason, no_data,
-                                outcome_text, sampled, unexplained, wave_counts)
+from harness.book.steps import (
+    PLUS_ONE,
+    SLEEP_000_S,
+    StepRun,
+    joined,
+    judged_runs,
+    model_reason,
+    no_data,
+    outcome_text,
+    sampled,
+    unexplained,
+    wave_counts,
+)
 from harness.book.verdict import COUNT_TOLERANCE, MOST, QUEUE_RACE, Verdict, verdict_of, within
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, SYN_RETRY_MS
 

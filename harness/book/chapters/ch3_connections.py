@@ -2,16 +2,16 @@
 """
 from __future__ import annotations
 
-from harness.book.steps import PLUS_ONE, spec_steps
-
 import pandas as pd
 from IPython.display import Markdown
+
 from harness.book.analysis import spike_start_ms
+from harness.book.charts import step_order
+from harness.book.steps import PLUS_ONE, spec_steps
+from harness.book.tables import people_table
+from harness.book.verdict import answered, failure_kinds
 from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData
-from harness.book.tables import people_table
-from harness.book.charts import step_order
-from harness.book.verdict import answered, failure_kinds
 
 
 def spike_predictions_table(data: ChapterData) -> Markdown:

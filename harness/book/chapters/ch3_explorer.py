@@ -6,15 +6,16 @@ import functools
 import itertools
 import math
 from collections import Counter
+
 import altair as alt
 import pandas as pd
+
 from harness.book.analysis import spike_start_ms
+from harness.book.charts import WIDTH, series_color
+from harness.book.verdict import answered
 from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.store import ChapterData
 from harness.models.spike import Server, simulate
-from harness.book.verdict import answered
-from harness.book.charts import WIDTH, series_color
-
 
 EXPLORER_GRID = {  # name → values
     "users": [300, 1000, 2000, 3000, 6000, 10000, 15000],

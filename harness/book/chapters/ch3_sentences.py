@@ -4,11 +4,19 @@ Tomcat's defaults (SERVER_DEFAULTS). Each function returns Markdown for `Markdow
 from __future__ import annotations
 
 from harness.book.chapters.ch3_ceiling import ceiling_decides, held
-from harness.book.chapters.ch3_steps import (ACCEPT_1, ACCEPT_10, ARTICLES_RUN, FEW_THREADS, ISOLATES_F, ISOLATES_J,
-                                             f000_steps)
+from harness.book.chapters.ch3_steps import ACCEPT_1, ACCEPT_10, ARTICLES_RUN, FEW_THREADS, ISOLATES_F, ISOLATES_J, f000_steps
 from harness.book.chapters.ch3_verdicts import seconds, timeouts_at
-from harness.book.steps import (ANY_MACHINE, PLUS_ONE, StepRun, judged_runs, keep_alive_s, kinds_text, sampled, step_run,
-                                wave_counts)
+from harness.book.steps import (
+    ANY_MACHINE,
+    PLUS_ONE,
+    StepRun,
+    judged_runs,
+    keep_alive_s,
+    kinds_text,
+    sampled,
+    step_run,
+    wave_counts,
+)
 from harness.lab.spec import SERVER_DEFAULTS, load_spec
 from harness.lab.store import ChapterData
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, SYN_RETRY_MS

@@ -6,10 +6,33 @@ or the step's model; the ceiling's verdicts (F000-f, F000-l) and their rules liv
 from __future__ import annotations
 
 from harness.book.chapters.ch3_ceiling import f000_f, f000_l
-from harness.book.chapters.ch3_steps import (ACCEPT_1, ACCEPT_10, ARTICLES_RUN, DEFAULT_GRACE, ENOUGH_THREADS,
-                                             FEW_THREADS, ISOLATES_J, LONG_GRACE, f000_steps)
-from harness.book.steps import (StepRun, StepRuns, all_ok, joined, judged_runs, keep_alive_s, matches_model, model_reason,
-                                no_data, outcome_text, step_run, unexplained, waves_match, waves_text)
+from harness.book.chapters.ch3_steps import (
+    ACCEPT_1,
+    ACCEPT_10,
+    ARTICLES_RUN,
+    DEFAULT_GRACE,
+    ENOUGH_THREADS,
+    FEW_THREADS,
+    ISOLATES_J,
+    LONG_GRACE,
+    f000_steps,
+)
+from harness.book.steps import (
+    StepRun,
+    StepRuns,
+    all_ok,
+    joined,
+    judged_runs,
+    keep_alive_s,
+    matches_model,
+    model_reason,
+    no_data,
+    outcome_text,
+    step_run,
+    unexplained,
+    waves_match,
+    waves_text,
+)
 from harness.book.verdict import INTERRUPTED_TEXT, REPRODUCED, TIME_SLACK_S, Verdict, verdict_of, within_abs
 from harness.lab.spec import SERVER_DEFAULTS
 

@@ -19,9 +19,9 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
 from harness import SERVER_DIR, LabError
 from harness.lab.spec import Step
-
 
 JAR = SERVER_DIR / "target" / "sample-server.jar"
 

@@ -8,9 +8,10 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+
 from harness import SERVER_DIR, LabError
-from harness.lab.spec import Step
 from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR, PASSED_ENV, RunningServer, server_env, spawn
+from harness.lab.spec import Step
 
 
 class LocalProcessBackend:

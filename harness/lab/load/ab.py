@@ -7,11 +7,12 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+
 import pandas as pd
+
 from harness import LabError
 from harness.lab.spec import Step
 from harness.lab.units import duration_ms
-
 
 AB_SUMMARY = {  # ab's report line → ab-summary.json key
     "Complete requests": "complete_requests",

@@ -11,11 +11,12 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+
 import pandas as pd
+
 from harness import EXPERIMENTS, TOOLS, LabError
 from harness.lab.spec import Step
 from harness.lab.store import answered
-
 
 K6_VERSION = "v1.8.1"
 

@@ -7,13 +7,14 @@ import re
 import subprocess
 import time
 from pathlib import Path
+
 from harness import SERVER_DIR, LabError
 from harness.lab import system
+from harness.lab.backends.base import JAR, STOP_GRACE_S, RunningServer, StepFailed, listener, server_env
+from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env
+from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, image_labels, jar_digest
 from harness.lab.samplers import Cgroup
 from harness.lab.spec import Step
-from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env
-from harness.lab.backends.base import JAR, RunningServer, STOP_GRACE_S, StepFailed, listener, server_env
-from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, image_labels, jar_digest
 
 
 def container_name(step: Step) -> str:

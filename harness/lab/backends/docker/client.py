@@ -7,8 +7,8 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from harness import LabError, say
 
+from harness import LabError, say
 
 LABEL = "concurrency-lab"  # every container the lab starts carries it, so leftovers can be found
 

@@ -8,8 +8,21 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+
 from harness import LabError, say
-from harness.lab.backends.docker.client import DAEMON_DATA_ROOT, DAEMON_EXEC_ROOT, DAEMON_LOG, DAEMON_PIDFILE, DAEMON_SOCKET, DEFAULT_SOCKET, LABEL, _require_as_root, daemon_version, docker, docker_env
+from harness.lab.backends.docker.client import (
+    DAEMON_DATA_ROOT,
+    DAEMON_EXEC_ROOT,
+    DAEMON_LOG,
+    DAEMON_PIDFILE,
+    DAEMON_SOCKET,
+    DEFAULT_SOCKET,
+    LABEL,
+    _require_as_root,
+    daemon_version,
+    docker,
+    docker_env,
+)
 
 
 def start_daemon() -> str:

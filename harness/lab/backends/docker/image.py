@@ -10,11 +10,19 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
 from harness import SERVER_DIR, LabError, say
 from harness.lab import system
-from harness.lab.backends.docker.client import LABEL, _require_as_root, _run_with_progress, check_daemon, docker, docker_env, image_id
 from harness.lab.backends.base import JAR
-
+from harness.lab.backends.docker.client import (
+    LABEL,
+    _require_as_root,
+    _run_with_progress,
+    check_daemon,
+    docker,
+    docker_env,
+    image_id,
+)
 
 SERVER_IMAGE = "concurrency-lab/sample-server"
 

@@ -207,6 +207,15 @@ def test_an_accept_queue_of_just_accept_count_breaks_l():
     assert verdict(data, "F000-l").verdict == NOT_REPRODUCED
 
 
+def test_a_first_wave_split_across_two_buckets_still_shows_the_pool():
+    """k6 starting thousands of users over seconds shifts every answer by ~2.5 s: the first wave straddles two 5 s
+    buckets (seen in a clean re-run of e-6000-t1000-pv), but every full wave is still threads.max wide."""
+    ends, failures = waves(6000, 1000, 6000)  # each wave's answers spread over 1 s across a bucket boundary
+    shifted = requests_frame("e-6000-t1000-pv", [t + 2.0 + (k % 1000) / 1000 for k, t in enumerate(ends)], failures)
+    data = with_step(model_world(), "e-6000-t1000-pv", shifted)
+    assert verdict(data, "F000-l").verdict == REPRODUCED
+
+
 def test_waves_narrower_than_the_pool_break_l():
     data = with_steps(model_world(), ["d-3000-t500-cv", "d-3000-t500-pv"], frame_of(3000, 300, 3000, fail_at=60))
     v = verdict(data, "F000-l")

@@ -113,7 +113,7 @@ def f000_f(data) -> Verdict:
 
 
 def wave_steps() -> tuple[str, ...]:
-    """The steps whose first wave shows threads.max at work: F000-a … F000-e, but the run k6 cuts short."""
+    """The steps whose waves show threads.max at work: F000-a … F000-e, but the run k6 cuts short."""
     return (f000_steps("F000-a", "F000-b", "F000-d", "F000-e") + f000_steps("F000-c", role=LONG_GRACE))
 
 
@@ -128,8 +128,11 @@ def f000_l(data) -> Verdict:
     held_steps = [r for r in f_runs if sampled(r)] + plus1  # a run without samplers has no `ss` to show it
     if not wave_runs or not f_runs or not h_runs:  # plus1 only adds to the ceiling's evidence
         return no_data("F000-l", article, [n for name in ("waves", "f", "h") if not judged[name][0] for n in judged[name][1]])
-    # throughput: the first wave is threads.max answers, whatever the users
-    first = {r.step: (wave_counts(r).get(1, 0), r.model["threads"]) for r in wave_runs}
+    # throughput: a full wave is threads.max answers, whatever the users. The widest wave, not the first: when k6
+    # takes seconds to start thousands of users, the first wave straddles two 5 s buckets (a clean re-run of
+    # e-6000-t1000-pv put 409 of its first 1000 answers in wave 1 and the rest in wave 2), while no wave can be
+    # wider than the pool.
+    first = {r.step: (max(wave_counts(r).values(), default=0), r.model["threads"]) for r in wave_runs}
     throughput = all(within(n, t, COUNT_TOLERANCE) for n, t in first.values())
     # connections held: ss peaks at the model's ceiling, the kernel's share at accept-count + 1 (each may be passed
     # by one when two handshakes race past the kernel's unlocked queue check: QUEUE_RACE)
@@ -141,7 +144,7 @@ def f000_l(data) -> Verdict:
     for n, t in first.values():
         by_threads.setdefault(t, []).append(n)
     spread = lambda ns: f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)}–{max(ns)}"  # noqa: E731
-    measured = ("first wave vs threads: " + ", ".join(f"{t} threads → {spread(ns)} at ~{SLEEP_000_S} s" for t, ns in sorted(by_threads.items()))
+    measured = ("widest wave vs threads: " + ", ".join(f"{t} threads → {spread(ns)} per {SLEEP_000_S} s" for t, ns in sorted(by_threads.items()))
                 + "; established peak vs ceiling: " + ", ".join(f"{r.step} {r.peak('estab'):.0f}/{r.model['ceiling']}" for r in held_steps)
                 + ("; accept queue peak vs accept-count + 1: " + ", ".join(
                     f"{r.step} {r.peak('accept_queue'):.0f}/{r.knob('TOMCAT_ACCEPT_COUNT') + 1}" for r in plus1) if plus1 else "")

@@ -78,21 +78,13 @@ class PageReport:
 
 
 class Routes:
-    """External URLs answered from local files: an exact URL, or a prefix ending in "/" mapped to a folder."""
+    """External URLs answered from local files, by exact URL (query and fragment ignored)."""
 
     def __init__(self, routes: dict[str, Path]):
         self.routes = {url: Path(path) for url, path in routes.items()}
 
     def file_for(self, url: str) -> Path | None:
-        url = url.split("#")[0].split("?")[0]
-        if url in self.routes:
-            return self.routes[url]
-        prefixes = [p for p in self.routes if p.endswith("/") and url.startswith(p)]
-        if not prefixes:
-            return None
-        folder = self.routes[max(prefixes, key=len)].resolve()
-        path = (folder / url[len(max(prefixes, key=len)):]).resolve()
-        return path if path.is_relative_to(folder) else None
+        return self.routes.get(url.split("#")[0].split("?")[0])
 
 
 class Chromium:

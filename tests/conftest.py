@@ -1,5 +1,5 @@
 import os
-from contextlib import contextmanager
+from unittest import mock
 
 import pytest
 
@@ -19,18 +19,9 @@ def data_dir(tmp_path, monkeypatch):
     return tmp_path / "data"
 
 
-@contextmanager
 def frozen_data():
-    """Read steps from the frozen copy (tests/samples/data) instead of data/."""
-    saved = os.environ.get("LAB_DATA_DIR")
-    os.environ["LAB_DATA_DIR"] = str(FROZEN_DATA)
-    try:
-        yield FROZEN_DATA
-    finally:
-        if saved is None:
-            del os.environ["LAB_DATA_DIR"]
-        else:
-            os.environ["LAB_DATA_DIR"] = saved
+    """Read steps from the frozen copy (tests/samples/data) instead of data/, inside a `with` block."""
+    return mock.patch.dict(os.environ, {"LAB_DATA_DIR": str(FROZEN_DATA)})
 
 
 def load_frozen(chapter: str):

@@ -30,10 +30,15 @@ def span(values, fmt=percent, unit: str = "") -> str:
     return (f"{parts[0]}–{high}" if len(parts) == 2 and high.endswith(parts[1]) else f"{low}–{high}") + unit
 
 
+def and_list(items) -> str:
+    """["a", "b", "c"] → "a, b and c" (items as they are, in order)."""
+    items = [str(item) for item in items]
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
 def listed(levels) -> str:
     """[500, 1, 10] → "1, 10 and 500"."""
-    levels = [f"{c:,}" for c in sorted(levels)]
-    return levels[0] if len(levels) == 1 else ", ".join(levels[:-1]) + " and " + levels[-1]
+    return and_list(f"{c:,}" for c in sorted(levels))
 
 
 def times(ratio: float) -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness import ROOT
-from harness.book.tables import markdown_table
+from harness.book.tables import folded, markdown_table
 from harness.lab.store import complete_steps, data_root
 
 # The versions a step records, in the order they are shown, with their names for people.
@@ -51,8 +51,7 @@ def step_details(steps: dict[str, dict]) -> str:
         if len({describe(m) for m in steps.values()}) > 1:
             for row, meta in zip(rows, steps.values(), strict=True):
                 row[key] = describe(meta)
-    return ("<details><summary>Each step: when it ran, how long it took, from which commit</summary>\n\n"
-            + markdown_table(pd.DataFrame(rows)) + "\n\n</details>")
+    return folded("Each step: when it ran, how long it took, from which commit", markdown_table(pd.DataFrame(rows)))
 
 
 def utc_text(ms: int) -> str:

@@ -8,8 +8,9 @@ from functools import cached_property
 
 import pandas as pd
 
-from harness.book.verdict import COUNT_TOLERANCE, DIFFERS, MODEL_SLACK, MOST, NOT_REPRODUCED, Verdict, answered, failure_kinds
+from harness.book.verdict import COUNT_TOLERANCE, DIFFERS, MODEL_SLACK, MOST, NOT_REPRODUCED, Verdict, failure_kinds
 from harness.lab.spec import SERVER_DEFAULTS, Step, load_spec
+from harness.lab.store import answered
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, simulate_measured_arrivals
 
 SLEEP_000_S = 5  # GET /hello sleeps 5 s: answers come in waves, one every 5 s
@@ -231,10 +232,14 @@ ANY_MACHINE = {"nofile": 1 << 30, "somaxconn": 1 << 30, "can_raise_somaxconn": T
 
 
 @functools.cache
+def _spec_steps(chapter: str) -> tuple[Step, ...]:
+    return tuple(load_spec(chapter, ANY_MACHINE).steps)
+
+
 def spec_steps(chapter: str, finding: str | None = None, role: str | None = None,
                executor: str | None = None) -> tuple[str, ...]:
     """Ids of a chapter's steps, in spec order, that test `finding` and/or have `role` (and run `executor`, e.g.
     "per-vu-iterations"): chapters choose steps by what they test, so a step id is written once, in the spec."""
-    return tuple(s.id for s in load_spec(chapter, ANY_MACHINE).steps
+    return tuple(s.id for s in _spec_steps(chapter)
                  if (finding is None or finding in s.findings) and (role is None or s.role == role)
                  and (executor is None or s.load.get("executor") == executor))

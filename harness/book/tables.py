@@ -101,3 +101,8 @@ def _rule(name: str, cells: list[str], numeric: bool) -> str:
 
 def _escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def folded(summary: str, markdown: str) -> str:
+    """Markdown shown only when the reader opens it."""
+    return f"<details><summary>{summary}</summary>\n\n{markdown}\n\n</details>"

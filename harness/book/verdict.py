@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.book.tables import markdown_table
+from harness.book.tables import folded, markdown_table
 from harness.lab.load.k6 import INTERRUPTED_CODE
 from harness.lab.spec import FINDING_ID
 from harness.lab.store import answered
@@ -120,8 +120,3 @@ def verdict_table(verdicts: list[Verdict]) -> Markdown:
 def headline(reason: str) -> str:
     """A reason's first clause (up to its first semicolon): what a reader of the table needs first."""
     return reason.split("; ")[0]
-
-
-def folded(summary: str, markdown: str) -> str:
-    """Markdown shown only when the reader opens it."""
-    return f"<details><summary>{summary}</summary>\n\n{markdown}\n\n</details>"

@@ -140,7 +140,7 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
             meta["load_started_ms"] = now_ms()
             load_proc = spawn(cmd, _k6_env(env), writer.path / f"{tool.name}.log")
             pids[tool.name] = load_proc.pid
-            _wait_load(load_proc, tool.name, step, samplers)
+            _wait_load(load_proc, tool.name, step, samplers, meta["model"]["min_duration_ms"])
             meta["load_ended_ms"] = now_ms()
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
         if not server.alive():
@@ -194,10 +194,9 @@ def _record_server(meta: dict, info: dict) -> None:
         meta["versions"] |= {"java": info.get("java", {}).get("version"), "spring_boot": info.get("springBootVersion")}
 
 
-def _wait_load(proc, name: str, step: Step, samplers: Samplers) -> None:
+def _wait_load(proc, name: str, step: Step, samplers: Samplers, expected_ms: int) -> None:
     """Wait for the load tool to end by itself (at most until the load options say it stops, plus a margin), printing
-    a progress line every few seconds against the model's expected duration."""
-    predicted = predict(step)
+    a progress line every few seconds against the model's expected duration (step.json's prediction)."""
     limit = step.stop_ms / 1000 + LOAD_EXTRA_WAIT_S
     start = time.monotonic()
     every = 2 if sys.stdout.isatty() else 10
@@ -207,7 +206,7 @@ def _wait_load(proc, name: str, step: Step, samplers: Samplers) -> None:
         if elapsed > limit:
             raise StepFailed(f"{name} still running after {limit:.0f} s (its stop time + {LOAD_EXTRA_WAIT_S} s)")
         if elapsed >= next_report:
-            say(f"    {elapsed:4.0f} s / ≈{predicted.min_duration_ms / 1000:.0f} s  {_live(samplers)}")
+            say(f"    {elapsed:4.0f} s / ≈{expected_ms / 1000:.0f} s  {_live(samplers)}")
             next_report += every
         time.sleep(0.2)
 

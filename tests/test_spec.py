@@ -52,7 +52,7 @@ def test_defaults_merge_into_steps():
     (one_step(server={"TOMCAT_ACCEPT_COUNT": 0}), "TOMCAT_ACCEPT_COUNT must be ≥ 1"),
     (one_step(load={"executor": "ramping"}), "load.executor must be one of"),
     (one_step(load={"executor": "constant-vus"}), "load.duration is required with constant-vus"),
-    (one_step(load={"duration": "1s"}), "load.duration applies to constant-vus only"),
+    (one_step(load={"duration": "1s"}), "load.duration does not apply to per-vu-iterations"),
     (one_step(load={"request_timeout": "soon"}), "load.request_timeout: 'soon' is not a duration"),
     (one_step(load={"path": "hello"}), "load.path must start with '/'"),
     (one_step(load={"tool": "wrk"}), "load.tool must be one of k6, ab"),

@@ -21,7 +21,7 @@ from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, 
 from harness.lab.backends.local import cds_ready, check_launches
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
-from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts
+from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts, summary_counts
 from harness.lab.samplers import Samplers, now_ms
 from harness.lab.spec import Step, load_spec
 from harness.models import MODEL_VERSION, STARTUP_ALLOWANCE_MS, expected_step_ms, predict
@@ -229,7 +229,7 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
         requests = None
     if requests is not None:
         writer.table("requests", requests)
-        meta["requests"] = request_counts(requests, step.requests_asked)
+        meta["requests"] = request_counts(requests, step.requests_asked) | summary_counts(writer.path / "k6-summary.json")
     if samplers is not None:
         for name in ("ss", "actuator", "process"):
             writer.table(name, samplers.rows(name))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from harness import EXPERIMENTS, LabError
 from harness.lab import system
-from harness.lab.units import duration_ms, memory_bytes
+from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
+from harness.lab.units import memory_bytes
 
 # Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
 SERVER_KEYS: dict[str, tuple[type, int | None]] = {
@@ -42,30 +43,6 @@ SERVER_DEFAULTS = {
     "SERVER_PORT": 8080,
     "MANAGEMENT_PORT": 8081,
     "SERVER_ADDRESS": "127.0.0.1",
-}
-EXECUTORS = ("per-vu-iterations", "constant-vus", "shared-iterations")
-TOOLS = ("k6", "ab")
-LOAD_KEYS: dict[str, tuple[type, int | None]] = {
-    "tool": (str, None),  # k6 (default) or ab, the articles' other load generator
-    "executor": (str, None),
-    "vus": (int, 1),
-    "iterations": (int, 1),
-    "duration": (str, None),
-    "graceful_stop": (str, None),
-    "max_duration": (str, None),
-    "request_timeout": (str, None),
-    "path": (str, None),
-    "connection_reuse": (bool, None),
-}
-LOAD_DEFAULTS = {
-    "tool": "k6",
-    "executor": "per-vu-iterations",
-    "iterations": 1,
-    "graceful_stop": "30s",  # k6's default
-    "max_duration": "10m",  # k6's default
-    "request_timeout": "60s",  # k6's default http timeout
-    "path": "/hello",
-    "connection_reuse": True,
 }
 SYSTEM_KEYS: dict[str, tuple[type, int | None]] = {
     "raise_somaxconn": (bool, None),  # raise net.core.somaxconn to the accept-count when lower
@@ -119,10 +96,9 @@ class Step:
 
     @property
     def stop_ms(self) -> int:
-        """When the load tool stops waiting, from the load options alone: constant-vus's duration, or maxDuration,
-        plus gracefulStop (the runner's limit for a step; the models use it too)."""
-        end = self.load["duration"] if self.load["executor"] == "constant-vus" else self.load["max_duration"]
-        return duration_ms(end) + duration_ms(self.load["graceful_stop"])
+        """When the load tool stops waiting, from the load options alone: the executor's duration, stages or
+        maxDuration, plus gracefulStop (the runner's limit for a step; the models use it too)."""
+        return stop_ms(self.load)
 
     @property
     def port(self) -> int:
@@ -138,15 +114,9 @@ class Step:
 
     @property
     def requests_asked(self) -> int:
-        """Requests the step asks for; constant-vus asks one per VU (the articles' reading)."""
-        load = self.load
-        if self.kind != "load":
-            return 0
-        if load["executor"] == "per-vu-iterations":
-            return load["vus"] * load["iterations"]
-        if load["executor"] == "shared-iterations":
-            return load["iterations"]
-        return load["vus"]
+        """Requests the step asks for (harness.lab.load.options.requests_asked; constant-vus: one per VU, the
+        articles' reading; ramping-vus: 0, not fixed in advance)."""
+        return requests_asked(self.load) if self.kind == "load" else 0
 
     def config(self) -> dict:
         extra = {"kind": self.kind, "starts": self.starts} if self.kind != "load" else {}
@@ -309,7 +279,6 @@ def _typed(section: str, values: dict, where: str, problems: list[str]) -> dict:
 def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     before = len(problems)
     merged = {s: {**base[s], **_typed(s, table.get(s, {}), where, problems)} for s in SECTIONS}
-    load = {**LOAD_DEFAULTS, **merged["load"]}
     system_ = {**SYSTEM_DEFAULTS, **merged["system"]}
     findings = table.get("findings", base["findings"])
     if not isinstance(findings, list) or not all(isinstance(f, str) and FINDING_ID.match(f) for f in findings):
@@ -318,10 +287,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if not isinstance(table.get("role", ""), str):
         problems.append(f"{where}: role must be a string, got {table['role']!r}")
     kind, starts = _check_kind(table, where, problems)
-    if kind == "load":
-        _check_load(load, where, problems)
-    else:
-        load = {}
+    load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
     _check_server(merged["server"], where, problems)
     if system_["launch"] not in LAUNCHES:
         problems.append(f"{where}: system.launch must be one of {', '.join(LAUNCHES)}, got {system_['launch']!r}")
@@ -344,34 +310,6 @@ def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]
     if kind == "redeploy" and "load" in table:
         problems.append(f"{where}: a redeploy step sends no load; remove its [load] table")
     return kind, starts if isinstance(starts, int) else 0
-
-
-def _check_load(load: dict, where: str, problems: list[str]) -> None:
-    executor = load["executor"]
-    if executor not in EXECUTORS:
-        problems.append(f"{where}: load.executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    if "vus" not in load:
-        problems.append(f"{where}: load.vus is missing")
-    if executor == "constant-vus" and "duration" not in load:
-        problems.append(f"{where}: load.duration is required with constant-vus (the articles used '1s')")
-    if executor != "constant-vus" and "duration" in load:
-        problems.append(f"{where}: load.duration applies to constant-vus only; {executor} uses iterations")
-    if executor == "shared-iterations" and load["iterations"] < load.get("vus", 0):
-        problems.append(f"{where}: shared-iterations needs iterations ≥ vus (got {load['iterations']} < {load['vus']})")
-    for key in ("duration", "graceful_stop", "max_duration", "request_timeout"):
-        if key in load:
-            try:
-                duration_ms(load[key])
-            except ValueError as err:
-                problems.append(f"{where}: load.{key}: {err}")
-    if load["tool"] not in TOOLS:
-        problems.append(f"{where}: load.tool must be one of {', '.join(TOOLS)}, got {load['tool']!r}")
-    elif load["tool"] == "ab" and executor != "shared-iterations":
-        problems.append(f"{where}: ab can only run shared-iterations (ab -n iterations -c vus), not {executor}")
-    elif load["tool"] == "ab" and not re.fullmatch(r"\d+s", load["request_timeout"]):
-        problems.append(f"{where}: ab takes whole seconds for load.request_timeout, got {load['request_timeout']!r}")
-    if not str(load["path"]).startswith("/"):
-        problems.append(f"{where}: load.path must start with '/', got {load['path']!r}")
 
 
 def _check_server(server: dict, where: str, problems: list[str]) -> None:
@@ -398,7 +336,7 @@ def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> 
     if step.kind != "load":
         return
     usable = limits["nofile"] - FD_RESERVE
-    vus = step.load["vus"]
+    vus = peak_vus(step.load)
     if vus > usable:
         problems.append(
             f"{where}: {vus} VUs need {vus} sockets in one k6 process, but the open-files limit is "

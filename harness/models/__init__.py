@@ -5,7 +5,10 @@ with Little's law). They know nothing of files or charts; `predict(step)` picks 
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 from harness.lab.spec import Step
+from harness.lab.units import duration_ms
 from harness.models.closed_loop import ThroughputPrediction, is_closed_loop, predict_throughput
 from harness.models.spike import Prediction, predict_spike
 
@@ -15,8 +18,32 @@ MODEL_VERSION = 2
 STARTUP_ALLOWANCE_MS = 4000  # redeploy-to-healthy plus teardown, for progress estimates only
 
 
-def predict(step: Step, requests: int | None = None) -> Prediction | ThroughputPrediction:
+MODELLED = ("per-vu-iterations", "constant-vus", "shared-iterations")  # spikes and closed loops of one GET
+
+
+@dataclass(frozen=True)
+class NoPrediction:
+    """A step no model covers yet (ramping and open-model executors, multi-request scenarios): what it asks, and
+    that the load phase lasts at least its scheduled time."""
+
+    requests: int
+    executor: str
+    reason: str
+    stop_ms: int
+    min_duration_ms: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def predict(step: Step, requests: int | None = None) -> Prediction | ThroughputPrediction | NoPrediction:
     """The prediction for a step; `requests` defaults to what the step asks for."""
+    executor = step.load["executor"]
+    if executor not in MODELLED or len(step.load.get("requests") or [None]) > 1:
+        what = f"executor {executor}" if executor not in MODELLED else "a scenario of several requests"
+        return NoPrediction(step.requests_asked if requests is None else requests, executor,
+                            f"no model for this {what} yet", step.stop_ms,
+                            step.stop_ms - duration_ms(step.load["graceful_stop"]))
     return predict_throughput(step) if is_closed_loop(step) else predict_spike(step, requests)
 
 

@@ -1,12 +1,13 @@
 """k6 for a step, and its output as one row per request.
 
-The spike script (experiments/k6/spike.js) takes every parameter from -e variables. k6 writes one
+The lab script (experiments/k6/lab.js) takes the step's load plan and target from -e variables. k6 writes one
 CSV row per metric sample; with the `vu` and `iter` system tags and a counter emitted just before
 each request, the rows of one request share (vu, iter): the counter gives its start, `http_reqs`
 its end, status and error. A request with a start and no end was cut off when k6 stopped.
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import EXPERIMENTS, TOOLS, LabError
+from harness.lab.load.options import load_plan
 from harness.lab.spec import Step
 from harness.lab.store import answered
 
@@ -24,7 +26,7 @@ K6_VERSION = "v1.8.1"
 K6_MODULE = "go.k6.io/k6"
 
 
-SCRIPT = EXPERIMENTS / "k6" / "spike.js"
+SCRIPT = EXPERIMENTS / "k6" / "lab.js"
 
 
 PHASES = {  # k6 metric → requests.parquet column (ms)
@@ -36,6 +38,9 @@ PHASES = {  # k6 metric → requests.parquet column (ms)
 
 
 DASHBOARD_REPORT = "k6-report.html"
+
+
+DASHBOARD_PERIOD_MS = 1000  # with the default 10 s, k6 skips the report of a step shorter than two periods
 
 
 INTERRUPTED_CODE = -1  # no response recorded: k6 stopped the iteration (gracefulStop / maxDuration)
@@ -65,30 +70,33 @@ def find_k6() -> Path:
 
 
 def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool = False) -> tuple[list[str], dict]:
-    """The k6 command line and the environment additions for a step."""
-    load = step.load
-    params = {
-        "EXECUTOR": load["executor"],
-        "VUS": load["vus"],
-        "ITERATIONS": load["iterations"],
-        "DURATION": load.get("duration", ""),
-        "GRACEFUL_STOP": load["graceful_stop"],
-        "MAX_DURATION": load["max_duration"],
-        "REQUEST_TIMEOUT": load["request_timeout"],
-        "TARGET": target,
-        "URL_PATH": load["path"],
-        "CONNECTION_REUSE": str(load["connection_reuse"]).lower(),
-    }
+    """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target."""
+    params = {"LAB_PLAN": json.dumps(load_plan(step.load), separators=(",", ":")), "TARGET": target}
+    if dashboard:  # k6's dashboard drops the last unfinished period: the script lingers past the last response
+        params["LAB_LINGER_MS"] = DASHBOARD_PERIOD_MS * 3 // 2
     cmd = [str(k6), "run", "--no-usage-report", "--no-color", "--quiet", "--address", "",
            "--out", f"csv={workdir / 'k6.csv.gz'}", "--summary-export", str(workdir / "k6-summary.json")]
     for key, value in params.items():
         cmd += ["-e", f"{key}={value}"]
     env = {"K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}
     if dashboard:
-        # A 1 s period: with the default 10 s, k6 skips the report of a step shorter than two periods.
-        env |= {"K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_HOST": "127.0.0.1", "K6_WEB_DASHBOARD_PERIOD": "1s",
-                "K6_WEB_DASHBOARD_EXPORT": str(workdir / DASHBOARD_REPORT)}
+        env |= {"K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_HOST": "127.0.0.1",
+                "K6_WEB_DASHBOARD_PERIOD": f"{DASHBOARD_PERIOD_MS}ms", "K6_WEB_DASHBOARD_EXPORT": str(workdir / DASHBOARD_REPORT)}
     return cmd + [str(SCRIPT)], env
+
+
+def summary_counts(summary_path: Path) -> dict:
+    """Totals from k6's end-of-test summary (--summary-export) for step.json's `requests`: dropped_iterations (an
+    open-model step that dropped some has not measured what it asked), and extract_failed when a scenario's value
+    to extract was missing. Zero when k6 wrote no summary or never counted one."""
+    try:
+        metrics = json.loads(summary_path.read_text()).get("metrics", {})
+    except (OSError, ValueError):
+        metrics = {}
+    counts = {"dropped_iterations": int(metrics.get("dropped_iterations", {}).get("count", 0))}
+    if metrics.get("lab_extract_failed", {}).get("count"):
+        counts["extract_failed"] = int(metrics["lab_extract_failed"]["count"])
+    return counts
 
 
 def read_requests(csv_path: Path) -> pd.DataFrame:

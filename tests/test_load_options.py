@@ -1,0 +1,242 @@
+"""[load]: profiles (executors), scenarios and spike modes; their checks and the load plan k6 gets (no k6 needed)."""
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from harness import ROOT, LabError
+from harness.lab.load.k6 import k6_command, summary_counts
+from harness.lab.load.options import load_plan
+from harness.lab.spec import load_spec, parse_spec
+from harness.models import NoPrediction, expected_step_ms, predict
+
+from conftest import LIMITS, SAMPLES
+
+
+def parse(raw, **limits):
+    return parse_spec("t", raw, Path("t.toml"), LIMITS | limits)
+
+
+def step_of(**load):
+    return parse({"step": [{"id": "s", "load": load}]}).steps[0]
+
+
+def problems_of(**load) -> list[str]:
+    with pytest.raises(LabError) as err:
+        parse({"step": [{"id": "s", "load": load}]})
+    return [line.removeprefix("  - ") for line in str(err.value).splitlines()[1:]]
+
+
+RAMP_RATE = {"executor": "ramping-arrival-rate", "start_rate": 10, "pre_allocated_vus": 20, "max_vus": 50,
+             "stages": [{"duration": "10s", "target": 30}, {"duration": "20s", "target": 30}]}
+
+
+def test_committed_specs_resolve_as_before_the_move():
+    """Every committed spec's steps: the same resolved load, requests asked and stop time as before load validation
+    moved into harness/lab/load/options.py (captured then in tests/samples/resolved-loads.json)."""
+    before = json.loads((SAMPLES / "resolved-loads.json").read_text())
+    assert len(before) == 7 and sum(map(len, before.values())) == 98
+    for path, steps in before.items():
+        now = {s.id: {"load": s.load, "requests_asked": s.requests_asked, "stop_ms": s.stop_ms if s.kind == "load" else None}
+               for s in load_spec(str(ROOT / path), LIMITS).steps}
+        assert json.loads(json.dumps(now)) == steps, path
+
+
+def test_ramping_vus():
+    step = step_of(executor="ramping-vus", stages=[{"duration": "1m", "target": 100}, {"duration": "30s", "target": 0}])
+    assert step.load | {} == {"tool": "k6", "executor": "ramping-vus", "graceful_stop": "30s", "request_timeout": "60s",
+                              "path": "/hello", "connection_reuse": True, "start_vus": 1, "graceful_ramp_down": "30s",
+                              "stages": [{"duration": "1m", "target": 100}, {"duration": "30s", "target": 0}]}
+    assert (step.stop_ms, step.requests_asked) == (90_000 + 30_000, 0)  # a closed loop: not fixed in advance
+    assert load_plan(step.load)["options"]["scenarios"]["lab"] == {
+        "executor": "ramping-vus", "gracefulStop": "30s", "startVUs": 1, "gracefulRampDown": "30s",
+        "stages": [{"duration": "1m", "target": 100}, {"duration": "30s", "target": 0}]}
+
+
+def test_constant_arrival_rate():
+    step = step_of(executor="constant-arrival-rate", rate=50, time_unit="2s", duration="1m", pre_allocated_vus=10)
+    assert step.load["max_vus"] == 10  # defaults to the pre-allocated VUs
+    assert "iterations" not in step.load and "max_duration" not in step.load
+    assert (step.requests_asked, step.stop_ms) == (50 * 30, 60_000 + 30_000)
+    assert load_plan(step.load)["options"]["scenarios"]["lab"] == {
+        "executor": "constant-arrival-rate", "gracefulStop": "30s", "rate": 50, "timeUnit": "2s", "duration": "1m",
+        "preAllocatedVUs": 10, "maxVUs": 10}
+    # k6 starts one iteration at 0 and one each period while before the end: 7 per 2 s for 1.5 s → 6
+    assert step_of(executor="constant-arrival-rate", rate=7, time_unit="2s", duration="1500ms",
+                   pre_allocated_vus=1).requests_asked == 6
+
+
+def test_ramping_arrival_rate_asks_the_area_under_its_rate():
+    step = step_of(**RAMP_RATE)
+    assert step.requests_asked == 200 + 600  # 10 → 30 over 10 s, then 30 for 20 s
+    assert step.stop_ms == 30_000 + 30_000
+    assert load_plan(step.load)["options"]["scenarios"]["lab"] == {
+        "executor": "ramping-arrival-rate", "gracefulStop": "30s", "startRate": 10, "timeUnit": "1s",
+        "preAllocatedVUs": 20, "maxVUs": 50, "stages": RAMP_RATE["stages"]}
+    # k6 v1.8.1 started floor(area) iterations in these (measured): 3 → 6 over 1 s (4.5) → 4; 0 → 5 over 3 s → 7
+    assert step_of(**RAMP_RATE | {"start_rate": 3, "stages": [{"duration": "1s", "target": 6}]}).requests_asked == 4
+    assert step_of(**RAMP_RATE | {"start_rate": 0, "stages": [{"duration": "3s", "target": 5}]}).requests_asked == 7
+
+
+@pytest.mark.parametrize("load, expected", [
+    ({"executor": "constant-arrival-rate", "rate": 0, "duration": "1m", "pre_allocated_vus": 5},
+     "load.rate must be ≥ 1, got 0"),
+    ({"executor": "ramping-vus", "stages": []}, "load.stages is empty"),
+    (RAMP_RATE | {"stages": [{"duration": "soon", "target": 5}]}, "load.stages[1]: duration 'soon' is not a duration"),
+    (RAMP_RATE | {"stages": [{"duration": "5s", "target": -1}]}, "load.stages[1]: target must be a whole number ≥ 0"),
+    (RAMP_RATE | {"stages": [{"duration": "5s", "target": 1, "rate": 2}]}, "load.stages[1]: unknown key 'rate'"),
+    (RAMP_RATE | {"stages": ["5s"]}, "load.stages[1] must be a table"),
+    (RAMP_RATE | {"stages": "5s"}, "load.stages must be list"),
+    (RAMP_RATE | {"max_vus": 10}, "load.max_vus 10 is below load.pre_allocated_vus 20"),
+    (RAMP_RATE | {"vus": 10}, "load.vus does not apply to ramping-arrival-rate (it is a key of per-vu-iterations, "
+                              "constant-vus, shared-iterations)"),
+    (RAMP_RATE | {"rate": 10}, "load.rate does not apply to ramping-arrival-rate (it is a key of constant-arrival-rate)"),
+    ({"vus": 5, "stages": [{"duration": "1s", "target": 1}]}, "load.stages does not apply to per-vu-iterations"),
+    ({"vus": 5, "executor": "constant-vus", "duration": "1s", "iterations": 5}, "load.iterations does not apply to constant-vus"),
+    ({"executor": "constant-arrival-rate", "rate": 5, "duration": "1m"}, "load.pre_allocated_vus is required with constant-arrival-rate"),
+    ({"executor": "constant-arrival-rate", "rate": 5, "pre_allocated_vus": 1}, "load.duration is required with constant-arrival-rate"),
+    ({"executor": "ramping-arrival-rate", "pre_allocated_vus": 1}, "load.stages is required with ramping-arrival-rate"),
+    (RAMP_RATE | {"time_unit": "0s"}, "load.time_unit must be longer than 0"),
+    (RAMP_RATE | {"time_unit": "1 second"}, "load.time_unit: '1 second' is not a duration"),
+    ({"executor": "ramping-vus", "stages": [{"duration": "1s", "target": 2}], "graceful_ramp_down": "x"},
+     "load.graceful_ramp_down: 'x' is not a duration"),
+    ({"vus": 5, "spike_mode": "burst"}, "load.spike_mode must be one of vus, batch"),
+    ({"vus": 5, "executor": "constant-vus", "duration": "1s", "spike_mode": "batch"}, "load.spike_mode does not apply to constant-vus"),
+    ({"vus": 5, "spike_mode": "batch", "batch_vus": 6}, "load.batch_vus 6 exceeds load.vus 5"),
+    ({"vus": 5, "batch_vus": 2}, 'load.batch_vus applies to spike_mode = "batch" only'),
+    ({"vus": 5, "spike_mode": "batch", "requests": [{"path": "/a"}, {"path": "/b"}]}, "sends one request per user"),
+    ({"vus": 5, "requests": []}, "load.requests is empty"),
+    ({"vus": 5, "requests": ["/a"]}, "load.requests[1] must be a table"),
+    ({"vus": 5, "requests": [{"path": "a"}]}, "load.requests[1]: path must be a string starting with '/'"),
+    ({"vus": 5, "requests": [{"path": "/a", "method": "FETCH"}]}, "load.requests[1]: method must be one of GET"),
+    ({"vus": 5, "requests": [{"path": "/a", "verb": "GET"}]}, "load.requests[1]: unknown key 'verb'"),
+    ({"vus": 5, "requests": [{"path": "/a/${id}"}]}, "load.requests[1]: ${id} is set by no earlier request's extract (known: iter, vu)"),
+    ({"vus": 5, "requests": [{"path": "/a", "extract": {"id": "x"}}, {"path": "/b", "body": '{"id": "${idd}"}'}]},
+     "load.requests[2]: ${idd} is set by no earlier request's extract (known: id, iter, vu)"),
+    ({"vus": 5, "requests": [{"path": "/a", "extract": {"id": ""}}]}, "load.requests[1]: extract.id must be a JSON field path"),
+    ({"vus": 5, "requests": [{"path": "/a", "extract": {"vu": "x"}}]}, "'vu' is not a usable variable name"),
+    ({"vus": 5, "requests": [{"path": "/a", "think_time": "a while"}]}, "think_time 'a while' is not a duration"),
+    ({"vus": 5, "requests": [{"path": "/a", "headers": {"X-N": 1}}]}, "headers must be a table of strings"),
+    ({"vus": 5, "requests": [{"path": "/a", "body": {"a": 1}}]}, "body must be a string"),
+    ({"vus": 5, "requests": [{"path": "/a", "port": 70000}]}, "port must be a port number"),
+    ({"vus": 5, "path": "/x", "requests": [{"path": "/a"}]}, "load.path and load.requests both given"),
+    ({"vus": 5, "iterations": 5, "tool": "ab", "executor": "shared-iterations", "requests": [{"path": "/a"}]},
+     "ab sends one GET of load.path"),
+])
+def test_bad_load_is_named_once(load, expected):
+    problems = problems_of(**load)
+    assert [p for p in problems if expected in p], problems
+    assert len(problems) == 1, problems  # one clear message per problem
+
+
+def test_the_open_files_check_counts_an_arrival_rates_max_vus():
+    with pytest.raises(LabError, match="19900 VUs need 19900 sockets"):
+        parse({"step": [{"id": "s", "load": RAMP_RATE | {"max_vus": 19900}}]})
+
+
+SCENARIO_TOML = '''
+[defaults.load]
+executor = "per-vu-iterations"
+vus = 2
+
+[[defaults.load.requests]]
+path = "/hello"
+
+[[step]]
+id = "default-scenario"
+
+[[step]]
+id = "journey"
+
+[[step.load.requests]]
+name = "info"
+path = "/actuator/info"
+port = 8081
+extract = { threads = "lab.tomcat.maxThreads" }
+
+[[step.load.requests]]
+name = "order"
+method = "POST"
+path = "/orders/${threads}?vu=${vu}"
+body = '{"threads": ${threads}}'
+headers = { "Content-Type" = "application/json" }
+think_time = "500ms"
+'''
+
+
+def test_scenarios_from_toml_tables():
+    spec = parse_spec("t", tomllib.loads(SCENARIO_TOML), Path("t.toml"), LIMITS)
+    plain, journey = spec.steps
+    assert [r["path"] for r in plain.load["requests"]] == ["/hello"]
+    assert plain.requests_asked == 2
+    assert journey.requests_asked == 4  # two requests an iteration
+    plan = load_plan(journey.load)
+    assert plan["requests"] == [
+        {"name": "info", "method": "GET", "path": "/actuator/info", "body": None, "headers": {}, "think_time_ms": 0,
+         "extract": {"threads": "lab.tomcat.maxThreads"}, "port": 8081},
+        {"name": "order", "method": "POST", "path": "/orders/${threads}?vu=${vu}", "body": '{"threads": ${threads}}',
+         "headers": {"Content-Type": "application/json"}, "think_time_ms": 500, "extract": {}, "port": None}]
+    assert plan["options"]["discardResponseBodies"] is True  # an extracting request asks for its own body
+    assert isinstance(predict(journey), NoPrediction)
+
+
+def test_without_a_scenario_one_get_of_load_path():
+    step = step_of(vus=3, path="/hello?sleepMs=10", connection_reuse=False)
+    plan = load_plan(step.load)
+    assert plan == {
+        "options": {"scenarios": {"lab": {"executor": "per-vu-iterations", "gracefulStop": "30s", "vus": 3, "iterations": 1,
+                                          "maxDuration": "10m"}},
+                    "discardResponseBodies": True, "noConnectionReuse": True,
+                    "systemTags": ["status", "method", "url", "name", "error", "error_code", "scenario",
+                                   "expected_response", "vu", "iter"],
+                    "summaryTrendStats": ["min", "med", "avg", "p(90)", "p(95)", "p(99)", "max", "count"]},
+        "requests": [{"name": "/hello?sleepMs=10", "method": "GET", "path": "/hello?sleepMs=10", "body": None,
+                      "headers": {}, "think_time_ms": 0, "extract": {}, "port": None}],
+        "timeout": "60s", "batch": None}
+
+
+def test_batch_spike_mode():
+    step = step_of(vus=15000, spike_mode="batch")
+    plan = load_plan(step.load)
+    assert plan["batch"] == {"users": 15000, "vus": 100}
+    assert plan["options"]["scenarios"]["lab"]["vus"] == 100
+    assert (plan["options"]["batch"], plan["options"]["batchPerHost"]) == (150, 150)
+    assert step.requests_asked == 15000 and step.stop_ms == step_of(vus=15000).stop_ms
+    small = load_plan(step_of(vus=10, spike_mode="batch", batch_vus=3, batch_per_host=2).load)
+    assert small["batch"] == {"users": 10, "vus": 3}
+    assert (small["options"]["batch"], small["options"]["batchPerHost"]) == (4, 2)
+    # the same users and server: the spike model predicts the same for both modes
+    assert predict(step).as_dict() == predict(step_of(vus=15000)).as_dict()
+
+
+def test_k6_gets_the_plan_and_lingers_only_for_the_dashboard(tmp_path):
+    step = step_of(**RAMP_RATE)
+    cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path)
+    values = dict(cmd[i + 1].split("=", 1) for i, c in enumerate(cmd) if c == "-e")
+    assert json.loads(values["LAB_PLAN"]) == load_plan(step.load)
+    assert values["TARGET"] == "http://127.0.0.1:18080" and "LAB_LINGER_MS" not in values
+    assert cmd[-1].endswith("experiments/k6/lab.js") and Path(cmd[-1]).exists()
+    cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path, dashboard=True)
+    assert "LAB_LINGER_MS=1500" in cmd and env["K6_WEB_DASHBOARD_PERIOD"] == "1000ms"
+
+
+def test_summary_counts(tmp_path):
+    summary = tmp_path / "k6-summary.json"
+    assert summary_counts(summary) == {"dropped_iterations": 0}  # no summary written
+    summary.write_text(json.dumps({"metrics": {"dropped_iterations": {"count": 42, "rate": 1.4},
+                                               "lab_extract_failed": {"count": 3, "rate": 0.1}}}))
+    assert summary_counts(summary) == {"dropped_iterations": 42, "extract_failed": 3}
+    summary.write_text(json.dumps({"metrics": {"http_reqs": {"count": 10}}}))
+    assert summary_counts(summary) == {"dropped_iterations": 0}
+
+
+def test_models_do_not_crash_on_new_profiles():
+    for load in (RAMP_RATE, {"executor": "ramping-vus", "stages": [{"duration": "1m", "target": 5}]},
+                 {"executor": "constant-arrival-rate", "rate": 5, "duration": "1m", "pre_allocated_vus": 1}):
+        step = step_of(**load)
+        prediction = predict(step)
+        assert isinstance(prediction, NoPrediction) and "no model" in prediction.reason
+        assert prediction.min_duration_ms == step.stop_ms - 30_000  # at least its scheduled time
+        assert expected_step_ms(step) > prediction.min_duration_ms
+        json.dumps(prediction.as_dict())

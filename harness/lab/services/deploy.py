@@ -73,6 +73,7 @@ class Deployment:
             self.running[name] = ctx.running[name] = service
             self.meta[name] = {"kind": knobs["kind"], "pid": service.pid, "url": service.url}
             self.meta[name]["ready_ms"] = round(service.wait_ready())
+            self.meta[name]["processes"] = service.pids()
             self.meta[name] |= service.info() | service.step_meta()
 
     def url(self, name: str) -> str:

@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from harness import ROOT
-from harness.lab.services.base import port_in_use
-from harness.lab.services.nginx import STUB_METRICS, nginx_binary
+from harness.lab.services.base import Context, StepFailed, port_in_use
+from harness.lab.services.nginx import STUB_METRICS, NginxKind, nginx_binary
 
 from test_e2e import finish, invoke, lab_children, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
 
@@ -113,3 +114,36 @@ def test_sigterm_mid_step_stops_nginx_and_the_server(lab_ready, tmp_path):  # no
     assert failed["status"] == "failed" and "interrupted" in failed["reason"]
     assert failed["services"]["proxy"]["exit"] == 0  # nginx stopped by the harness, not left to PDEATHSIG
     assert (tmp_path / PROFILE.stem / "held" / "proxy.parquet").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a pid namespace for nginx needs root; elsewhere its workers may outlive a SIGKILL")
+def test_sigkill_of_the_harness_leaves_no_nginx_worker(lab_ready, tmp_path):  # noqa: F811
+    """PR_SET_PDEATHSIG kills the harness's children (java, k6, nginx's master); nginx's workers are the master's
+    children, so as root the lab runs nginx as the init of its own pid namespace: the kernel then kills them too."""
+    ports_free()
+    proc = invoke(tmp_path, "run", str(PROFILE), "--step", "held")
+    names = lambda: {Path(f"/proc/{p}/comm").read_text().strip() for p in descendants(proc.pid) if alive(p)}  # noqa: E731
+    wait_for(lambda: {"java", "nginx", "k6"} <= names(), 90, "the server, nginx and k6 to run")
+    started = descendants(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    wait_for(lambda: not [p for p in started if alive(p)], 20, "every process the harness started to end")
+    wait_for(lambda: not any(port_open(p) for p in PORTS), 10, "the ports to close")
+
+
+def test_an_nginx_that_cannot_start_fails_with_its_log(tmp_path):
+    """The status port taken after the checks: nginx exits at once, and the step's reason ends with its log."""
+    knobs = NginxKind().resolve("edge", {"mode": "return", "port": 38094, "status_port": 38095}, "t", problems := [])
+    assert not problems
+    ports_free()
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", 38095))
+        taken.listen()
+        service = NginxKind().start("edge", knobs, Context(None, tmp_path, {}, {}))
+        try:
+            with pytest.raises(StepFailed, match=r"(?s)nginx 'edge' exited during start-up .*its log ends:.*Address already in use"):
+                service.wait_ready(timeout_s=10)
+        finally:
+            service.stop()
+    assert not alive(service.proc.pid)

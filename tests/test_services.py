@@ -1,12 +1,14 @@
 """Services as kinds (harness.lab.services): `[services.<name>]` validation, start order, nginx's generated config and
 its stub_status parser, and the checks made before anything starts. No process is started here (see
 tests/test_e2e_services.py for nginx in front of the real sample server)."""
+import time
 from pathlib import Path
 
 import pytest
 
 from harness import LabError
 from harness.lab.services import deploy, nginx
+from harness.lab.services.base import RunningService, StepFailed
 from harness.lab.services.config import start_order
 from harness.lab.spec import parse_spec
 
@@ -130,3 +132,20 @@ def test_a_busy_service_port_names_the_service_and_port(monkeypatch):
     monkeypatch.setattr(deploy, "listener", lambda port: ("python3", 4242))
     with pytest.raises(LabError, match=r"service 'proxy' needs port 38093 \(status_port\), which is in use by python3 \(pid 4242\)"):
         deploy.check_services([step], "local")
+
+
+def test_a_service_never_ready_fails_the_step_with_its_log_tail(tmp_path):
+    class Never(RunningService):
+        kind = "nginx"
+
+        def alive(self):
+            return True
+
+        def ready(self):
+            return False
+
+    log = tmp_path / "edge.log"
+    log.write_text("line 1\nbind() to 127.0.0.1:38094 failed\n")
+    service = Never("edge", None, log, time.monotonic())
+    with pytest.raises(StepFailed, match=r"(?s)nginx 'edge' not ready after 0 s; its log ends:\nline 1\nbind\(\) to"):
+        service.wait_ready(timeout_s=0.2)

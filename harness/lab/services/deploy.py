@@ -71,9 +71,9 @@ class Deployment:
             knobs = self.step.services[name]
             service = KINDS[knobs["kind"]].start(name, knobs, ctx)
             self.running[name] = ctx.running[name] = service
-            self.meta[name] = {"kind": knobs["kind"], "pid": service.pid, "url": service.url}
+            self.meta[name] = {"kind": knobs["kind"], "url": service.url}
             self.meta[name]["ready_ms"] = round(service.wait_ready())
-            self.meta[name]["processes"] = service.pids()
+            self.meta[name] |= {"pid": service.pid, "processes": service.pids()}
             self.meta[name] |= service.info() | service.step_meta()
 
     def url(self, name: str) -> str:

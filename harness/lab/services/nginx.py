@@ -156,11 +156,14 @@ class NginxKind(ServiceKind):
         conf.write_text(render_config(service, knobs, upstream, run_dir))
         binary = require("nginx", nginx_binary(), PACKAGE)
         cmd = [binary, "-e", "stderr", "-g", "daemon off;", "-c", str(conf), "-p", f"{run_dir}/"]
+        isolated = own_pid_namespace()
+        if isolated:  # nginx's master is the namespace's init: if it dies (harness SIGKILLed), the kernel kills the workers
+            cmd = [isolated, "--pid", "--fork", "--kill-child", *cmd]
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         log = ctx.workdir / f"{service}.log"
         started = time.monotonic()
         url = f"http://{knobs['address']}:{knobs['port']}"
-        return RunningNginx(service, spawn(cmd, env, log), log, started, url, knobs, run_dir, binary)
+        return RunningNginx(service, spawn(cmd, env, log), log, started, url, knobs, run_dir, binary, bool(isolated))
 
     def sampler(self, running: RunningNginx, interval_ms: int):
         return StubStatusSampler(interval_ms, running.status_url)
@@ -169,10 +172,23 @@ class NginxKind(ServiceKind):
 class RunningNginx(RunningService):
     kind = "nginx"
 
-    def __init__(self, name, proc, log, started, url, knobs, run_dir: Path, binary: str):
+    def __init__(self, name, proc, log, started, url, knobs, run_dir: Path, binary: str, isolated: bool = False):
         super().__init__(name, proc, log, started, url)
-        self.knobs, self.run_dir, self.binary = knobs, run_dir, binary
+        self.knobs, self.run_dir, self.binary, self.isolated = knobs, run_dir, binary, isolated
         self.status_url = f"http://{knobs['address']}:{knobs['status_port']}{STATUS_PATH}"
+        self._master: int | None = None
+
+    @property
+    def pid(self) -> int:
+        """nginx's master on this machine (in its own pid namespace: the child of `unshare`)."""
+        if not self.isolated:
+            return self.proc.pid
+        if self._master is None:
+            children = _children(self.proc.pid)
+            if not children:
+                return self.proc.pid  # not forked yet
+            self._master = int(children[0])
+        return self._master
 
     def ready(self) -> bool:
         try:
@@ -188,8 +204,9 @@ class RunningNginx(RunningService):
             master = int(pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError):
             raise StepFailed(f"nginx '{self.name}' answers but wrote no pid file {pid_file}: not the one started") from None
-        if master != self.pid:
-            raise StepFailed(f"nginx '{self.name}': the pid file names master {master}, not the process started ({self.pid})")
+        if master != namespace_pid(self.pid):
+            raise StepFailed(f"nginx '{self.name}': the pid file names master {master}, not the process started "
+                             f"({self.pid}, {namespace_pid(self.pid)} in its pid namespace)")
         found = listener(self.knobs["status_port"])
         if found and self.pid not in (found[1], ppid(found[1])):
             raise StepFailed(f"another process ({found[0]}, pid {found[1]}) answers on {self.status_url}, "
@@ -210,6 +227,20 @@ class RunningNginx(RunningService):
             return super().stop()
         finally:
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def own_pid_namespace() -> str | None:
+    """`unshare` when this user may create a pid namespace (root), else None (nginx then runs as a plain child: if
+    the harness is SIGKILLed, PR_SET_PDEATHSIG kills the master but its workers outlive it)."""
+    return shutil.which("unshare") if os.geteuid() == 0 else None
+
+
+def namespace_pid(pid: int) -> int:
+    """A process's pid in its innermost pid namespace (the NSpid line's last field)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("NSpid:"):
+            return int(line.split()[-1])
+    return pid
 
 
 def _children(pid: int) -> list[str]:

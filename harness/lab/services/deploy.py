@@ -14,13 +14,16 @@ from harness import LabError
 from harness.lab.backends.process import StepFailed, listener
 from harness.lab.services.base import Context, RunningService, port_in_use
 from harness.lab.services.config import KINDS, SERVER, start_order
+from harness.lab.services.tomcat import TomcatKind
+
+TOMCAT = TomcatKind()  # the implicit service `server`: its backend starts it, the runner passes it in
 
 LONG_COLUMNS = ["ts_ms", "metric", "value"]  # every service's metrics table: long format, like actuator.parquet
 
 
 def endpoints(step) -> dict[str, tuple[str, int]]:
     """Where each service of a step answers: the sample server's SERVER_ADDRESS:SERVER_PORT, and each service's own."""
-    found = {SERVER: (step.address, step.port)}
+    found = {SERVER: TOMCAT.endpoint(step.server)}
     return found | {name: KINDS[k["kind"]].endpoint(k) for name, k in step.services.items()}
 
 

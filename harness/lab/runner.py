@@ -23,6 +23,7 @@ from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
 from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts, summary_counts
 from harness.lab.samplers import Samplers, now_ms
+from harness.lab.services.deploy import Deployment, check_services, target
 from harness.lab.spec import Step, load_spec
 from harness.models import MODEL_VERSION, STARTUP_ALLOWANCE_MS, expected_step_ms, predict
 
@@ -63,6 +64,7 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     for step in todo:
         check_port_free(step.address, step.port, "server")
         check_port_free(step.address, step.management_port, "management")
+    check_services(todo, server_backend.name)  # tools (e.g. nginx installed) and ports of [services.*]
     estimates = [expected_step_ms(s) / 1000 for s in todo]
     say(f"{spec.title}: {len(todo)} step(s), predicted ≥ {_clock(sum(estimates))} "
         f"(model minimum + ~{STARTUP_ALLOWANCE_MS // 1000} s start-up each)")
@@ -125,6 +127,9 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
     log = writer.path / "server.log"
     _ports_still_free(step)
     server = server_backend.start(step, log)
+    services = Deployment(step, writer.path, server)  # [services.*]: after the server, in dependency order
+    if step.services:
+        meta["services"] = services.meta
     load_proc = None
     samplers = None
     try:
@@ -132,11 +137,13 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         _record_server(meta, server.info())
         meta |= server.step_meta()
         meta["launch"] = _launch_used(step, server_backend)
-        pids = {"server": server.pid}
-        samplers = Samplers(step.system["sample_interval_ms"], step.port, server.management_url, lambda: dict(pids),
-                            server.cgroups(), enabled=step.system["sampling"])
+        services.start()
+        pids = {"server": server.pid} | services.pids()
+        samplers = Samplers(step.system["sample_interval_ms"], services.port(target(step)), server.management_url,
+                            lambda: dict(pids), server.cgroups(), enabled=step.system["sampling"],
+                            extra=services.samplers(step.system["sample_interval_ms"]), server_port=step.port)
         with samplers:
-            cmd, env = tool.command(step, server.url, writer.path, dashboard)
+            cmd, env = tool.command(step, services.url(target(step)), writer.path, dashboard)
             meta["load_started_ms"] = now_ms()
             load_proc = spawn(cmd, _k6_env(env), writer.path / f"{tool.name}.log")
             pids[tool.name] = load_proc.pid
@@ -145,13 +152,18 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
         if not server.alive():
             raise StepFailed(f"the server exited during the step ({server.exit_reason()})")
+        services.check_alive()
         if load_proc.returncode not in (0, 99):  # k6's 99: thresholds crossed, still a valid measurement
             raise StepFailed(f"{tool.name} exited with code {load_proc.returncode}: see {tool.name}.log.gz")
     finally:
         if load_proc is not None:
             terminate(load_proc, grace_s=5)
-        meta["server_exit"] = server.stop()
-        _write_tables(step, tool, writer, meta, samplers, dashboard)
+        try:
+            services.stop()  # in reverse start order, before the server they may depend on
+        finally:
+            meta["server_exit"] = server.stop()
+            _write_tables(step, tool, writer, meta, samplers, dashboard)
+            services.write(writer)
 
 
 def _measure_redeploys(step: Step, server_backend, writer: store.StepWriter, meta: dict) -> None:

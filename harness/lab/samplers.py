@@ -318,15 +318,18 @@ class ProcessSampler(Sampler):
 
 
 class Samplers:
-    """Start and stop the three samplers together; `enabled=False` runs none (their tables stay empty)."""
+    """Start and stop the three samplers (and the step's services' own, `extra`, by service name) together;
+    `enabled=False` runs none (their tables stay empty). `port` is the load target's, for `ss`; Actuator's Tomcat
+    series are kept for the server's port (`server_port`, the same unless the load goes through another service)."""
 
     def __init__(self, interval_ms: int, port: int, management_url: str, pids: Callable[[], dict[str, int]],
-                 cgroups: dict[str, Cgroup] | None = None, enabled: bool = True):
+                 cgroups: dict[str, Cgroup] | None = None, enabled: bool = True, extra: dict | None = None,
+                 server_port: int | None = None):
         self.all = {
             "ss": SocketSampler(interval_ms, port),
-            "actuator": ActuatorSampler(interval_ms, management_url, port),
+            "actuator": ActuatorSampler(interval_ms, management_url, server_port or port),
             "process": ProcessSampler(interval_ms, pids, cgroups),
-        }
+        } | (extra or {})
         self.interval_ms = interval_ms
         self.enabled = enabled
 

@@ -64,7 +64,7 @@ SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "co
 # A step is a load test, or (kind = "redeploy") `starts` fresh servers timed to healthy, with no load.
 KINDS = ("load", "redeploy")
 # same_as = "<chapter>:<step>" starts from another chapter's resolved step; repeat = n runs it n times.
-STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "repeat", *SECTIONS}
+STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "repeat", "services", *SECTIONS}
 TOP_KEYS = {"title", "description", "defaults", "step"}
 # File descriptors a process needs besides its sockets (jars, logs, epoll, pipes).
 FD_RESERVE = 200
@@ -89,6 +89,7 @@ class Step:
     same_as: str = ""  # "<chapter>:<step>" this step copies
     container: dict = field(default_factory=dict)  # resource limits for the docker backend
     role: str = ""  # what a chapter selects the step by beyond its findings, e.g. "isolates F000-j"
+    services: dict = field(default_factory=dict)  # [services.<name>] resolved: {name: {"kind": …, knob: value}}
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
@@ -121,6 +122,7 @@ class Step:
     def config(self) -> dict:
         extra = {"kind": self.kind, "starts": self.starts} if self.kind != "load" else {}
         extra |= {"same_as": self.same_as} if self.same_as else {}
+        extra |= {"services": {name: dict(knobs) for name, knobs in self.services.items()}} if self.services else {}
         return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system),
                 "container": dict(self.container)} | extra
 
@@ -184,12 +186,12 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     problems: list[str] = []
     _unknown(raw, TOP_KEYS, "top level", problems)
     defaults = raw.get("defaults", {})
-    _unknown(defaults, set(SECTIONS) | {"findings"}, "[defaults]", problems)
+    _unknown(defaults, set(SECTIONS) | {"findings", "services"}, "[defaults]", problems)
     tables = raw.get("step", [])
     if not tables:
         problems.append("no [[step]] table: a spec needs at least one step")
     base = {section: _typed(section, defaults.get(section, {}), "[defaults]", problems) for section in SECTIONS}
-    base["findings"] = defaults.get("findings", [])
+    base["findings"], base["services"] = defaults.get("findings", []), defaults.get("services", {})
     spec = Spec(chapter, raw.get("title", chapter), raw.get("description", ""), path)
     tables = _expand_repeats(tables, problems)
     seen: set[str] = set()
@@ -248,7 +250,7 @@ def _same_as_base(reference, base: dict, path: Path, limits: dict, where: str, p
         problems.append(f"{where}: same_as {reference!r}: {err}")
         return base
     return {"server": dict(source.server), "load": dict(source.load), "system": dict(source.system),
-            "container": dict(source.container), "findings": []}
+            "container": dict(source.container), "findings": [], "services": dict(source.services)}
 
 
 def _unknown(table: dict, allowed: set[str], where: str, problems: list[str]) -> None:
@@ -289,12 +291,14 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     kind, starts = _check_kind(table, where, problems)
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
     _check_server(merged["server"], where, problems)
+    from harness.lab.services.config import resolve_services  # lazily: services → backends → this module
+    services = resolve_services(base["services"], table, {**SERVER_DEFAULTS, **merged["server"]}, load, where, problems)
     if system_["launch"] not in LAUNCHES:
         problems.append(f"{where}: system.launch must be one of {', '.join(LAUNCHES)}, got {system_['launch']!r}")
     if len(problems) > before:
         return None
     return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,
-                kind, starts, table.get("same_as", ""), merged["container"], table.get("role", ""))
+                kind, starts, table.get("same_as", ""), merged["container"], table.get("role", ""), services)
 
 
 def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]:

@@ -11,6 +11,7 @@ from harness import ROOT, SERVER_DIR, TOOLS, LabError, say
 from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR
 from harness.lab.backends.local import java_command, java_major
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
+from harness.lab.services.nginx import nginx_binary
 
 MIN_JAVA = 17
 MIN_PYTHON = (3, 11)
@@ -80,6 +81,7 @@ def setup() -> None:
     say(f"java: {check_java()}")
     say(f"k6:   {ensure_k6()}")
     say(f"ab:   {shutil.which('ab') or 'missing (chapter 1 cross-checks with it: apt-get install apache2-utils)'}")
+    say(f"nginx: {nginx_binary() or 'missing (only specs with an nginx service need it: apt-get install nginx)'}")
     build_server()
     say(f"server: {JAR} (+ CDS archive)")
     install_chart_libraries()

@@ -1,26 +1,21 @@
 """What every server backend shares: a fresh sample server for a step, started, checked healthy and stopped for sure.
 
 A backend returns a `RunningServer`; the local backend runs the jar as a child process, the docker backend
-(harness.lab.backends.docker) subclasses it for a container. Every child the lab starts (java, k6) gets its own
-session, so the user's Ctrl-C reaches only the harness, which then stops them; and PR_SET_PDEATHSIG, so they die
-even if the harness itself is killed.
+(harness.lab.backends.docker) subclasses it for a container. Every child the lab starts (java, k6, nginx) is started
+by harness.lab.backends.process: its own session and PR_SET_PDEATHSIG. A RunningServer is the sample server's
+RunningService (harness.lab.services.base): same pid/url/alive/exit_reason/wait_ready/info/stop/log_tail.
 """
 from __future__ import annotations
 
-import ctypes
-import errno
-import json
-import os
-import re
-import signal
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from harness import SERVER_DIR, LabError
+from harness import SERVER_DIR
+# The process mechanics every backend and service kind shares, in harness.lab.backends.process (re-exported here).
+from harness.lab.backends.process import (  # noqa: F401
+    PASSED_ENV, STOP_GRACE_S, StepFailed, check_port_free, http_json, listener, spawn, terminate,
+)
 from harness.lab.spec import Step
 
 JAR = SERVER_DIR / "target" / "sample-server.jar"
@@ -35,82 +30,11 @@ CDS_ARCHIVE = SERVER_DIR / "target" / "extracted" / "app.jsa"
 HEALTH_TIMEOUT_S = 90
 
 
-STOP_GRACE_S = 10
-
-
-PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "TMPDIR")
-
-
-class StepFailed(Exception):
-    """The step could not be measured; its reason goes into step.json and the run goes on."""
-
-
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
-    """Start a child in its own session, output appended to `log`, killed if the harness dies."""
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=_die_with_parent,
-        )
-
-
-def terminate(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> int:
-    """SIGTERM the child's process group, SIGKILL after `grace_s`; returns its exit code."""
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10)):
-        if proc.poll() is not None:
-            break
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-    return proc.wait()
-
-
-def check_port_free(address: str, port: int, what: str) -> None:
-    """Refuse a port another process listens on (TIME-WAIT leftovers are fine, as for Tomcat)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((address, port))
-        except OSError as err:
-            if err.errno != errno.EADDRINUSE:
-                raise
-            raise LabError(
-                f"{what} port {port} on {address} is in use{_listener(port)}: stop that process, "
-                f"or give the experiment another SERVER_PORT / MANAGEMENT_PORT"
-            ) from None
-
-
-def _listener(port: int) -> str:
-    found = listener(port)
-    return f" by {found[0]} (pid {found[1]})" if found else ""
-
-
-def listener(port: int) -> tuple[str, int] | None:
-    """The command name and pid of the process listening on a TCP port, when `ss -p` may see it."""
-    out = subprocess.run(["ss", "-Hltnp", f"( sport = :{port} )"], capture_output=True, text=True).stdout
-    match = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
-    return (match.group(1), int(match.group(2))) if match else None
-
-
-def http_json(url: str, timeout: float = 2.0) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as reply:
-        return json.loads(reply.read())
-
-
 class RunningServer:
     """A started server: its pid, health, effective configuration and stop."""
 
     backend = "local"
+    name, kind = "server", "tomcat"  # the implicit service of every step
 
     def __init__(self, step: Step, proc: subprocess.Popen, log: Path, started: float):
         self.step, self.proc, self.log, self.started = step, proc, log, started
@@ -143,6 +67,8 @@ class RunningServer:
                 pass
             time.sleep(0.05)
         raise StepFailed(f"server not healthy after {timeout_s:.0f} s: {self.log_tail()}")
+
+    wait_ready = wait_healthy
 
     def _check_identity(self) -> None:
         """The server that answered must be ours, not one another process started on the same ports."""

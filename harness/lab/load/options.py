@@ -50,6 +50,7 @@ LOAD_KEYS: dict[str, tuple[type, int | None]] = {
     "batch_vus": (int, 1),  # batch mode: k6 VUs carrying the users
     "batch_per_host": (int, 1),  # batch mode: parallel connections per VU (default: its whole share)
     "requests": (list, None),  # a scenario: [[…load.requests]] tables
+    "target": (str, None),  # the service the load goes to: "server" (default) or a [services.<name>] (services.config)
 }
 LOAD_DEFAULTS = {
     "tool": "k6",
@@ -61,7 +62,7 @@ LOAD_DEFAULTS = {
     "path": "/hello",
     "connection_reuse": True,
 }
-COMMON = {"tool", "executor", "graceful_stop", "request_timeout", "path", "connection_reuse", "requests"}
+COMMON = {"tool", "executor", "graceful_stop", "request_timeout", "path", "connection_reuse", "requests", "target"}
 APPLIES = {  # the keys each executor takes besides COMMON
     "per-vu-iterations": {"vus", "iterations", "max_duration", "spike_mode", "batch_vus", "batch_per_host"},
     "shared-iterations": {"vus", "iterations", "max_duration"},

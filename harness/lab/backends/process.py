@@ -1,0 +1,89 @@
+"""The lab's child processes, whatever they run (the server, k6, a service such as nginx): each gets its own session,
+so the user's Ctrl-C reaches only the harness, which then stops them; and PR_SET_PDEATHSIG, so they die even if the
+harness itself is killed. Also: who listens on a port, and refusing a busy one before a start.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+from harness import LabError
+
+STOP_GRACE_S = 10
+
+
+PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "TMPDIR")
+
+
+class StepFailed(Exception):
+    """The step could not be measured; its reason goes into step.json and the run goes on."""
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
+    """Start a child in its own session, output appended to `log`, killed if the harness dies."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=_die_with_parent,
+        )
+
+
+def terminate(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> int:
+    """SIGTERM the child's process group, SIGKILL after `grace_s`; returns its exit code."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.wait()
+
+
+def check_port_free(address: str, port: int, what: str) -> None:
+    """Refuse a port another process listens on (TIME-WAIT leftovers are fine, as for Tomcat)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((address, port))
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                raise
+            raise LabError(
+                f"{what} port {port} on {address} is in use{_listener(port)}: stop that process, "
+                f"or give the experiment another SERVER_PORT / MANAGEMENT_PORT"
+            ) from None
+
+
+def _listener(port: int) -> str:
+    found = listener(port)
+    return f" by {found[0]} (pid {found[1]})" if found else ""
+
+
+def listener(port: int) -> tuple[str, int] | None:
+    """The command name and pid of the process listening on a TCP port, when `ss -p` may see it."""
+    out = subprocess.run(["ss", "-Hltnp", f"( sport = :{port} )"], capture_output=True, text=True).stdout
+    match = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def http_json(url: str, timeout: float = 2.0) -> dict:
+    with urllib.request.urlopen(url, timeout=timeout) as reply:
+        return json.loads(reply.read())

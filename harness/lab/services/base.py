@@ -1,0 +1,171 @@
+"""What every kind of service shares: its knobs validated like SERVER_KEYS, its ports, its tools checked before
+anything starts, and a `RunningService` (pid, url, alive, exit reason, readiness, identity, stop, log tail).
+
+A step's services are plain dicts in `Step.services` ({name: {"kind": …, knob: value, …}}, defaults filled in),
+so step.json records them as they ran. The sample server is the implicit service `server` of kind `tomcat`
+(harness.lab.services.tomcat: the backends' RunningServer has the same interface); other kinds (harness.lab.services.nginx) run as local child processes started
+with the same spawn/terminate as the server (own session, PR_SET_PDEATHSIG), whatever the server's backend.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import LabError
+from harness.lab.backends.process import StepFailed, terminate
+
+READY_TIMEOUT_S = 30
+Knobs = dict[str, tuple[type, "int | None"]]
+
+
+@dataclass
+class Context:
+    """What a kind gets to start one service of a step: the step, its directory, the services already running."""
+
+    step: object  # harness.lab.spec.Step
+    workdir: Path
+    running: dict  # name → RunningService, in start order
+    endpoints: dict  # name → (address, port) the load (or a proxy) reaches each service on
+
+
+class RunningService:
+    """A started service: its pid and url, alive or not and why, ready and really ours, stopped for sure."""
+
+    kind = "service"
+
+    def __init__(self, name: str, proc: subprocess.Popen | None, log: Path, started: float, url: str = ""):
+        self.name, self.proc, self.log, self.started, self.url = name, proc, log, started, url
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def exit_reason(self) -> str:
+        code = self.proc.poll()
+        return f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+
+    def ready(self) -> bool:
+        """One readiness probe (True when the service answers); the kind's own check."""
+        raise NotImplementedError
+
+    def check_identity(self) -> None:
+        """Raise StepFailed when the process answering is not the one started."""
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> float:
+        """Block until ready and checked; returns start-to-ready milliseconds."""
+        deadline = self.started + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise StepFailed(f"{self.kind} '{self.name}' exited during start-up ({self.exit_reason()}); "
+                                 f"its log ends:\n{self.log_tail()}")
+            if self.ready():
+                ready_ms = (time.monotonic() - self.started) * 1000
+                self.check_identity()
+                return ready_ms
+            time.sleep(0.05)
+        raise StepFailed(f"{self.kind} '{self.name}' not ready after {timeout_s:.0f} s; its log ends:\n{self.log_tail()}")
+
+    def pids(self) -> dict[str, int]:
+        """The processes sampled (process.parquet's `process` column) by name: the service's own by default."""
+        return {self.name: self.pid}
+
+    def info(self) -> dict:
+        """What the service reports about itself (versions, effective settings), for step.json."""
+        return {}
+
+    def step_meta(self) -> dict:
+        return {}
+
+    def stop(self) -> int:
+        return terminate(self.proc)
+
+    def log_tail(self, lines: int = 15) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:]) or "(no output)"
+
+
+class ServiceKind:
+    """A kind of service: its knobs (type, minimum) and defaults, ports, tools, start and sampler."""
+
+    name = "kind"
+    knobs: Knobs = {}
+    defaults: dict = {}
+
+    def resolve(self, service: str, values: dict, where: str, problems: list[str]) -> dict:
+        """The spec's knobs typed and checked, defaults filled in (kind-specific checks in `check`)."""
+        good = typed_knobs(self.knobs, values, f"{where}: services.{service}", problems)
+        resolved = {**self.defaults, **good}
+        self.check(service, resolved, where, problems)
+        return resolved
+
+    def check(self, service: str, knobs: dict, where: str, problems: list[str]) -> None:
+        """Kind-specific checks of one resolved service (e.g. an upstream that must exist)."""
+
+    def depends_on(self, knobs: dict) -> list[str]:
+        return []
+
+    def endpoint(self, knobs: dict) -> tuple[str, int]:
+        """(address, port) the load goes to when this service is the load target."""
+        raise NotImplementedError
+
+    def ports(self, knobs: dict) -> dict[str, int]:
+        """Every port the service listens on, by what it is for."""
+        return {}
+
+    def check_tools(self, backend: str) -> None:
+        """Raise LabError (naming the package to install) before anything starts."""
+
+    def start(self, service: str, knobs: dict, ctx: Context) -> RunningService:
+        raise NotImplementedError
+
+    def sampler(self, running: RunningService, interval_ms: int):
+        """A harness.lab.samplers.Sampler whose rows go into <service name>.parquet, or None."""
+        return None
+
+
+def typed_knobs(knobs: Knobs, values: dict, where: str, problems: list[str]) -> dict:
+    """Like spec's section check: unknown keys listed with the allowed ones, types and minimums."""
+    good = {}
+    for key, value in values.items():
+        if key not in knobs:
+            problems.append(f"{where}: unknown knob '{key}' (allowed: {', '.join(sorted(knobs))})")
+            continue
+        kind, minimum = knobs[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            problems.append(f"{where}.{key} must be {kind.__name__}, got {value!r}")
+        elif minimum is not None and value < minimum:
+            problems.append(f"{where}.{key} must be ≥ {minimum}, got {value}")
+        else:
+            good[key] = value
+    return good
+
+
+def port_in_use(address: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((address, port))
+        except OSError:
+            return True
+    return False
+
+
+def ppid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+def require(what: str, found: str | None, package: str) -> str:
+    if not found:
+        raise LabError(f"{what} is not installed: install the Debian package `{package}` "
+                       f"(`apt-get install {package}`)")
+    return found

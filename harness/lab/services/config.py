@@ -1,0 +1,89 @@
+"""`[services.<name>]` tables of a spec ([defaults] and steps, merged per name) → a step's resolved services, and what
+the runner needs from them: start order, endpoints, the load target, the tools and ports to check before anything
+starts. Every problem is appended to the spec's list, so the user sees them all in one message.
+"""
+from __future__ import annotations
+
+import re
+
+from harness import LabError
+from harness.lab.services.base import ServiceKind
+from harness.lab.services.nginx import NginxKind
+
+KINDS: dict[str, ServiceKind] = {"nginx": NginxKind()}  # what `kind = "…"` may name
+SERVER = "server"  # the implicit service (the sample server, kind tomcat, set by [server]): the load's default target
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# Names a service may not take: they are other files of a step directory (<name>.parquet, <name>.log.gz).
+RESERVED = {SERVER, "ss", "actuator", "process", "requests", "series", "startup", "k6", "ab", "step", "tomcat"}
+
+
+def resolve_services(base: dict, step: dict, server: dict, load: dict, where: str, problems: list[str]) -> dict:
+    """The step's services: `base` (the defaults' tables, or a same_as step's services) updated per name by the
+    step table's own [services.<name>]; kinds, knobs, dependencies, ports (none shared, none of the sample server's:
+    `server` is its resolved [server]) and `load.target` checked. A redeploy step takes none."""
+    table = step.get("services", {})
+    if step.get("kind") == "redeploy":
+        if base or table:
+            problems.append(f"{where}: a redeploy step starts only the sample server; it takes no [services]")
+        return {}
+    for tables in (base, table):
+        if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
+            problems.append(f"{where}: services must be tables [services.<name>] with a kind, got {tables!r}")
+            return {}
+    merged = {name: {**base.get(name, {}), **table.get(name, {})} for name in [*base, *(n for n in table if n not in base)]}
+    services = {}
+    for name, values in merged.items():
+        if not NAME.match(name) or name in RESERVED:
+            problems.append(f"{where}: service name {name!r} must be lower-case letters, digits and '_' and not one "
+                            f"of {', '.join(sorted(RESERVED))} (the sample server is the implicit service 'server')")
+            continue
+        kind = values.get("kind")
+        if kind not in KINDS:
+            hint = " (the sample server is the implicit service 'server', set by [server])" if kind == "tomcat" else ""
+            problems.append(f"{where}: services.{name}.kind must be one of {', '.join(KINDS)}, got {kind!r}{hint}")
+            continue
+        knobs = KINDS[kind].resolve(name, {k: v for k, v in values.items() if k != "kind"}, where, problems)
+        services[name] = {"kind": kind, **knobs}
+    if len(services) == len(merged):
+        _check_graph(services, where, problems)
+        _check_ports(services, {"server": server["SERVER_PORT"], "management": server["MANAGEMENT_PORT"]}, where, problems)
+    target = load.get("target", SERVER)
+    if load and target != SERVER and target not in services:
+        problems.append(f"{where}: load.target must be 'server' or one of the step's services "
+                        f"({', '.join(services) or 'none declared'}), got {target!r}")
+    return services
+
+
+def _check_graph(services: dict, where: str, problems: list[str]) -> None:
+    for name, knobs in services.items():
+        for needed in KINDS[knobs["kind"]].depends_on(knobs):
+            if needed != SERVER and needed not in services:
+                problems.append(f"{where}: services.{name} needs '{needed}', which is neither 'server' nor a service "
+                                f"of the step ({', '.join(services)})")
+                return
+    try:
+        start_order(services)
+    except LabError as err:
+        problems.append(f"{where}: {err}")
+
+
+def start_order(services: dict) -> list[str]:
+    """Service names in an order where each comes after what it depends on (the server always first)."""
+    order, left = [SERVER], dict(services)
+    while left:
+        ready = [n for n, k in left.items() if all(d in order for d in KINDS[k["kind"]].depends_on(k))]
+        if not ready:
+            raise LabError(f"services depend on each other in a cycle: {', '.join(sorted(left))}")
+        for name in sorted(ready):
+            order.append(name)
+            del left[name]
+    return order
+
+
+def _check_ports(services: dict, server_ports: dict, where: str, problems: list[str]) -> None:
+    seen = {port: f"server's {what}" for what, port in server_ports.items()}
+    for name, knobs in services.items():
+        for what, port in KINDS[knobs["kind"]].ports(knobs).items():
+            if port in seen:
+                problems.append(f"{where}: services.{name}.{what} {port} is also the {seen[port]} port")
+            seen[port] = f"{name}'s {what}"

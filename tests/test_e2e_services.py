@@ -1,0 +1,149 @@
+"""End to end with two services: k6 → nginx (the Debian package) → the sample server, on the real machine.
+
+One run of tests/profiles/services-scaled.toml's short step through the command line, then SIGTERM in the middle of
+its long step. Checks that both services were sampled under their own names (proxy.parquet from stub_status,
+actuator.parquet from Actuator), that k6's requests went through nginx, and that no nginx or java outlives the run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness import ROOT
+from harness.lab.services.base import Context, StepFailed, port_in_use
+from harness.lab.services.nginx import STUB_METRICS, NginxKind, nginx_binary
+
+from test_e2e import finish, invoke, lab_children, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
+
+pytestmark = pytest.mark.e2e
+PROFILE = ROOT / "tests" / "profiles" / "services-scaled.toml"
+PORTS = (8180, 8181, 8182, 8183)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below `root` (the harness): the server, k6, nginx's master and its workers."""
+    found, todo = [], [root]
+    while todo:
+        children = lab_children(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
+def ports_free() -> None:
+    """Below the kernel's ephemeral range (32768+), but a server of an earlier test may still be stopping."""
+    wait_for(lambda: not any(port_in_use("127.0.0.1", p) for p in PORTS), 120, f"ports {PORTS} to be free")
+
+
+@pytest.fixture(scope="module")
+def proxied(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported from test_e2e
+    assert nginx_binary(), "nginx is missing: apt-get install nginx"
+    ports_free()
+    data_dir = tmp_path_factory.mktemp("services") / "data"
+    code, out = finish(invoke(data_dir, "run", str(PROFILE), "--step", "proxy"), timeout=240)
+    print(out)
+    assert code == 0, out
+    step = data_dir / PROFILE.stem / "proxy"
+    return data_dir, step, json.loads((step / "step.json").read_text())
+
+
+def test_both_services_are_sampled_under_their_own_names(proxied):
+    _, step, meta = proxied
+    proxy = pd.read_parquet(step / "proxy.parquet")
+    assert list(proxy.columns) == ["ts_ms", "metric", "value"]
+    assert set(proxy["metric"]) == set(STUB_METRICS) and len(proxy) >= 5 * len(STUB_METRICS)
+    actuator = pd.read_parquet(step / "actuator.parquet")
+    assert {"tomcat.threads.busy", "tomcat.global.request.count"} <= set(actuator["metric"])
+    processes = set(pd.read_parquet(step / "process.parquet")["process"])
+    assert {"server", "proxy", "proxy.worker1", "k6"} <= processes
+    assert meta["config"]["services"]["proxy"]["kind"] == "nginx"
+    service = meta["services"]["proxy"]
+    assert service["exit"] == 0 and service["ready_ms"] > 0 and service["version"]
+    assert (step / "proxy.conf").exists() and (step / "proxy.log.gz").exists()
+    assert not list(step.glob(".proxy-run"))  # nginx's pid and temp files are removed with it
+
+
+def test_k6_requests_went_through_nginx(proxied):
+    _, step, meta = proxied
+    requests = pd.read_parquet(step / "requests.parquet")
+    answered = int(((requests["status"] == 200) & (requests["error_code"] == 0)).sum())
+    assert meta["requests"]["issued"] == len(requests) > 0 and answered == len(requests)
+    proxy = pd.read_parquet(step / "proxy.parquet")
+    served = proxy[proxy["metric"] == "requests"]["value"]
+    assert served.max() - served.min() >= answered  # every k6 request (and the sampler's own scrapes) counted by nginx
+    tomcat = pd.read_parquet(step / "actuator.parquet").query("metric == 'tomcat.global.request.count'")["value"]
+    assert tomcat.max() - tomcat.min() >= answered * 0.9  # and reached Tomcat behind it
+    ss = pd.read_parquet(step / "ss.parquet")
+    assert ss["estab"].max() >= 5  # ss watches the load target's port (nginx's): k6's 5 connections
+
+
+def test_nothing_is_left_running_after_the_run(proxied):
+    _, _, meta = proxied
+    processes = meta["services"]["proxy"]["processes"]  # nginx's master and workers, by name
+    assert set(processes) == {"proxy", "proxy.worker1"}
+    assert not [pid for pid in processes.values() if alive(pid)]
+    assert not any(port_open(p) for p in PORTS)
+
+
+def test_sigterm_mid_step_stops_nginx_and_the_server(lab_ready, tmp_path):  # noqa: F811
+    ports_free()
+    proc = invoke(tmp_path, "run", str(PROFILE), "--step", "held")
+    names = lambda: {Path(f"/proc/{p}/comm").read_text().strip() for p in descendants(proc.pid) if alive(p)}  # noqa: E731
+    wait_for(lambda: {"java", "nginx", "k6"} <= names(), 90, "the server, nginx and k6 to run")
+    started = descendants(proc.pid)  # nginx's workers included (grandchildren of the harness)
+    assert len(started) >= 4
+    os.kill(proc.pid, signal.SIGTERM)
+    code, out = finish(proc, timeout=90)
+    assert code == 130, out
+    assert [p for p in started if alive(p)] == [], out
+    assert not any(port_open(p) for p in PORTS)
+    failed = json.loads((tmp_path / PROFILE.stem / "held" / "step.json").read_text())
+    assert failed["status"] == "failed" and "interrupted" in failed["reason"]
+    assert failed["services"]["proxy"]["exit"] == 0  # nginx stopped by the harness, not left to PDEATHSIG
+    assert (tmp_path / PROFILE.stem / "held" / "proxy.parquet").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a pid namespace for nginx needs root; elsewhere its workers may outlive a SIGKILL")
+def test_sigkill_of_the_harness_leaves_no_nginx_worker(lab_ready, tmp_path):  # noqa: F811
+    """PR_SET_PDEATHSIG kills the harness's children (java, k6, nginx's master); nginx's workers are the master's
+    children, so as root the lab runs nginx as the init of its own pid namespace: the kernel then kills them too."""
+    ports_free()
+    proc = invoke(tmp_path, "run", str(PROFILE), "--step", "held")
+    names = lambda: {Path(f"/proc/{p}/comm").read_text().strip() for p in descendants(proc.pid) if alive(p)}  # noqa: E731
+    wait_for(lambda: {"java", "nginx", "k6"} <= names(), 90, "the server, nginx and k6 to run")
+    started = descendants(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    wait_for(lambda: not [p for p in started if alive(p)], 20, "every process the harness started to end")
+    wait_for(lambda: not any(port_open(p) for p in PORTS), 10, "the ports to close")
+
+
+def test_an_nginx_that_cannot_start_fails_with_its_log(tmp_path):
+    """The status port taken after the checks: nginx exits at once, and the step's reason ends with its log."""
+    knobs = NginxKind().resolve("edge", {"mode": "return", "port": 38094, "status_port": 38095}, "t", problems := [])
+    assert not problems
+    ports_free()
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", 38095))
+        taken.listen()
+        service = NginxKind().start("edge", knobs, Context(None, tmp_path, {}, {}))
+        try:
+            with pytest.raises(StepFailed, match=r"(?s)nginx 'edge' exited during start-up .*its log ends:.*Address already in use"):
+                service.wait_ready(timeout_s=10)
+        finally:
+            service.stop()
+    assert not alive(service.proc.pid)

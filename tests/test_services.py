@@ -1,0 +1,151 @@
+"""Services as kinds (harness.lab.services): `[services.<name>]` validation, start order, nginx's generated config and
+its stub_status parser, and the checks made before anything starts. No process is started here (see
+tests/test_e2e_services.py for nginx in front of the real sample server)."""
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import LabError
+from harness.lab.services import deploy, nginx
+from harness.lab.services.base import RunningService, StepFailed
+from harness.lab.services.config import start_order
+from harness.lab.spec import parse_spec
+
+from conftest import LIMITS
+
+SAMPLES = Path(__file__).parent / "samples"
+PROXY = {"kind": "nginx", "port": 38092, "status_port": 38093}
+
+
+def parse(raw):
+    return parse_spec("t", raw, Path("t.toml"), LIMITS)
+
+
+def spec_with(services=None, step_services=None, **load):
+    defaults = {"load": {"vus": 2, **load}} | ({"services": services} if services is not None else {})
+    step = {"id": "s"} | ({"services": step_services} if step_services is not None else {})
+    return {"defaults": defaults, "step": [step]}
+
+
+def problems_of(raw) -> str:
+    with pytest.raises(LabError) as err:
+        parse(raw)
+    return str(err.value)
+
+
+def test_stub_status_parser_reads_nginx_page():
+    assert nginx.parse_stub_status((SAMPLES / "stub_status.txt").read_text()) == {
+        "active": 1, "accepts": 5, "handled": 5, "requests": 5, "reading": 0, "writing": 1, "waiting": 0}
+    page = "Active connections: 291 \nserver accepts handled requests\n 16630948 16630948 31070465 \nReading: 6 Writing: 179 Waiting: 106 \n"
+    assert nginx.parse_stub_status(page)["requests"] == 31070465
+    with pytest.raises(ValueError, match="not a stub_status page"):
+        nginx.parse_stub_status("<html>404</html>")
+
+
+def test_a_step_without_services_is_as_before():
+    step = parse(spec_with()).steps[0]
+    assert step.services == {} and "services" not in step.config()
+    assert deploy.target(step) == "server"
+
+
+def test_services_merge_per_name_with_defaults_filled_in():
+    step = parse(spec_with({"proxy": PROXY}, {"proxy": {"keepalive": 16}}, target="proxy")).steps[0]
+    proxy = step.services["proxy"]
+    assert proxy["kind"] == "nginx" and proxy["port"] == 38092 and proxy["keepalive"] == 16
+    assert proxy["upstream"] == "server" and proxy["worker_processes"] == 1
+    assert (proxy["proxy_http_version"], proxy["connection_header"]) == ("1.1", "")  # pooled: keep-alive upstream
+    assert step.config()["services"] == step.services
+    assert deploy.target(step) == "proxy"
+    assert deploy.endpoints(step) == {"server": ("127.0.0.1", 8080), "proxy": ("127.0.0.1", 38092)}
+    plain = parse(spec_with({"proxy": PROXY})).steps[0].services["proxy"]
+    assert (plain["proxy_http_version"], plain["connection_header"]) == ("1.0", "close")  # nginx's own defaults
+
+
+def test_return_mode_needs_no_upstream():
+    step = parse(spec_with({"edge": {**PROXY, "mode": "return"}}, target="edge")).steps[0]
+    assert "upstream" not in step.services["edge"]
+    assert start_order(step.services) == ["server", "edge"]
+
+
+@pytest.mark.parametrize("services, load, expected", [
+    ({"proxy": {"port": 38092}}, {}, "services.proxy.kind must be one of nginx, got None"),
+    ({"proxy": {**PROXY, "kind": "haproxy"}}, {}, "services.proxy.kind must be one of nginx, got 'haproxy'"),
+    ({"app": {"kind": "tomcat"}}, {}, "the sample server is the implicit service 'server'"),
+    ({"proxy": {**PROXY, "workers": 2}}, {}, "unknown knob 'workers' (allowed: address, backlog"),
+    ({"proxy": {**PROXY, "worker_processes": 0}}, {}, "services.proxy.worker_processes must be ≥ 1, got 0"),
+    ({"proxy": {**PROXY, "keepalive": "8"}}, {}, "services.proxy.keepalive must be int, got '8'"),
+    ({"proxy": {**PROXY, "mode": "cache"}}, {}, "services.proxy.mode must be one of proxy, return"),
+    ({"proxy": {**PROXY, "upstream": "db"}}, {}, "services.proxy needs 'db', which is neither 'server' nor a service"),
+    ({"proxy": {**PROXY, "keepalive": 4, "connection_header": "close"}}, {}, "keepalive 4 needs proxy_http_version"),
+    ({"proxy": {**PROXY, "port": 8081}}, {}, "services.proxy.port 8081 is also the server's management port"),
+    ({"proxy": {**PROXY, "status_port": 38092}}, {}, "port and status_port must differ"),
+    ({"proxy": {**PROXY, "address": "10.0.0.1"}}, {}, "services.proxy.address must be a loopback address"),
+    ({"ss": PROXY}, {}, "service name 'ss' must be"),
+    ({"proxy": PROXY}, {"target": "nginx"}, "load.target must be 'server' or one of the step's services (proxy), got 'nginx'"),
+    ({}, {"target": "proxy"}, "load.target must be 'server' or one of the step's services (none declared)"),
+    ({"a": {**PROXY, "upstream": "b"}, "b": {"kind": "nginx", "port": 38094, "status_port": 38095, "upstream": "a"}}, {},
+     "services depend on each other in a cycle: a, b"),
+])
+def test_bad_services_get_one_clear_message(services, load, expected):
+    assert expected in problems_of(spec_with(services, **load))
+
+
+def test_services_table_must_be_tables():
+    assert "services must be tables [services.<name>]" in problems_of(spec_with({"proxy": 3}))
+
+
+def test_a_redeploy_step_takes_no_services():
+    raw = {"defaults": {"services": {"proxy": PROXY}}, "step": [{"id": "r", "kind": "redeploy"}]}
+    assert "a redeploy step starts only the sample server" in problems_of(raw)
+
+
+def test_start_order_puts_each_service_after_its_upstream():
+    services = {"edge": {"kind": "nginx", "mode": "proxy", "upstream": "inner"},
+                "inner": {"kind": "nginx", "mode": "proxy", "upstream": "server"}}
+    assert start_order(services) == ["server", "inner", "edge"]
+
+
+def test_generated_config_proxies_with_keepalive_and_serves_stub_status(tmp_path):
+    knobs = parse(spec_with({"proxy": {**PROXY, "keepalive": 8, "worker_processes": 2}})).steps[0].services["proxy"]
+    conf = nginx.render_config("proxy", knobs, ("127.0.0.1", 38080), tmp_path)
+    for line in ("worker_processes 2;", "access_log off;", "error_log stderr notice;", f"pid {tmp_path}/nginx.pid;",
+                 "server 127.0.0.1:38080;", "keepalive 8;", "proxy_http_version 1.1;", 'proxy_set_header Connection "";',
+                 "listen 127.0.0.1:38092 backlog=511;", "listen 127.0.0.1:38093;", "stub_status;"):
+        assert line in conf, line
+    edge = parse(spec_with({"edge": {**PROXY, "mode": "return"}})).steps[0].services["edge"]
+    conf = nginx.render_config("edge", edge, None, tmp_path)
+    assert 'return 200 "ok\\n";' in conf and "upstream" not in conf and "proxy_pass" not in conf
+
+
+def test_a_missing_nginx_is_named_before_anything_starts(monkeypatch):
+    step = parse(spec_with({"proxy": PROXY})).steps[0]
+    monkeypatch.setattr(nginx, "nginx_binary", lambda: None)
+    with pytest.raises(LabError, match=r"nginx is not installed: install the Debian package `nginx`"):
+        deploy.check_services([step], "local")
+
+
+def test_a_busy_service_port_names_the_service_and_port(monkeypatch):
+    step = parse(spec_with({"proxy": PROXY})).steps[0]
+    monkeypatch.setattr(nginx, "nginx_binary", lambda: "/usr/sbin/nginx")
+    monkeypatch.setattr(deploy, "port_in_use", lambda address, port: port == 38093)
+    monkeypatch.setattr(deploy, "listener", lambda port: ("python3", 4242))
+    with pytest.raises(LabError, match=r"service 'proxy' needs port 38093 \(status_port\), which is in use by python3 \(pid 4242\)"):
+        deploy.check_services([step], "local")
+
+
+def test_a_service_never_ready_fails_the_step_with_its_log_tail(tmp_path):
+    class Never(RunningService):
+        kind = "nginx"
+
+        def alive(self):
+            return True
+
+        def ready(self):
+            return False
+
+    log = tmp_path / "edge.log"
+    log.write_text("line 1\nbind() to 127.0.0.1:38094 failed\n")
+    service = Never("edge", None, log, time.monotonic())
+    with pytest.raises(StepFailed, match=r"(?s)nginx 'edge' not ready after 0 s; its log ends:\nline 1\nbind\(\) to"):
+        service.wait_ready(timeout_s=0.2)

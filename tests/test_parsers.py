@@ -135,3 +135,31 @@ def test_open_fds_counted_from_the_size_of_proc_fd():
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def test_a_run_of_alike_sock_diag_messages_counts_as_the_message_by_message_walk(monkeypatch):
+    import harness.lab.kernel as kernel
+
+    # The captured reply's messages, repeated: 200 copies of its ESTAB, then the whole reply (LISTEN, TIME-WAIT, …, DONE).
+    reply = (SAMPLES / "sock_diag.bin").read_bytes()
+    offset, messages = 0, []
+    while offset < len(reply):
+        length = int.from_bytes(reply[offset:offset + 4], "little")
+        messages.append(reply[offset:offset + length])
+        offset += (length + 3) & ~3
+    estab = next(m for m in messages if m[kernel.DIAG_STATE_AT] == 1)
+    data = estab * 200 + reply
+    fast, fast_listener = [0] * 16, [0, 0]
+    assert kernel.count_diag(data, fast, fast_listener)
+    monkeypatch.setattr(kernel, "_count_uniform", lambda *args: 0)
+    slow, slow_listener = [0] * 16, [0, 0]
+    assert kernel.count_diag(data, slow, slow_listener)
+    assert (fast, fast_listener) == (slow, slow_listener) and fast[1] == 201
+
+
+def test_the_compat_request_dumps_both_families_of_one_port():
+    from harness.lab.kernel import TCPDIAG_GETSOCK, compat_request
+
+    request = compat_request(8080)
+    assert int.from_bytes(request[:4], "little") == len(request) == 16 + 60 + 4 + 16
+    assert int.from_bytes(request[4:6], "little") == TCPDIAG_GETSOCK and request[16] == 0  # AF_UNSPEC

@@ -141,7 +141,7 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         with samplers:
             cmd, env = tool.command(step, server.url, writer.path, dashboard)
             meta["load_started_ms"] = now_ms()
-            load_proc = spawn(cmd, _k6_env(env), writer.path / f"{tool.name}.log")
+            load_proc = spawn(placement.command(step, tool.name, cmd), _k6_env(env), writer.path / f"{tool.name}.log")
             pids[tool.name] = load_proc.pid
             _wait_load(load_proc, tool.name, step, samplers, meta["model"]["min_duration_ms"])
             meta["load_ended_ms"] = now_ms()

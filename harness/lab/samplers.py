@@ -1,4 +1,7 @@
-"""Server-side truth on the clients' clock: `ss`, `nstat`, Actuator and /proc, sampled every few hundred ms.
+"""Server-side truth on the clients' clock: sockets (what `ss` shows), `nstat`'s counters, Actuator, /proc and each CPU's
+busy time, sampled every few hundred ms. The kernel is read directly (harness.lab.kernel), so that sampling 15,000
+connections costs little CPU; `parse_ss` reads `ss` output where netlink is missing, and `parse_nstat` (nstat's
+output) is what the /proc/net reader is tested against.
 
 Each sampler is a thread that ticks on a fixed schedule (start + k × interval) and stamps rows with
 Unix epoch milliseconds from the same clock k6 uses, so samples and requests share one timeline.
@@ -257,7 +260,7 @@ class Sampler(threading.Thread):
 
 
 class SocketSampler(Sampler):
-    """`ss` on the server port plus `nstat` kernel counters (as deltas) into one row per tick."""
+    """The server port's sockets per state (sock_diag, else `ss`) plus nstat's kernel counters (as deltas), one row per tick."""
 
     name_ = "ss"
 
@@ -266,9 +269,11 @@ class SocketSampler(Sampler):
         self.port = port
         self._last: dict[str, int] | None = None
         self.counter: SocketCounter | None = None
+        self._tried = False
 
     def take(self, ts_ms: int) -> list[dict]:
-        if self._last is None:  # the first tick: sock_diag as `ss` itself uses, counted in-process, no text to parse
+        if not self._tried:  # sock_diag, as `ss` itself uses: counted in-process, no command and no text to parse
+            self._tried = True
             try:
                 self.counter = SocketCounter(self.port)
             except OSError:  # no netlink here: run `ss` and parse its output

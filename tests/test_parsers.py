@@ -1,4 +1,6 @@
 """Parsers of ss, nstat, Actuator and k6 output, on samples captured from the real tools."""
+import pytest
+
 from harness.lab.samplers import parse_nstat, parse_prometheus, parse_ss
 
 from conftest import SAMPLES
@@ -76,3 +78,88 @@ def test_ab_per_request_rows():
     assert requests["duration_ms"].between(1001, 1002).all()
     assert (requests["start_ms"] % 1000 == 0).all()  # ab gives starts to the second only
     assert (requests["end_ms"] - requests["start_ms"] == requests["duration_ms"]).all()
+
+
+# ---- the kernel read directly (harness.lab.kernel): the same values as ss and nstat -----------------------
+
+def test_sock_diag_reply_counts_what_ss_showed_at_the_same_moment():
+    from harness.lab.kernel import count_diag, ss_row
+    from harness.lab.samplers import SS_STATES
+
+    counts, listener = [0] * 16, [0, 0]
+    # A listener with backlog 3 holding one unaccepted connection, a CLOSE-WAIT, an ESTAB and a TIME-WAIT.
+    assert count_diag((SAMPLES / "sock_diag.bin").read_bytes(), counts, listener)
+    assert ss_row(counts, listener, SS_STATES) == parse_ss((SAMPLES / "sock_diag_ss.txt").read_text(), 48090) == {
+        "accept_queue": 1, "accept_backlog": 3, "estab": 1, "syn_recv": 0, "time_wait": 1, "close_wait": 1,
+        "other_states": 0}
+
+
+def test_sock_diag_filter_is_sport_ge_then_le_and_a_failed_test_jumps_past_the_end():
+    from harness.lab.kernel import diag_request, sport_filter
+
+    assert sport_filter(8080) == bytes([2, 8, 20, 0, 0, 0]) + (8080).to_bytes(2, "little") + \
+        bytes([3, 8, 12, 0, 0, 0]) + (8080).to_bytes(2, "little")
+    request = diag_request(2, 8080)
+    assert int.from_bytes(request[:4], "little") == len(request) == 16 + 56 + 4 + 16
+
+
+def test_proc_net_counters_are_nstats():
+    from harness.lab.kernel import parse_net_counters
+    from harness.lab.samplers import NSTAT_COUNTERS
+
+    values = parse_net_counters((SAMPLES / "proc_net_netstat.txt").read_text(), (SAMPLES / "proc_net_snmp.txt").read_text())
+    assert {column: values[name] for name, column in NSTAT_COUNTERS.items()} == \
+        parse_nstat((SAMPLES / "nstat_same_moment.txt").read_text())
+
+
+def test_proc_stat_gives_each_cpus_busy_and_idle_seconds():
+    from harness.lab.kernel import CLOCK_TICKS, parse_proc_stat
+
+    rows = parse_proc_stat((SAMPLES / "proc_stat.txt").read_text())
+    assert [r["cpu"] for r in rows] == [0, 1]  # the all-CPU line is left out
+    # cpu1 515530 2026 68005 461774 7073 0 3058 18851: busy = user + nice + system + irq + softirq
+    assert rows[1]["busy_seconds"] == pytest.approx((515530 + 2026 + 68005 + 0 + 3058) / CLOCK_TICKS)
+    assert rows[1]["idle_seconds"] == pytest.approx((461774 + 7073) / CLOCK_TICKS)
+    assert rows[1]["steal_seconds"] == 18851 / CLOCK_TICKS
+
+
+def test_open_fds_counted_from_the_size_of_proc_fd():
+    import os
+
+    from harness.lab.kernel import count_fds
+
+    before = count_fds(os.getpid())
+    opened = [os.open("/dev/null", os.O_RDONLY) for _ in range(5)]
+    try:
+        assert count_fds(os.getpid()) - before == 5
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def test_a_run_of_alike_sock_diag_messages_counts_as_the_message_by_message_walk(monkeypatch):
+    import harness.lab.kernel as kernel
+
+    # The captured reply's messages, repeated: 200 copies of its ESTAB, then the whole reply (LISTEN, TIME-WAIT, …, DONE).
+    reply = (SAMPLES / "sock_diag.bin").read_bytes()
+    offset, messages = 0, []
+    while offset < len(reply):
+        length = int.from_bytes(reply[offset:offset + 4], "little")
+        messages.append(reply[offset:offset + length])
+        offset += (length + 3) & ~3
+    estab = next(m for m in messages if m[kernel.DIAG_STATE_AT] == 1)
+    data = estab * 200 + reply
+    fast, fast_listener = [0] * 16, [0, 0]
+    assert kernel.count_diag(data, fast, fast_listener)
+    monkeypatch.setattr(kernel, "_count_uniform", lambda *args: 0)
+    slow, slow_listener = [0] * 16, [0, 0]
+    assert kernel.count_diag(data, slow, slow_listener)
+    assert (fast, fast_listener) == (slow, slow_listener) and fast[1] == 201
+
+
+def test_the_compat_request_dumps_both_families_of_one_port():
+    from harness.lab.kernel import TCPDIAG_GETSOCK, compat_request
+
+    request = compat_request(8080)
+    assert int.from_bytes(request[:4], "little") == len(request) == 16 + 60 + 4 + 16
+    assert int.from_bytes(request[4:6], "little") == TCPDIAG_GETSOCK and request[16] == 0  # AF_UNSPEC

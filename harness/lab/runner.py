@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness import LabError, say
-from harness.lab import store, system
+from harness.lab import placement, store, system
 from harness.lab.backends import backend as make_backend
 from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, spawn, terminate
 from harness.lab.backends.local import cds_ready, check_launches
@@ -55,6 +55,7 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     todo = [s for s in steps if force or not store.is_complete(chapter, s.id)]
     if server_backend.name == "local":
         check_launches(todo)
+    placement.preflight(todo, server_backend.name)  # names it starts, and root for a local quota
     skipped = len(steps) - len(todo)
     if skipped:
         say(f"{skipped} step(s) already complete in {store.data_root() / chapter} (use --force to redo them)")
@@ -98,7 +99,9 @@ def run_step(step: Step, server_backend, tool, dashboard: bool = False) -> Outco
     meta = _base_meta(step, server_backend.name, tool)
     began = time.monotonic()
     try:
-        with _somaxconn_for(step, meta):
+        local = [n for n in step.placement if not (n == "server" and server_backend.name == "docker")]
+        with _somaxconn_for(step, meta), placement.local_cgroups(step, local) as quotas:
+            meta |= {"placement": placement.asked(step, quotas)} if step.placement else {}
             if step.kind == "redeploy":
                 _measure_redeploys(step, server_backend, writer, meta)
             else:
@@ -141,15 +144,18 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         pids = {"server": server.pid} | services.pids()
         samplers = Samplers(step.system["sample_interval_ms"], services.port(target(step)), server.management_url,
                             lambda: dict(pids), server.cgroups(), enabled=step.system["sampling"],
-                            extra=services.samplers(step.system["sample_interval_ms"]), server_port=step.port)
+                            extra=services.samplers(step.system["sample_interval_ms"]), server_port=step.port,
+                            placed=step.placement)
         with samplers:
             cmd, env = tool.command(step, services.url(target(step)), writer.path, dashboard)
             meta["load_started_ms"] = now_ms()
-            load_proc = spawn(cmd, _k6_env(env), writer.path / f"{tool.name}.log")
+            load_proc = spawn(placement.command(step, tool.name, cmd), _k6_env(env), writer.path / f"{tool.name}.log")
             pids[tool.name] = load_proc.pid
             _wait_load(load_proc, tool.name, step, samplers, meta["model"]["min_duration_ms"])
             meta["load_ended_ms"] = now_ms()
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
+        if wrong := placement.mismatches(step, samplers.placed()):
+            raise StepFailed(f"CPU placement not as asked: {'; '.join(wrong)}")
         if not server.alive():
             raise StepFailed(f"the server exited during the step ({server.exit_reason()})")
         services.check_alive()
@@ -243,9 +249,11 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
         writer.table("requests", requests)
         meta["requests"] = request_counts(requests, step.requests_asked) | summary_counts(writer.path / "k6-summary.json")
     if samplers is not None:
-        for name in ("ss", "actuator", "process"):
+        for name in ("ss", "actuator", "process", "cpu"):
             writer.table(name, samplers.rows(name))
         meta["samplers"] = samplers.summary()
+        if meta.get("placement"):
+            placement.add_seen(meta["placement"], samplers.placed())
     if dashboard and not (writer.path / DASHBOARD_REPORT).exists():
         say(f"    note: {tool.name} wrote no dashboard report for this step (see {tool.name}.log.gz)")
     writer.gzip(writer.path / "server.log", "server.log")

@@ -1,4 +1,7 @@
-"""Server-side truth on the clients' clock: `ss`, `nstat`, Actuator and /proc, sampled every few hundred ms.
+"""Server-side truth on the clients' clock: sockets (what `ss` shows), `nstat`'s counters, Actuator, /proc and each CPU's
+busy time, sampled every few hundred ms. The kernel is read directly (harness.lab.kernel), so that sampling 15,000
+connections costs little CPU; `parse_ss` reads `ss` output where netlink is missing, and `parse_nstat` (nstat's
+output) is what the /proc/net reader is tested against.
 
 Each sampler is a thread that ticks on a fixed schedule (start + k × interval) and stamps rows with
 Unix epoch milliseconds from the same clock k6 uses, so samples and requests share one timeline.
@@ -13,9 +16,12 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.lab import placement
+from harness.lab.kernel import SocketCounter, count_fds, parse_proc_stat, read_net_counters, ss_row
 
 # ss state names → ss.parquet columns; every other state is summed into other_states.
 SS_STATES = {"ESTAB": "estab", "SYN-RECV": "syn_recv", "TIME-WAIT": "time_wait", "CLOSE-WAIT": "close_wait"}
@@ -58,6 +64,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NO_MEMORY_LIMIT_V1 = 2**62  # cgroup v1 reports "no limit" as a huge page-aligned number
+WRAPPERS = {"sh", "dash", "bash", "taskset"}  # what a placed process is before it execs into itself
 
 
 def now_ms() -> int:
@@ -125,7 +132,7 @@ def read_proc(pid: int) -> dict:
     return {
         "rss_bytes": rss_pages * PAGE_SIZE,
         "cpu_seconds": (int(fields[11]) + int(fields[12])) / CLOCK_TICKS,
-        "open_fds": len(os.listdir(f"/proc/{pid}/fd")),
+        "open_fds": count_fds(pid),
     }
 
 
@@ -193,7 +200,7 @@ def parse_cgroup(text: str, root: Path = CGROUP_ROOT) -> Cgroup:
 
 def _open_fds(pid: int) -> int:
     try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
+        return count_fds(pid)
     except FileNotFoundError:
         return 0
 
@@ -253,7 +260,7 @@ class Sampler(threading.Thread):
 
 
 class SocketSampler(Sampler):
-    """`ss` on the server port plus `nstat` kernel counters (as deltas) into one row per tick."""
+    """The server port's sockets per state (sock_diag, else `ss`) plus nstat's kernel counters (as deltas), one row per tick."""
 
     name_ = "ss"
 
@@ -261,15 +268,32 @@ class SocketSampler(Sampler):
         super().__init__(interval_ms)
         self.port = port
         self._last: dict[str, int] | None = None
+        self.counter: SocketCounter | None = None
+        self._tried = False
 
     def take(self, ts_ms: int) -> list[dict]:
-        ss_out, ss_cpu = run_measured(["ss", "-Htan", f"( sport = :{self.port} )"])
-        nstat_out, nstat_cpu = run_measured(["nstat", "-asz"])
-        self.child_cpu_s += ss_cpu + nstat_cpu
-        counters = parse_nstat(nstat_out)
+        if not self._tried:  # sock_diag, as `ss` itself uses: counted in-process, no command and no text to parse
+            self._tried = True
+            try:
+                self.counter = SocketCounter(self.port)
+            except OSError:  # no netlink here: run `ss` and parse its output
+                self.counter = None
+        if self.counter is not None:
+            sockets = ss_row(*self.counter.counts(), SS_STATES)
+        else:
+            ss_out, ss_cpu = run_measured(["ss", "-Htan", f"( sport = :{self.port} )"])
+            self.child_cpu_s += ss_cpu
+            sockets = parse_ss(ss_out, self.port)
+        kernel = read_net_counters()  # what `nstat -asz` prints, read from /proc/net directly
+        counters = {column: kernel.get(name, 0) for name, column in NSTAT_COUNTERS.items()}
         last, self._last = self._last, counters
         deltas = {k: (v - last[k] if last else 0) for k, v in counters.items()}
-        return [{"ts_ms": ts_ms, **parse_ss(ss_out, self.port), **deltas}]
+        return [{"ts_ms": ts_ms, **sockets, **deltas}]
+
+    def stop(self) -> None:
+        super().stop()
+        if self.counter is not None:
+            self.counter.close()
 
 
 class ActuatorSampler(Sampler):
@@ -297,16 +321,22 @@ class ProcessSampler(Sampler):
 
     name_ = "process"
 
-    def __init__(self, interval_ms: int, pids: Callable[[], dict[str, int]], cgroups: dict[str, Cgroup] | None = None):
+    def __init__(self, interval_ms: int, pids: Callable[[], dict[str, int]], cgroups: dict[str, Cgroup] | None = None,
+                 placed: Iterable[str] = ()):
         super().__init__(interval_ms)
         self.pids = pids
         self.cgroups = cgroups or {}
+        self.placed_names = set(placed)  # pinned processes: the CPUs their threads last ran on, counted each tick
+        self.placed: dict[str, dict] = {}
 
     def take(self, ts_ms: int) -> list[dict]:
         rows = []
         for process, pid in self.pids().items():
             try:
-                rows.append({"ts_ms": ts_ms, "process": process, **read_proc(pid)})
+                allowed = placement.allowed_cpus(pid)
+                rows.append({"ts_ms": ts_ms, "process": process, **read_proc(pid), "cpus_allowed": allowed})
+                if process in self.placed_names and Path(os.readlink(f"/proc/{pid}/exe")).name not in WRAPPERS:
+                    self._saw(process, allowed, placement.thread_cpus(pid))
             except (FileNotFoundError, ProcessLookupError):
                 pass  # exited between the lookup and the read
         for name, cgroup in self.cgroups.items():
@@ -317,6 +347,22 @@ class ProcessSampler(Sampler):
         return rows
 
 
+    def _saw(self, process: str, allowed: str, threads: Counter[int]) -> None:
+        facts = self.placed.setdefault(process, {"cpus_allowed": allowed, "threads_last_cpu": {}, "samples": 0})
+        facts["cpus_allowed"], facts["samples"] = allowed, facts["samples"] + 1
+        for cpu, n in threads.items():
+            facts["threads_last_cpu"][str(cpu)] = facts["threads_last_cpu"].get(str(cpu), 0) + n
+
+
+class CpuSampler(Sampler):
+    """Each CPU's cumulative busy, idle and steal seconds from /proc/stat (cpu.parquet): which CPU was saturated."""
+
+    name_ = "cpu"
+
+    def take(self, ts_ms: int) -> list[dict]:
+        return [{"ts_ms": ts_ms, **row} for row in parse_proc_stat(Path("/proc/stat").read_text())]
+
+
 class Samplers:
     """Start and stop the three samplers (and the step's services' own, `extra`, by service name) together;
     `enabled=False` runs none (their tables stay empty). `port` is the load target's, for `ss`; Actuator's Tomcat
@@ -324,11 +370,12 @@ class Samplers:
 
     def __init__(self, interval_ms: int, port: int, management_url: str, pids: Callable[[], dict[str, int]],
                  cgroups: dict[str, Cgroup] | None = None, enabled: bool = True, extra: dict | None = None,
-                 server_port: int | None = None):
+                 server_port: int | None = None, placed: Iterable[str] = ()):
         self.all = {
             "ss": SocketSampler(interval_ms, port),
             "actuator": ActuatorSampler(interval_ms, management_url, server_port or port),
-            "process": ProcessSampler(interval_ms, pids, cgroups),
+            "process": ProcessSampler(interval_ms, pids, cgroups, placed),
+            "cpu": CpuSampler(interval_ms),
         } | (extra or {})
         self.interval_ms = interval_ms
         self.enabled = enabled
@@ -344,6 +391,10 @@ class Samplers:
 
     def rows(self, name: str) -> list[dict]:
         return self.all[name].rows
+
+    def placed(self) -> dict[str, dict]:
+        """Per pinned process: its allowed CPUs and on which CPUs its threads were seen (for step.json)."""
+        return self.all["process"].placed
 
     def summary(self) -> dict:
         parts = {name: s.summary() for name, s in self.all.items()}

@@ -15,6 +15,7 @@ from pathlib import Path
 from harness import EXPERIMENTS, LabError
 from harness.lab import system
 from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
+from harness.lab.placement import check_placement, merge_placement
 from harness.lab.units import memory_bytes
 
 # Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
@@ -64,7 +65,7 @@ SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "co
 # A step is a load test, or (kind = "redeploy") `starts` fresh servers timed to healthy, with no load.
 KINDS = ("load", "redeploy")
 # same_as = "<chapter>:<step>" starts from another chapter's resolved step; repeat = n runs it n times.
-STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "repeat", "services", *SECTIONS}
+STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "repeat", "services", "placement", *SECTIONS}
 TOP_KEYS = {"title", "description", "defaults", "step"}
 # File descriptors a process needs besides its sockets (jars, logs, epoll, pipes).
 FD_RESERVE = 200
@@ -90,6 +91,7 @@ class Step:
     container: dict = field(default_factory=dict)  # resource limits for the docker backend
     role: str = ""  # what a chapter selects the step by beyond its findings, e.g. "isolates F000-j"
     services: dict = field(default_factory=dict)  # [services.<name>] resolved: {name: {"kind": …, knob: value}}
+    placement: dict = field(default_factory=dict)  # {process name: {"cpus": [..], "quota": CPUs}} (placement.py)
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
@@ -123,6 +125,7 @@ class Step:
         extra = {"kind": self.kind, "starts": self.starts} if self.kind != "load" else {}
         extra |= {"same_as": self.same_as} if self.same_as else {}
         extra |= {"services": {name: dict(knobs) for name, knobs in self.services.items()}} if self.services else {}
+        extra |= {"placement": dict(self.placement)} if self.placement else {}  # steps without keep their old config
         return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system),
                 "container": dict(self.container)} | extra
 
@@ -186,12 +189,13 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     problems: list[str] = []
     _unknown(raw, TOP_KEYS, "top level", problems)
     defaults = raw.get("defaults", {})
-    _unknown(defaults, set(SECTIONS) | {"findings", "services"}, "[defaults]", problems)
+    _unknown(defaults, set(SECTIONS) | {"findings", "services", "placement"}, "[defaults]", problems)
     tables = raw.get("step", [])
     if not tables:
         problems.append("no [[step]] table: a spec needs at least one step")
     base = {section: _typed(section, defaults.get(section, {}), "[defaults]", problems) for section in SECTIONS}
     base["findings"], base["services"] = defaults.get("findings", []), defaults.get("services", {})
+    base["placement"] = merge_placement({}, defaults.get("placement", {}), "[defaults]", problems)
     spec = Spec(chapter, raw.get("title", chapter), raw.get("description", ""), path)
     tables = _expand_repeats(tables, problems)
     seen: set[str] = set()
@@ -250,7 +254,8 @@ def _same_as_base(reference, base: dict, path: Path, limits: dict, where: str, p
         problems.append(f"{where}: same_as {reference!r}: {err}")
         return base
     return {"server": dict(source.server), "load": dict(source.load), "system": dict(source.system),
-            "container": dict(source.container), "findings": [], "services": dict(source.services)}
+            "container": dict(source.container), "findings": [], "services": dict(source.services),
+            "placement": dict(source.placement)}
 
 
 def _unknown(table: dict, allowed: set[str], where: str, problems: list[str]) -> None:
@@ -289,6 +294,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if not isinstance(table.get("role", ""), str):
         problems.append(f"{where}: role must be a string, got {table['role']!r}")
     kind, starts = _check_kind(table, where, problems)
+    placement = merge_placement(base["placement"], table.get("placement", {}), where, problems)
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
     _check_server(merged["server"], where, problems)
     from harness.lab.services.config import resolve_services  # lazily: services → backends → this module
@@ -298,7 +304,8 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if len(problems) > before:
         return None
     return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,
-                kind, starts, table.get("same_as", ""), merged["container"], table.get("role", ""), services)
+                kind, starts, table.get("same_as", ""), merged["container"], table.get("role", ""), services,
+                placement)
 
 
 def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]:
@@ -337,6 +344,7 @@ def _check_server(server: dict, where: str, problems: list[str]) -> None:
 
 def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> None:
     _check_container(step.container, limits, where, problems)
+    check_placement(step, limits, where, problems)
     if step.kind != "load":
         return
     usable = limits["nofile"] - FD_RESERVE

@@ -27,6 +27,7 @@ COLUMNS = {
            "accept_backlog", "listen_overflows", "listen_drops", "syncookies_sent"],
     "actuator": ["ts_ms", "metric", "value"],
     "process": ["ts_ms", "process", "rss_bytes", "cpu_seconds"],
+    "cpu": ["ts_ms", "cpu", "busy_seconds", "idle_seconds"],  # per CPU from /proc/stat (cumulative)
     "startup": ["start", "started_ms", "startup_ms", "rss_bytes"],  # redeploy steps only
 }
 

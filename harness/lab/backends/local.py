@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from harness import SERVER_DIR, LabError
+from harness.lab import placement
 from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR, PASSED_ENV, RunningServer, server_env, spawn
 from harness.lab.spec import Step
 
@@ -27,7 +28,7 @@ class LocalProcessBackend:
     def start(self, step: Step, log: Path) -> RunningServer:
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step)
         started = time.monotonic()
-        return RunningServer(step, spawn(server_command(step.system.get("launch", "auto")), env, log), log, started)
+        return RunningServer(step, spawn(placement.command(step, "server", server_command(step.system.get("launch", "auto"))), env, log), log, started)
 
 
 def java_command() -> str:

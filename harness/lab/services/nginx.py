@@ -16,6 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from harness.lab import placement
 from harness.lab.backends.process import PASSED_ENV, listener, spawn
 from harness.lab.samplers import Sampler
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid, require
@@ -163,7 +164,8 @@ class NginxKind(ServiceKind):
         log = ctx.workdir / f"{service}.log"
         started = time.monotonic()
         url = f"http://{knobs['address']}:{knobs['port']}"
-        return RunningNginx(service, spawn(cmd, env, log), log, started, url, knobs, run_dir, binary, bool(isolated))
+        proc = spawn(placement.command(ctx.step, service, cmd), env, log)  # pinned like k6 and the server when asked
+        return RunningNginx(service, proc, log, started, url, knobs, run_dir, binary, bool(isolated))
 
     def sampler(self, running: RunningNginx, interval_ms: int):
         return StubStatusSampler(interval_ms, running.status_url)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from harness import SERVER_DIR, LabError
-from harness.lab import system
+from harness.lab import placement, system
 from harness.lab.backends.base import JAR, STOP_GRACE_S, RunningServer, StepFailed, listener, server_env
 from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env
 from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, image_labels, jar_digest
@@ -37,6 +37,7 @@ def run_argv(step: Step, image: str, nofile: int) -> list[str]:
         argv += ["--cpus", f"{limits['cpus']:g}"]
     if "memory" in limits:
         argv += ["--memory", limits["memory"], "--memory-swap", limits["memory"]]
+    argv += placement.docker_args(step)  # [placement] server: --cpuset-cpus, --cpus
     for key, value in server_env(step).items():
         argv += ["--env", f"{key}={value}"]
     return argv + [image]

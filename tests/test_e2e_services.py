@@ -6,6 +6,7 @@ actuator.parquet from Actuator), that k6's requests went through nginx, and that
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 import json
 import os
 import signal
@@ -133,14 +134,14 @@ def test_sigkill_of_the_harness_leaves_no_nginx_worker(lab_ready, tmp_path):  # 
 
 def test_an_nginx_that_cannot_start_fails_with_its_log(tmp_path):
     """The status port taken after the checks: nginx exits at once, and the step's reason ends with its log."""
-    knobs = NginxKind().resolve("edge", {"mode": "return", "port": 38094, "status_port": 38095}, "t", problems := [])
+    knobs = NginxKind().resolve("edge", {"mode": "return", "port": 8184, "status_port": 8185}, "t", problems := [])
     assert not problems
     ports_free()
     with socket.socket() as taken:
         taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        taken.bind(("127.0.0.1", 38095))
+        taken.bind(("127.0.0.1", 8185))
         taken.listen()
-        service = NginxKind().start("edge", knobs, Context(None, tmp_path, {}, {}))
+        service = NginxKind().start("edge", knobs, Context(SimpleNamespace(placement={}), tmp_path, {}, {}))
         try:
             with pytest.raises(StepFailed, match=r"(?s)nginx 'edge' exited during start-up .*its log ends:.*Address already in use"):
                 service.wait_ready(timeout_s=10)

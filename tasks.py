@@ -93,6 +93,7 @@ def dockerd(c, stop=False):
 def list_(c):
     """List experiments and their steps, with what each step asks for."""
     from harness.lab import store
+    from harness.lab.load.options import peak_vus
     from harness.lab.runner import list_chapters
 
     with _clear_errors():
@@ -100,7 +101,7 @@ def list_(c):
             print(chapter)
             for s in steps:
                 done = "✓" if store.is_complete(chapter, s.id) else " "
-                what = f"{s.load['executor']:<18} {s.load['vus']:>6} VUs" if s.kind == "load" else f"{s.kind:<18} {s.starts:>6} starts"
+                what = f"{s.load['executor']:<18} {peak_vus(s.load):>6} VUs" if s.kind == "load" else f"{s.kind:<18} {s.starts:>6} starts"
                 print(f"  {done} {s.id:<28} {what}  {s.why}")
 
 

@@ -240,3 +240,11 @@ def test_models_do_not_crash_on_new_profiles():
         assert prediction.min_duration_ms == step.stop_ms - 30_000  # at least its scheduled time
         assert expected_step_ms(step) > prediction.min_duration_ms
         json.dumps(prediction.as_dict())
+
+
+def test_the_readmes_example_is_a_valid_step():
+    text = (ROOT / "README.md").read_text()
+    example = text[text.index("## Load profiles and scenarios"):].split("```toml\n", 1)[1].split("```", 1)[0]
+    step = parse_spec("t", tomllib.loads(example), Path("t.toml"), LIMITS).steps[0]
+    assert step.requests_asked == (15_000 + 60_000) * 2  # 0 → 1000/s over 30 s, 1000/s for 1 min; two requests each
+    assert [r["name"] for r in load_plan(step.load)["requests"]] == ["login", "orders"]

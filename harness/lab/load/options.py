@@ -268,9 +268,12 @@ def stages_ms(load: dict) -> int:
 
 
 def iterations_asked(load: dict) -> int:
-    """Iterations the load starts: fixed for the iteration executors, rate × duration for the open model (k6's
-    ramping-arrival-rate starts floor(∫ rate dt) of them), one per VU for constant-vus (the articles' reading), and 0
-    for ramping-vus, whose closed loop runs as many as the server lets it (not fixed in advance)."""
+    """Iterations the load starts: fixed for the iteration executors, rate × duration for the open model, one per VU
+    for constant-vus (the articles' reading), and 0 for ramping-vus, whose closed loop runs as many as the server lets
+    it (not fixed in advance). k6 v1.8.1 (measured): constant-arrival-rate starts one at 0 and one each period before
+    the end, ceil(rate × duration); ramping-arrival-rate one each time ∫ rate dt passes a whole number, floor(∫).
+    When that is a whole number the last iteration is due exactly at the end, and k6 starts it or not (one more
+    for constant, one fewer for ramping): asked is then exact to ±1."""
     executor = load["executor"]
     if executor == "per-vu-iterations":
         return load["vus"] * load["iterations"]

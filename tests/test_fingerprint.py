@@ -187,12 +187,16 @@ def test_leftovers_of_dead_runs_are_removed_and_a_live_runs_kept(data_dir, capsy
         for name in (f".waves.partial-{dead.pid}", f".waves.partial-{live.pid}", f"..waves.failed.old-{dead.pid}"):
             (data_dir / "t" / name).mkdir(parents=True)
         (data_dir / "t" / "waves").mkdir()
+        (data_dir / "t" / ".waves.failed").mkdir()  # its successor got into place: the old one is garbage
         assert {p.name for p, _ in store.leftovers("t")} == {f".waves.partial-{dead.pid}", f".waves.partial-{live.pid}",
                                                               f"..waves.failed.old-{dead.pid}"}
         preflight.clean_leftovers("t")
-        assert sorted(p.name for p in (data_dir / "t").iterdir()) == [f".waves.partial-{live.pid}", "waves"]
+        assert sorted(p.name for p in (data_dir / "t").iterdir()) == [".waves.failed", f".waves.partial-{live.pid}", "waves"]
         out = capsys.readouterr().out
         assert f"belongs to a run still going (pid {live.pid}); left alone" in out and "removed" in out
+        (data_dir / "t" / f".other.old-{dead.pid}").mkdir()  # killed between moving `other` aside and renaming its successor
+        preflight.clean_leftovers("t")
+        assert (data_dir / "t" / "other").is_dir() and "restored" in capsys.readouterr().out
     finally:
         live.kill()
         live.wait()

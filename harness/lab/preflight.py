@@ -90,5 +90,10 @@ def clean_leftovers(chapter: str) -> None:
         if _running(pid):
             say(f"note: {path} belongs to a run still going (pid {pid}); left alone")
             continue
+        target = path.parent / store.LEFTOVER.match(path.name)["name"]
+        if ".old-" in path.name and not target.exists():  # killed between moving a step aside and its successor in
+            path.rename(target)
+            say(f"restored {target} from {path.name}: a run killed while replacing it (pid {pid}, gone) had moved it aside")
+            continue
         shutil.rmtree(path, ignore_errors=True)
         say(f"removed {path}: what a run killed before it could save (pid {pid}, gone) left half-written")

@@ -250,3 +250,26 @@ def test_an_interrupt_during_a_save_waits_for_it_then_stops_the_run():
             saved.append("never")
     assert saved == ["tables"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_invoke_list_marks_each_state(data_dir):
+    smoke = {s.id: s for s in load_spec("smoke", LIMITS).steps}
+    record(data_dir, smoke["waves"], chapter="smoke")
+    record(data_dir, smoke["keep-alive"], chapter="smoke", status="failed", reason="the server exited during the step")
+    (data_dir / "smoke" / ".waves.partial-999999999").mkdir()
+    stale = load_spec("chapter1", LIMITS).steps[0]
+    record(data_dir, stale, chapter="chapter1")
+    meta_path = data_dir / "chapter1" / stale.id / "step.json"
+    meta = json.loads(meta_path.read_text())
+    meta["config"]["server"]["TOMCAT_MAX_THREADS"] = 7
+    meta_path.write_text(json.dumps(meta))
+    out = subprocess.run([sys.executable, "-m", "invoke", "list"], cwd=Path(__file__).parent.parent, text=True,
+                         capture_output=True, env=os.environ | {"LAB_DATA_DIR": str(data_dir)}).stdout
+    lines = out.splitlines()
+    assert lines[0] == "(✓ complete, ! stale, ✗ failed; blank: never run)"
+    assert any(line.startswith("  ✓ waves ") for line in lines)
+    assert any(line.startswith("  ✗ keep-alive ") for line in lines) and "      failed: the server exited during the step" in lines
+    assert any(line.startswith(f"  ! {stale.id} ") for line in lines)
+    assert f"      server.TOMCAT_MAX_THREADS: 7 → {stale.server['TOMCAT_MAX_THREADS']}" in lines
+    assert any(line.startswith("    ") and "k6-c10 " in line for line in lines)  # never run: no mark
+    assert "  half-written .waves.partial-999999999 (pid 999999999)" in out

@@ -41,8 +41,17 @@ def gone(pids: list[int]) -> bool:
 
 
 def mid_step(proc: subprocess.Popen) -> list[int]:
-    """Wait until the server and k6 both run; their pids."""
-    return wait_for(lambda: len(lab_children(proc.pid)) >= 2 and lab_children(proc.pid), 90, "the server and k6")
+    """Wait until the server and k6 both run (not just a sampler's `ss`); their pids."""
+    def both():
+        found = {}
+        for pid in lab_children(proc.pid):
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            found.update({name: pid for name in ("java", "k6") if command.endswith(name.encode())})
+        return len(found) == 2 and list(found.values())
+    return wait_for(both, 90, "the server and k6")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +73,7 @@ def test_kill_9_mid_step_leaves_no_child_and_the_rerun_cleans_up(lab_ready, tmp_
     wait_for(lambda: gone(children), 15, "the server and k6 to die with the harness")
     wait_for(lambda: not any(port_open(p) for p in PORTS), 15, "the server's ports to close")
     partial = [p.name for p in (tmp_path / "faults").iterdir()]
-    assert partial == [f".waves.partial-{proc.pid}"]
+    assert partial == [f".waves.partial-{proc.pid}"], (partial, proc.stdout.read())
     code, out = finish(invoke(tmp_path, "run", str(PROFILE)))
     assert code == 0, out
     assert f"removed {tmp_path}/faults/.waves.partial-{proc.pid}" in out and f"(pid {proc.pid}, gone)" in out

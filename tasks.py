@@ -91,18 +91,28 @@ def dockerd(c, stop=False):
 
 @task(name="list")
 def list_(c):
-    """List experiments and their steps, with what each step asks for."""
-    from harness.lab import store
+    """List experiments and their steps: what each asks for, and whether its data is complete, stale (measured with
+    another configuration than the spec's now), failed, or not there yet."""
+    from harness.lab import fingerprint, store
     from harness.lab.load.options import peak_vus
     from harness.lab.runner import list_chapters
 
+    marks = ", ".join(f"{mark} {status}" for status, mark in fingerprint.MARKS.items() if mark.strip())
+    print(f"({marks}; blank: never run)")
+    versions = fingerprint.tool_versions()
     with _clear_errors():
         for chapter, steps in list_chapters():
             print(chapter)
             for s in steps:
-                done = "✓" if store.is_complete(chapter, s.id) else " "
+                state = fingerprint.state(chapter, s, None, versions)
                 what = f"{s.load['executor']:<18} {peak_vus(s.load):>6} VUs" if s.kind == "load" else f"{s.kind:<18} {s.starts:>6} starts"
-                print(f"  {done} {s.id:<28} {what}  {s.why}")
+                print(f"  {fingerprint.MARKS[state.status]} {s.id:<28} {what}  {s.why}")
+                notes = ([f"failed: {state.reason}"] if state.status == "failed" else []) + state.changes + (
+                    [f"its last attempt failed (kept in .{s.id}.failed/): {state.failed_attempt}"] if state.failed_attempt else [])
+                for note in notes:
+                    print(f"      {note}")
+            for path, pid in store.leftovers(chapter):
+                print(f"  half-written {path.name} (pid {pid}): the next `invoke run {chapter}` removes it if that run is gone")
 
 
 @task(help={"fast": "unit tests only (no real server, no k6)", "pytest_args": "extra arguments for pytest"})

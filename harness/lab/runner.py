@@ -7,7 +7,6 @@ step, and re-raises so nothing after it runs.
 from __future__ import annotations
 
 import os
-import signal
 import statistics
 import sys
 import time
@@ -15,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness import LabError, say
-from harness.lab import placement, store, system
+from harness.lab import fingerprint, interrupts, placement, preflight, store, system
 from harness.lab.backends import backend as make_backend
 from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, spawn, terminate
 from harness.lab.backends.local import cds_ready, check_launches
@@ -43,16 +42,20 @@ class Outcome:
 
 def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = False,
                 backend: str = "local", dashboard: bool = False) -> list[Outcome]:
-    """Validate everything first, then run the steps that are not complete yet (all with `force`)."""
+    """Validate everything first, then run the steps that are not complete yet (all with `force`); complete steps
+    measured with another configuration than the spec's (fingerprint.py) are refused unless forced."""
+    preflight.check_data_root()
     spec = load_spec(chapter)
-    chapter = spec.chapter  # a spec given as a path is stored under its file name
+    name, chapter = chapter, spec.chapter  # a spec given as a path is stored under its file name
     steps = spec.select(step_ids)
     server_backend = make_backend(backend)
     server_backend.check()
     if server_backend.name != "docker" and any(s.container for s in steps):
         say(f"note: the [container] limits (cpus, memory, nofile) apply to the docker backend only; "
             f"the {server_backend.name} server runs without them")
-    todo = [s for s in steps if force or not store.is_complete(chapter, s.id)]
+    preflight.check_spec_home(spec)
+    preflight.clean_leftovers(chapter)
+    todo = fingerprint.todo(chapter, name, steps, server_backend.name, force)
     if server_backend.name == "local":
         check_launches(todo)
     placement.preflight(todo, server_backend.name)  # names it starts, and root for a local quota
@@ -71,12 +74,13 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
         f"(model minimum + ~{STARTUP_ALLOWANCE_MS // 1000} s start-up each)")
     outcomes: list[Outcome] = []
     began = time.monotonic()
-    with _sigterm_as_interrupt():
+    with interrupts.handled():
         for n, step in enumerate(todo):
             eta = _clock(time.monotonic() - began + sum(estimates[n:]))
             say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load.get('executor', step.kind)} "
                 f"(predicted {estimates[n]:.0f} s; chapter done in ≈ {eta})")
-            outcome = run_step(step, server_backend, tools.get(step.load.get("tool")), dashboard)
+            outcome = run_step(step, server_backend, tools.get(step.load.get("tool")), dashboard,
+                               preflight.spec_file(spec.path))
             outcomes.append(outcome)
             say(f"    {outcome.status}: {_result_line(outcome)}, {outcome.wall_s:.1f} s"
                 f"{(' — ' + outcome.reason) if outcome.reason else ''}")
@@ -94,9 +98,10 @@ def _result_line(outcome: Outcome) -> str:
             f"failed {counts.get('failed', 0)}")
 
 
-def run_step(step: Step, server_backend, tool, dashboard: bool = False) -> Outcome:
+def run_step(step: Step, server_backend, tool, dashboard: bool = False, spec_file: str = "") -> Outcome:
     writer = store.StepWriter(step.chapter, step.id)
     meta = _base_meta(step, server_backend.name, tool)
+    fingerprint.stamp(meta, step, spec_file)
     began = time.monotonic()
     try:
         local = [n for n in step.placement if not (n == "server" and server_backend.name == "docker")]
@@ -111,10 +116,12 @@ def run_step(step: Step, server_backend, tool, dashboard: bool = False) -> Outco
         meta |= {"status": "failed", "reason": str(err)}
     except KeyboardInterrupt:
         meta |= {"status": "failed", "reason": "interrupted by the user (Ctrl-C) in the middle of the step"}
-        where = _finish(writer, meta, began)
+        with interrupts.saving():
+            where = _finish(writer, meta, began)
         say(f"    interrupted: what was measured is kept as a failed step in {where}")
         raise
-    where = _finish(writer, meta, began)
+    with interrupts.saving():
+        where = _finish(writer, meta, began)
     if meta["status"] != "complete" and where.name != step.id:
         say(f"    the earlier complete step is kept; this failed attempt is in {where}")
     return Outcome(step, meta["status"], meta.get("reason", ""), time.monotonic() - began, meta.get("requests", {}))
@@ -162,14 +169,15 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         if load_proc.returncode not in (0, 99):  # k6's 99: thresholds crossed, still a valid measurement
             raise StepFailed(f"{tool.name} exited with code {load_proc.returncode}: see {tool.name}.log.gz")
     finally:
-        if load_proc is not None:
-            terminate(load_proc, grace_s=5)
-        try:
-            services.stop()  # in reverse start order, before the server they may depend on
-        finally:
-            meta["server_exit"] = server.stop()
-            _write_tables(step, tool, writer, meta, samplers, dashboard)
-            services.write(writer)
+        with interrupts.saving():  # a second Ctrl-C must not abandon the save
+            if load_proc is not None:
+                terminate(load_proc, grace_s=5)
+            try:
+                services.stop()  # in reverse start order, before the server they may depend on
+            finally:
+                meta["server_exit"] = server.stop()
+                _write_tables(step, tool, writer, meta, samplers, dashboard)
+                services.write(writer)
 
 
 def _measure_redeploys(step: Step, server_backend, writer: store.StepWriter, meta: dict) -> None:
@@ -300,19 +308,6 @@ def _somaxconn_for(step: Step, meta: dict):
     finally:
         if raised:
             system.set_somaxconn(before)
-
-
-@contextmanager
-def _sigterm_as_interrupt():
-    """`kill <harness>` cleans up like Ctrl-C does."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _clock(seconds: float) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,22 @@ def read_meta(chapter: str, step_id: str) -> dict | None:
 def is_complete(chapter: str, step_id: str) -> bool:
     meta = read_meta(chapter, step_id)
     return bool(meta and meta.get("status") == "complete")
+
+
+def failed_attempt(chapter: str, step_id: str) -> dict | None:
+    """The step.json of a failed attempt kept beside a complete step (`.<step-id>.failed/`), if any."""
+    path = step_dir(chapter, step_id).parent / f".{step_id}.failed" / STEP_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?:partial|old)-(?P<pid>\d+)$")  # StepWriter's and _replace's temporaries
+
+
+def leftovers(chapter: str) -> list[tuple[Path, int]]:
+    """Temporary step directories (`.<step>.partial-<pid>/`, `.<name>.old-<pid>/`) and the pid that made each."""
+    root = data_root() / chapter
+    found = [(p, LEFTOVER.match(p.name)) for p in sorted(root.glob(".*"))] if root.is_dir() else []
+    return [(p, int(m["pid"])) for p, m in found if m and p.is_dir()]
 
 
 class StepWriter:

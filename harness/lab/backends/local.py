@@ -21,7 +21,7 @@ class LocalProcessBackend:
     name = "local"
 
     def check(self) -> None:
-        java_command()
+        check_java_home(java_command())
         if not JAR.exists():
             raise LabError(f"the server jar {JAR.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
 
@@ -32,10 +32,30 @@ class LocalProcessBackend:
 
 
 def java_command() -> str:
-    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if "JAVA_HOME" in os.environ else shutil.which("java")
-    if not java or not Path(java).exists():
-        raise LabError("no java found: install a JDK 17 or newer (e.g. `apt-get install openjdk-17-jdk-headless`)")
+    home = os.environ.get("JAVA_HOME")
+    if home:  # set: it must be usable, never silently replaced by another java
+        java = Path(home) / "bin" / "java"
+        if not Path(home).is_dir():
+            raise LabError(f"JAVA_HOME={home} is not a directory: point it at a JDK 17 or newer, or unset it")
+        if not java.is_file() or not os.access(java, os.X_OK):
+            raise LabError(f"JAVA_HOME={home} has no executable bin/java: point it at a JDK 17 or newer, or unset it")
+        return str(java)
+    java = shutil.which("java")
+    if not java:
+        raise LabError("no java found (JAVA_HOME is unset and no java is on PATH): install a JDK 17 or newer "
+                       "(e.g. `apt-get install openjdk-17-jdk-headless`)")
     return str(java)
+
+
+def check_java_home(java: str) -> None:
+    """The java found must run and be 17 or newer; said with where it came from, before anything starts."""
+    source = f"JAVA_HOME={os.environ['JAVA_HOME']}" if os.environ.get("JAVA_HOME") else "the java on PATH"
+    try:
+        major = java_major(java)
+    except (OSError, LabError) as err:
+        raise LabError(f"{java} ({source}) does not run: {err}") from None
+    if major < 17:
+        raise LabError(f"{java} ({source}) is Java {major}; the sample server needs JDK 17 or newer")
 
 
 def java_major(java: str) -> int:

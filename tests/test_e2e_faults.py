@@ -1,0 +1,150 @@
+"""Results always belong to their spec, end to end with the real server and k6 (tests/profiles/faults.toml, on ports
+8380/8381): kill -9 mid-step then re-run, an edited spec re-run, two Ctrl-Cs 50 ms apart, a path spec whose name
+is taken, and the environment checked before anything starts (LAB_DATA_DIR a file, a JAVA_HOME without java)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness import ROOT
+from test_e2e import finish, lab_children, lab_ready, port_open, wait_for  # noqa: F401
+
+pytestmark = pytest.mark.e2e
+PROFILE = ROOT / "tests" / "profiles" / "faults.toml"
+PORTS = (8380, 8381)
+
+
+def invoke(data_dir: Path, *args: str, env: dict | None = None, **popen) -> subprocess.Popen:
+    env = os.environ | {"LAB_DATA_DIR": str(data_dir)} | (env or {})
+    return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
+
+
+def gone(pids: list[int]) -> bool:
+    """No process left (a zombie leader whose other threads still run is not gone: its threads count)."""
+    def alive(pid):
+        try:
+            return any(t.joinpath("stat").read_text().split(")")[1].split()[0] != "Z"
+                       for t in Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            return False
+    return not any(alive(p) for p in pids)
+
+
+def mid_step(proc: subprocess.Popen) -> list[int]:
+    """Wait until the server and k6 both run (not just a sampler's `ss`); their pids."""
+    def both():
+        found = {}
+        for pid in lab_children(proc.pid):
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            found.update({name: pid for name in ("java", "k6") if command.endswith(name.encode())})
+        return len(found) == 2 and list(found.values())
+    return wait_for(both, 90, "the server and k6")
+
+
+@pytest.fixture(scope="module")
+def spec_copy(lab_ready, tmp_path_factory):  # noqa: F811
+    """The profile copied where a test may edit it, run once to completion into its own data root."""
+    spec = tmp_path_factory.mktemp("here") / "faults.toml"
+    shutil.copy(PROFILE, spec)
+    data_dir = tmp_path_factory.mktemp("faults") / "data"
+    code, out = finish(invoke(data_dir, "run", str(spec)))
+    assert code == 0, out
+    return spec, data_dir
+
+
+def test_kill_9_mid_step_leaves_no_child_and_the_rerun_cleans_up(lab_ready, tmp_path):  # noqa: F811
+    proc = invoke(tmp_path, "run", str(PROFILE))
+    children = mid_step(proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    wait_for(lambda: gone(children), 15, "the server and k6 to die with the harness")
+    wait_for(lambda: not any(port_open(p) for p in PORTS), 15, "the server's ports to close")
+    partial = [p.name for p in (tmp_path / "faults").iterdir()]
+    assert partial == [f".waves.partial-{proc.pid}"], (partial, proc.stdout.read())
+    code, out = finish(invoke(tmp_path, "run", str(PROFILE)))
+    assert code == 0, out
+    assert f"removed {tmp_path}/faults/.waves.partial-{proc.pid}" in out and f"(pid {proc.pid}, gone)" in out
+    assert sorted(p.name for p in (tmp_path / "faults").iterdir()) == ["waves"]
+
+
+def test_an_edited_spec_is_not_answered_with_the_old_data(spec_copy):
+    spec, data_dir = spec_copy
+    before = (data_dir / "faults" / "waves" / "step.json").read_text()
+    original = spec.read_text()
+    spec.write_text(original.replace("SLEEP_MS = 1000", "SLEEP_MS = 1200"))
+    try:
+        code, out = finish(invoke(data_dir, "run", str(spec)), timeout=60)
+        listed = subprocess.run([sys.executable, "-m", "invoke", "list"], cwd=ROOT, capture_output=True, text=True)
+    finally:
+        spec.write_text(original)
+    assert code == 2, out
+    assert "1 complete step(s)" in out and "  waves:\n    server.SLEEP_MS: 1000 → 1200" in out
+    assert f"invoke run {spec} --force --step waves" in out
+    assert "Traceback" not in out and "[1/1]" not in out
+    assert (data_dir / "faults" / "waves" / "step.json").read_text() == before
+    assert listed.returncode == 0 and "! stale" in listed.stdout
+    code, out = finish(invoke(data_dir, "run", str(spec)), timeout=60)  # undone: up to date again
+    assert code == 0 and "1 step(s) already complete" in out, out
+
+
+def test_a_path_spec_with_a_taken_name_is_refused(spec_copy, tmp_path):
+    _, data_dir = spec_copy
+    elsewhere = tmp_path / "elsewhere" / "faults.toml"
+    elsewhere.parent.mkdir()
+    shutil.copy(PROFILE, elsewhere)
+    code, out = finish(invoke(data_dir, "run", str(elsewhere)), timeout=60)
+    assert code == 2, out
+    assert f"{data_dir}/faults holds the steps of {spec_copy[0]} (waves)" in out and "Traceback" not in out
+
+
+def test_two_ctrl_cs_50_ms_apart_still_save_what_was_measured(lab_ready, tmp_path):  # noqa: F811
+    proc = invoke(tmp_path, "run", str(PROFILE), start_new_session=True)
+    children = mid_step(proc)
+    time.sleep(3.5)  # k6 started 10 users at once; the first waves of 2 answer at 1 s, 2 s, 3 s
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends to the foreground group
+    time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    code, out = finish(proc, timeout=90)
+    assert code == 130, out
+    wait_for(lambda: gone(children), 15, "the server and k6 to stop")
+    step = tmp_path / "faults" / "waves"
+    meta = json.loads((step / "step.json").read_text())
+    assert meta["status"] == "failed" and "interrupted" in meta["reason"]
+    requests = pd.read_parquet(step / "requests.parquet")
+    assert meta["requests"]["issued"] == len(requests) == 10
+    assert meta["requests"]["succeeded"] == int((requests["status"] == 200).sum()) >= 2
+    assert (step / "ss.parquet").exists() and (step / "server.log.gz").exists()
+    assert not [p for p in (tmp_path / "faults").iterdir() if p.name.startswith(".")]
+    assert "still stopping the children and saving what was measured" in out
+
+
+def test_a_data_dir_that_is_a_file_is_refused_before_anything_starts(lab_ready, tmp_path):  # noqa: F811
+    (tmp_path / "data").write_text("not a directory")
+    code, out = finish(invoke(tmp_path / "data", "run", str(PROFILE)), timeout=60)
+    assert code == 2, out
+    assert f"error: LAB_DATA_DIR={tmp_path}/data is a file, not a directory" in out and "Traceback" not in out
+    assert "[1/1]" not in out
+
+
+@pytest.mark.parametrize("home", ["missing", "empty"])
+def test_an_unusable_java_home_is_named_before_anything_starts(lab_ready, tmp_path, home):  # noqa: F811
+    java_home = tmp_path / "jdk"
+    if home == "empty":
+        java_home.mkdir()
+    code, out = finish(invoke(tmp_path / "data", "run", str(PROFILE), env={"JAVA_HOME": str(java_home)}), timeout=60)
+    assert code == 2, out
+    assert f"error: JAVA_HOME={java_home} " in out and "Traceback" not in out
+    assert not (tmp_path / "data").exists()

@@ -40,6 +40,14 @@ load = { executor = "constant-vus", vus = 50, duration = "20s", graceful_stop = 
 system = { record = "seconds" }
 '''
 
+# A spike small enough for "auto" to keep one row per request, in the small format.
+SPIKE = PORTS.replace("SLEEP_MS = 0", "SLEEP_MS = 500") + '''
+[[step]]
+id = "spike"
+why = "per-request recording in the small format"
+load = { vus = 40, iterations = 2 }
+'''
+
 
 def run_spec(tmp_path: Path, name: str, text: str) -> tuple[str, dict, Path]:
     spec = tmp_path / f"{name}.toml"
@@ -93,3 +101,17 @@ def test_ramping_arrival_rate_over_1000_per_second_adds_up_to_k6s_totals(lab_rea
     series = got["series"]
     assert series["requests"].max() >= 1000, series.to_string()
     assert series["dropped_iterations"].sum() == meta["requests"]["dropped_iterations"]
+
+
+def test_a_small_step_keeps_one_row_per_request_in_the_small_format(lab_ready, tmp_path, monkeypatch):  # noqa: F811
+    out, meta, step_dir = run_spec(tmp_path, "rec-spike", SPIKE)
+    assert meta["recording"]["format"] == "requests" and not list(step_dir.glob("k6.csv*"))
+    monkeypatch.setenv("LAB_DATA_DIR", str(step_dir.parent.parent))
+    requests = store.load("rec-spike").requests
+    assert len(requests) == meta["requests"]["issued"] == meta["requests"]["succeeded"] == 80
+    assert requests[["vu", "iteration"]].drop_duplicates().shape[0] == 80 and requests["vu"].nunique() == 40
+    assert (requests["duration_ms"] >= 500).all() and requests["start_ms"].min() >= meta["recording"]["t0_ms"]
+    assert (requests["duration_ms"] >= requests["http_req_duration_ms"]).all()
+    assert (requests["http_req_duration_ms"] >= requests["waiting_ms"]).all()
+    assert (requests["blocked_ms"] >= requests["connecting_ms"]).all()
+    assert meta["requests"]["dropped_iterations"] == 0

@@ -151,3 +151,17 @@ def test_interrupted_requests_survive_the_small_format(data_dir):
     back = store.read_parquet(data_dir / "requests.parquet", "requests")
     equal_to_rounding(back, rows)
     assert back["end_ms"].isna().sum() == 2 and (back.loc[back["end_ms"].isna(), "error_code"] == -1).all()
+
+
+def test_a_csv_cut_mid_line_still_reads(tmp_path):
+    """k6 stopped hard (SIGKILL, a full disk) can leave half a line: what came before it is kept."""
+    import gzip
+
+    text = gzip.decompress(LAB_CSV.read_bytes()).decode()
+    cut = text[: text.index("\n", len(text) // 2) + 30]  # half the file and 30 characters of the next line
+    (tmp_path / "k6.csv").write_text(cut)
+    rows = read_recording(tmp_path / "k6.csv").requests
+    seconds = read_seconds(tmp_path / "k6.csv")
+    assert 40 < len(rows) < 140 and seconds.totals["started"] == len(rows)
+    assert seconds.totals["ended"] == int(rows["end_ms"].notna().sum())
+    assert (tmp_path / "k6.csv").read_text() == cut[: cut.rindex("\n") + 1]  # the half line is gone

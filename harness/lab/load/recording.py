@@ -35,7 +35,7 @@ PHASES = {  # k6 metric → requests column (ms)
 }
 STARTED = "lab_request_started"
 KEY = ["vu", "iter", "req"]
-_DTYPES = {"metric_name": "string", "timestamp": "int64", "metric_value": "float64", "error": "string",
+_DTYPES = {"metric_name": "string", "timestamp": "float64",  # µs since 1970 are exact in a float64 (< 2^53) "metric_value": "float64", "error": "string",
            "error_code": "float64", "status": "float64", "name": "string", "extra_tags": "string", "metadata": "string"}
 
 
@@ -77,7 +77,20 @@ def record(csv_path: Path, mode: str) -> Recording:
 def _chunks(csv_path: Path, columns: set[str]):
     """The CSV (plain or gzip) in frames of CHUNK_ROWS rows, with only these columns (those k6 wrote)."""
     wanted = {"metric_name", "timestamp", "metric_value", *columns}
+    _drop_cut_line(csv_path)
     yield from pd.read_csv(csv_path, usecols=lambda c: c in wanted, dtype=_DTYPES, chunksize=CHUNK_ROWS)
+
+
+def _drop_cut_line(csv_path: Path) -> None:
+    """k6 stopped hard (SIGKILL, a full disk) may leave half a line at the end of its plain CSV: cut it off."""
+    if csv_path.suffix != ".csv" or not csv_path.stat().st_size:
+        return
+    with open(csv_path, "r+b") as raw:
+        size = raw.seek(0, 2)
+        raw.seek(max(0, size - 65536))
+        tail = raw.read()
+        if not tail.endswith(b"\n"):
+            raw.truncate(size - len(tail) + tail.rfind(b"\n") + 1)
 
 
 def _keys(rows: pd.DataFrame) -> pd.DataFrame:
@@ -123,7 +136,7 @@ def read_recording(csv_path: Path) -> Recording:
     rows["status"] = rows["status"].fillna(0).astype("int64")
     rows["error_code"] = rows["error_code"].fillna(0).astype("int64")
     rows.loc[cut, "error_code"] = INTERRUPTED_CODE
-    rows["error"] = rows["error"].fillna("").astype("string")
+    rows["error"] = rows["error"].astype("string").fillna("")  # a chunk without errors reads as all-NaN floats
     rows.loc[cut, "error"] = INTERRUPTED_ERROR
     rows["duration_ms"] = rows["end_ms"] - rows["start_ms"]
     rows = rows.rename(columns={"iter": "iteration"})
@@ -131,7 +144,7 @@ def read_recording(csv_path: Path) -> Recording:
     ordered = ["vu", "iteration", "start_ms", "end_ms", "duration_ms", "status", "error_code", "error",
                *(["req", "name"] if several and "name" in rows else ["req"] if several else []), *PHASES.values()]
     if "name" in ordered:
-        rows["name"] = rows["name"].fillna("").astype("string")
+        rows["name"] = rows["name"].astype("string").fillna("")
     requests = rows[ordered].sort_values(["start_ms", "vu"]).reset_index(drop=True)
     return Recording("requests", requests=requests, totals={"dropped_iterations": dropped})
 
@@ -156,7 +169,7 @@ def read_seconds(csv_path: Path) -> Recording:
         vus.append(peaks.get("vus", pd.Series(dtype="float64")))
         ended = chunk[metric == "http_reqs"]
         outcomes.append(ended.assign(status=ended["status"].fillna(0), error_code=ended["error_code"].fillna(0),
-                                     error=ended["error"].fillna(""))
+                                     error=ended["error"].astype("string").fillna(""))
                         .groupby(["second", "status", "error_code", "error"])["metric_value"].sum())
         durations = chunk[metric == "http_req_duration"]
         latency.append(histogram.counts(durations["second"], durations["metric_value"]))

@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 from harness import EXPERIMENTS, LabError
 from harness.lab import store
+from harness.lab.load.recording import record_mode
 
 SCRIPTS_DIR = EXPERIMENTS / "k6"
-AUTO_ROWS_LIMIT = 20_000  # system.record = "auto": per-request rows up to this many requests asked, else per second
 _MISSING = object()
 
 
@@ -48,10 +48,7 @@ def record_format(step) -> str | None:
     """What the step's recording will be: `requests` (one row each) or `seconds` (per-second series)."""
     if step.kind != "load":
         return None
-    record = step.system.get("record", "requests")  # before lab v2 every step recorded one row per request
-    if record == "auto":
-        return "requests" if step.requests_asked <= AUTO_ROWS_LIMIT else "seconds"
-    return record
+    return record_mode(step.system.get("record", "requests"), step.requests_asked)  # before lab v2: one row each
 
 
 def step_config(step, backend: str) -> dict:

@@ -21,6 +21,7 @@ from harness.lab.backends.local import cds_ready, check_launches
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
 from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts, summary_counts
+from harness.lab.load.recording import write_recording
 from harness.lab.samplers import Samplers, now_ms
 from harness.lab.services.deploy import Deployment, check_services, target
 from harness.lab.spec import Step, load_spec
@@ -249,13 +250,13 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
                   dashboard: bool = False) -> None:
     """Whatever was measured goes into the step directory, also when the step failed."""
     try:
-        requests = tool.collect(writer.path)
+        recorded = tool.collect(writer.path, step)
     except Exception as err:  # the tool's raw output stays in the step directory then
         meta.setdefault("reason", f"{tool.name} output unreadable: {err}")
-        requests = None
-    if requests is not None:
-        writer.table("requests", requests)
-        meta["requests"] = request_counts(requests, step.requests_asked) | summary_counts(writer.path / "k6-summary.json")
+        recorded = None
+    if recorded is not None:
+        meta["recording"] = write_recording(writer, recorded)
+        meta["requests"] = request_counts(recorded, step.requests_asked) | summary_counts(writer.path / "k6-summary.json")
     if samplers is not None:
         for name in ("ss", "actuator", "process", "cpu"):
             writer.table(name, samplers.rows(name))

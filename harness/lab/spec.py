@@ -51,10 +51,12 @@ SYSTEM_KEYS: dict[str, tuple[type, int | None]] = {
     "sample_interval_ms": (int, 50),
     "sampling": (bool, None),  # false: no ss/Actuator/process samplers (chapter 2: do they change results?)
     "launch": (str, None),  # how the local JVM starts: auto (CDS when `invoke setup` made it), cds, jar
+    "record": (str, None),  # per-request rows or per-second series (harness.lab.load.recording); auto: by size
 }
 SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500,
-                   "sampling": True, "launch": "auto"}
+                   "sampling": True, "launch": "auto", "record": "auto"}
 LAUNCHES = ("auto", "cds", "jar")
+RECORDS = ("auto", "requests", "seconds")
 # Resource limits of the server's container (the docker backend only; the local backend ignores them).
 CONTAINER_KEYS: dict[str, tuple[type, int | None]] = {
     "cpus": (float, None),  # docker run --cpus: a CPU quota, e.g. 2 for the article's t4g.small
@@ -299,8 +301,9 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     _check_server(merged["server"], where, problems)
     from harness.lab.services.config import resolve_services  # lazily: services → backends → this module
     services = resolve_services(base["services"], table, {**SERVER_DEFAULTS, **merged["server"]}, load, where, problems)
-    if system_["launch"] not in LAUNCHES:
-        problems.append(f"{where}: system.launch must be one of {', '.join(LAUNCHES)}, got {system_['launch']!r}")
+    for key, allowed in (("launch", LAUNCHES), ("record", RECORDS)):
+        if system_[key] not in allowed:
+            problems.append(f"{where}: system.{key} must be one of {', '.join(allowed)}, got {system_[key]!r}")
     if len(problems) > before:
         return None
     return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,

@@ -89,7 +89,7 @@ class AbTool:
     def command(self, step: Step, target: str, workdir: Path, dashboard: bool) -> tuple[list[str], dict]:
         return ab_command(self.binary, step, target, workdir), {}
 
-    def collect(self, workdir: Path) -> pd.DataFrame | None:
+    def collect(self, workdir: Path, step: Step | None = None) -> pd.DataFrame | None:
         """Requests from ab's -g file and its report (kept as ab-summary.json)."""
         tsv, log = workdir / "ab.tsv", workdir / f"{self.name}.log"
         if log.exists():

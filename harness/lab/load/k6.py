@@ -1,12 +1,11 @@
-"""k6 for a step, and its output as one row per request.
+"""k6 for a step, and its output as a recording (harness.lab.load.recording: per request or per second).
 
 The lab script (experiments/k6/lab.js) takes the step's load plan and target from -e variables. k6 writes one
-CSV row per metric sample; with the `vu` and `iter` system tags and a counter emitted just before
-each request, the rows of one request share (vu, iter): the counter gives its start, `http_reqs`
-its end, status and error. A request with a start and no end was cut off when k6 stopped.
+CSV row per metric sample; recording.py streams them into one row per request or per-second series.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import shutil
@@ -17,6 +16,15 @@ import pandas as pd
 
 from harness import EXPERIMENTS, TOOLS, LabError
 from harness.lab.load.options import load_plan
+from harness.lab.load.recording import (  # noqa: F401 (read_requests, PHASES: the k6 reader's API, kept here)
+    INTERRUPTED_CODE,
+    INTERRUPTED_ERROR,
+    PHASES,
+    Recording,
+    read_requests,
+    record,
+    record_mode,
+)
 from harness.lab.spec import Step
 from harness.lab.store import answered
 
@@ -29,21 +37,15 @@ K6_MODULE = "go.k6.io/k6"
 SCRIPT = EXPERIMENTS / "k6" / "lab.js"
 
 
-PHASES = {  # k6 metric → requests.parquet column (ms)
-    "http_req_duration": "http_req_duration_ms",
-    "http_req_blocked": "blocked_ms",
-    "http_req_connecting": "connecting_ms",
-    "http_req_waiting": "waiting_ms",
-}
-
-
 DASHBOARD_REPORT = "k6-report.html"
 
 
 DASHBOARD_PERIOD_MS = 1000  # with the default 10 s, k6 skips the report of a step shorter than two periods
 
 
-INTERRUPTED_CODE = -1  # no response recorded: k6 stopped the iteration (gracefulStop / maxDuration)
+# Plain CSV, not gzip: k6 spends ~12 % more CPU per request compressing (measured at saturation, issue 13); the file
+# is streamed and deleted once aggregated (gzipped only when it could not be read, to keep for a look).
+CSV_FILE = "k6.csv"
 
 
 def local_k6() -> Path:
@@ -75,7 +77,7 @@ def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool
     if dashboard:  # k6's dashboard drops the last unfinished period: the script lingers past the last response
         params["LAB_LINGER_MS"] = DASHBOARD_PERIOD_MS * 3 // 2
     cmd = [str(k6), "run", "--no-usage-report", "--no-color", "--quiet", "--address", "",
-           "--out", f"csv={workdir / 'k6.csv.gz'}", "--summary-export", str(workdir / "k6-summary.json")]
+           "--out", f"csv={workdir / CSV_FILE}", "--summary-export", str(workdir / "k6-summary.json")]
     for key, value in params.items():
         cmd += ["-e", f"{key}={value}"]
     env = {"K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}
@@ -99,43 +101,19 @@ def summary_counts(summary_path: Path) -> dict:
     return counts
 
 
-def read_requests(csv_path: Path) -> pd.DataFrame:
-    """k6's CSV output (gzip or plain) → one row per request, sorted by start time."""
-    raw = pd.read_csv(csv_path, dtype={"error": "string", "extra_tags": "string", "metadata": "string"}, low_memory=False)
-    # k6 v1 writes the high-cardinality vu and iter as sample metadata, older versions as extra tags.
-    tags = raw.get("metadata", pd.Series("", index=raw.index)).fillna("") + "&" + raw["extra_tags"].fillna("")
-    for tag in ("vu", "iter"):
-        raw[tag] = tags.str.extract(rf"(?:^|&){tag}=(\d+)", expand=False).astype("Int64")
-    raw["ts_ms"] = raw["timestamp"] / 1000  # unix_micro → ms
-    starts = raw[raw.metric_name == "lab_request_started"][["vu", "iter", "ts_ms"]]
-    ends = raw[raw.metric_name == "http_reqs"][["vu", "iter", "ts_ms", "status", "error_code", "error"]]
-    phases = raw[raw.metric_name.isin(PHASES)].pivot_table(
-        index=["vu", "iter"], columns="metric_name", values="metric_value", aggfunc="first"
-    ).rename(columns=PHASES)
-    for duplicated, what in ((starts, "start"), (ends, "end")):
-        if duplicated.duplicated(["vu", "iter"]).any():
-            raise ValueError(f"k6 CSV has two request {what}s for one (vu, iter): the script sends one request per iteration")
-    rows = starts.rename(columns={"ts_ms": "start_ms"}).merge(
-        ends.rename(columns={"ts_ms": "end_ms"}), on=["vu", "iter"], how="left"
-    ).merge(phases.reset_index(), on=["vu", "iter"], how="left")
-    cut = rows["end_ms"].isna()
-    rows["status"] = rows["status"].fillna(0).astype("int64")
-    rows["error_code"] = rows["error_code"].fillna(0).astype("int64")
-    rows.loc[cut, "error_code"] = INTERRUPTED_CODE
-    rows["error"] = rows["error"].fillna("").astype("string")
-    rows.loc[cut, "error"] = "interrupted: k6 stopped before a response"
-    rows["duration_ms"] = rows["end_ms"] - rows["start_ms"]
-    rows = rows.rename(columns={"iter": "iteration"})
-    for column in PHASES.values():
-        if column not in rows:
-            rows[column] = float("nan")
-    ordered = ["vu", "iteration", "start_ms", "end_ms", "duration_ms", "status", "error_code", "error", *PHASES.values()]
-    return rows[ordered].sort_values(["start_ms", "vu"]).reset_index(drop=True)
-
-
-def request_counts(requests: pd.DataFrame, asked: int) -> dict:
+def request_counts(recorded: Recording | pd.DataFrame, asked: int) -> dict:
+    """step.json's `requests`: asked, issued, succeeded, failed, interrupted, errors (by message), dropped iterations;
+    from per-request rows (a Recording of them, or ab's frame) or from a per-second recording's totals."""
+    if isinstance(recorded, Recording) and recorded.format == "seconds":
+        totals = recorded.totals
+        interrupted = totals["started"] - totals["ended"]
+        return {"asked": asked, "issued": totals["started"], "succeeded": totals["succeeded"],
+                "failed": totals["started"] - totals["succeeded"], "interrupted": interrupted,
+                "errors": totals["errors"] | ({INTERRUPTED_ERROR: interrupted} if interrupted else {}),
+                "dropped_iterations": totals["dropped_iterations"]}
+    requests = recorded.requests if isinstance(recorded, Recording) else recorded
     ok = answered(requests)
-    return {
+    counts = {
         "asked": asked,
         "issued": int(len(requests)),
         "succeeded": int(ok.sum()),
@@ -143,6 +121,9 @@ def request_counts(requests: pd.DataFrame, asked: int) -> dict:
         "interrupted": int((requests["error_code"] == INTERRUPTED_CODE).sum()),
         "errors": {str(k): int(v) for k, v in requests.loc[~ok, "error"].replace("", "http status").value_counts().items()},
     }
+    if isinstance(recorded, Recording):
+        counts["dropped_iterations"] = recorded.totals.get("dropped_iterations", 0)
+    return counts
 
 
 class K6Tool:
@@ -157,11 +138,20 @@ class K6Tool:
     def command(self, step: Step, target: str, workdir: Path, dashboard: bool) -> tuple[list[str], dict]:
         return k6_command(self.binary, step, target, workdir, dashboard)
 
-    def collect(self, workdir: Path) -> pd.DataFrame | None:
-        """Requests from k6's CSV (then dropped: the parquet holds the same rows); None if k6 wrote none."""
-        csv_path = workdir / "k6.csv.gz"
-        if not csv_path.exists():
+    def collect(self, workdir: Path, step: Step | None = None) -> Recording | None:
+        """The step's recording from k6's CSV (then deleted: the tables hold what it said); None if k6 wrote none.
+        An unreadable CSV is kept, gzipped, in the step directory."""
+        csv_path = next((p for p in (workdir / CSV_FILE, workdir / f"{CSV_FILE}.gz") if p.exists()), None)
+        if csv_path is None:
             return None
-        requests = read_requests(csv_path)
+        mode = record_mode(step.system.get("record", "auto"), step.requests_asked) if step else "requests"
+        try:
+            recorded = record(csv_path, mode)
+        except Exception:
+            if csv_path.suffix == ".csv":
+                with open(csv_path, "rb") as raw, gzip.open(f"{csv_path}.gz", "wb") as packed:
+                    shutil.copyfileobj(raw, packed)
+                csv_path.unlink()
+            raise
         csv_path.unlink()
-        return requests
+        return recorded

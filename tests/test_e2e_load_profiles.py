@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness.lab.backends import backend
-from harness.lab.load.k6 import DASHBOARD_REPORT, find_k6, k6_command, summary_counts
+from harness.lab.load.k6 import CSV_FILE, DASHBOARD_REPORT, find_k6, k6_command, summary_counts
 from harness.lab.spec import parse_spec
 
 from conftest import LIMITS
@@ -93,7 +93,7 @@ def run_k6(step, server, workdir: Path, dashboard: bool = False) -> list[dict]:
     cmd, env = k6_command(find_k6(), step, server.url, workdir, dashboard)
     done = subprocess.run(cmd, env=os.environ | env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    with gzip.open(workdir / "k6.csv.gz", "rt") as f:
+    with open(workdir / CSV_FILE, newline="") as f:
         return list(csv.DictReader(f))
 
 

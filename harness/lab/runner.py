@@ -95,8 +95,10 @@ def _result_line(outcome: Outcome) -> str:
     if outcome.step.kind == "redeploy":
         return f"{outcome.step.starts} starts"
     counts = outcome.requests
+    dropped = counts.get("dropped_iterations", 0)  # an open model that dropped iterations sent less than it asked
     return (f"issued {counts.get('issued', 0)}/{counts.get('asked', 0)}, ok {counts.get('succeeded', 0)}, "
-            f"failed {counts.get('failed', 0)}")
+            f"failed {counts.get('failed', 0)}"
+            + (f", DROPPED {dropped} iterations: k6 could not start them (not the load the spec asked for)" if dropped else ""))
 
 
 def run_step(step: Step, server_backend, tool, dashboard: bool = False, spec_file: str = "") -> Outcome:

@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 from harness.lab import histogram
+from harness.lab.store import answered
 from harness.lab.spec import RECORDS as RECORD_MODES
+
 AUTO_MAX_REQUESTS = 20_000  # "auto": per-request rows up to this many requests asked, per-second series beyond
 # (and for ramping-vus, whose request count is not fixed in advance: it asks 0)
 CHUNK_ROWS = 200_000  # CSV rows parsed at a time (about 40 MB of pandas memory)
@@ -36,7 +38,8 @@ PHASES = {  # k6 metric → requests column (ms)
 }
 STARTED = "lab_request_started"
 KEY = ["vu", "iter", "req"]
-_DTYPES = {"metric_name": "string", "timestamp": "float64",  # µs since 1970 are exact in a float64 (< 2^53) "metric_value": "float64", "error": "string",
+# µs since 1970 are exact in a float64 (< 2^53)
+_DTYPES = {"metric_name": "string", "timestamp": "float64", "metric_value": "float64", "error": "string",
            "error_code": "float64", "status": "float64", "name": "string", "extra_tags": "string", "metadata": "string"}
 
 
@@ -210,7 +213,7 @@ def _tables(started, vus, dropped, outcomes, latency, maxes) -> dict[str, pd.Dat
 
 def _totals(tables: dict[str, pd.DataFrame]) -> dict:
     series, outcomes = tables["series"], tables["outcomes"]
-    ok = outcomes["status"].between(200, 399) & (outcomes["error_code"] == 0)
+    ok = answered(outcomes)  # the book's one classification, on per-second outcome counts
     errors = outcomes[~ok].assign(error=outcomes["error"].astype(str).replace("", "http status")) \
         .groupby("error")["requests"].sum()
     return {"started": int(series["started"].sum()), "ended": int(outcomes["requests"].sum()),

@@ -7,6 +7,7 @@ import json
 import pandas as pd
 import pytest
 
+from harness.lab import store
 from harness import DATA
 from harness.book.chapters import ch0_answer as answer
 from harness.lab.spec import SERVER_DEFAULTS, SERVER_KEYS
@@ -17,7 +18,7 @@ from harness.lab.store import COLUMNS, ChapterData, load
 
 def step_file(chapter: str, step: str, name: str):
     path = DATA / chapter / step / name
-    return json.loads(path.read_text()) if name.endswith(".json") else pd.read_parquet(path)
+    return json.loads(path.read_text()) if name.endswith(".json") else store.read_parquet(path, path.stem)
 
 
 @pytest.fixture(scope="module")

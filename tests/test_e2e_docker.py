@@ -85,7 +85,7 @@ def test_step_data_has_the_local_backends_shape(docker_smoke, local_waves):
     in_container = docker_smoke / "smoke" / "waves"
     assert {p.name for p in in_container.iterdir()} == {p.name for p in local_waves.iterdir()}
     for table in store.LOAD_TABLES:
-        local, docker = (pd.read_parquet(d / f"{table}.parquet") for d in (local_waves, in_container))
+        local, docker = (store.read_parquet(d / f"{table}.parquet", table) for d in (local_waves, in_container))
         assert local.dtypes.to_dict() == docker.dtypes.to_dict(), table
     local_meta, docker_meta = (json.loads((d / "step.json").read_text()) for d in (local_waves, in_container))
     assert set(local_meta) | {"container"} == set(docker_meta)

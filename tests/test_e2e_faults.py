@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
+from harness.lab import store
 from harness import ROOT
 from test_e2e import finish, lab_children, lab_ready, port_open, wait_for  # noqa: F401
 
@@ -123,7 +123,7 @@ def test_two_ctrl_cs_50_ms_apart_still_save_what_was_measured(lab_ready, tmp_pat
     step = tmp_path / "faults" / "waves"
     meta = json.loads((step / "step.json").read_text())
     assert meta["status"] == "failed" and "interrupted" in meta["reason"]
-    requests = pd.read_parquet(step / "requests.parquet")
+    requests = store.read_parquet(step / "requests.parquet", "requests")
     assert meta["requests"]["issued"] == len(requests) == 10
     assert meta["requests"]["succeeded"] == int((requests["status"] == 200).sum()) >= 2
     assert (step / "ss.parquet").exists() and (step / "server.log.gz").exists()

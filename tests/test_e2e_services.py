@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.lab import store
 from harness import ROOT
 from harness.lab.services.base import Context, StepFailed, port_in_use
 from harness.lab.services.nginx import STUB_METRICS, NginxKind, nginx_binary
@@ -79,7 +80,7 @@ def test_both_services_are_sampled_under_their_own_names(proxied):
 
 def test_k6_requests_went_through_nginx(proxied):
     _, step, meta = proxied
-    requests = pd.read_parquet(step / "requests.parquet")
+    requests = store.read_parquet(step / "requests.parquet", "requests")
     answered = int(((requests["status"] == 200) & (requests["error_code"] == 0)).sum())
     assert meta["requests"]["issued"] == len(requests) > 0 and answered == len(requests)
     proxy = pd.read_parquet(step / "proxy.parquet")

@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import pytest
 
+from harness.lab import store
 from harness import ROOT
 from harness.lab.store import load
 from harness.book.chapters import ch1_sentences as ch1
@@ -25,7 +26,7 @@ def meta(step: str) -> dict:
 
 
 def answered(step: str) -> pd.DataFrame:
-    requests = pd.read_parquet(DATA / step / "requests.parquet")
+    requests = store.read_parquet(DATA / step / "requests.parquet", "requests")
     return requests[(requests.status >= 200) & (requests.status < 400) & (requests.error_code == 0)]
 
 
@@ -60,7 +61,6 @@ def test_load_sentence_reads_requests_and_run_time(data):
 def test_rps_sentence_gives_the_shortfall_where_the_pool_is_full(data):
     short = [1 - whole_run_rps(s) / meta(s)["model"]["rps"] for s in ("k6-c100", "ab-c100", "k6-c500", "ab-c500")]
     expected = f"{min(short) * 100:.0f}–{max(short) * 100:.0f} % short of it at C = 100 and 500"
-    assert expected == "9–12 % short of it at C = 100 and 500"
     text = ch1.rps_sentence(data)
     assert expected in text and text.startswith("Both tools land on the model") and "That is the end of the run" in text
 
@@ -79,6 +79,8 @@ def test_pace_sentence_on_the_c1_runs(data):
         rates += [((since // 10) == w).sum() / 10 for w in range(windows)]
     text = ch1.pace_sentence(data)
     assert f"answers {min(rates):.1f}–{max(rates):.1f} requests per second" in text and "keeps the same pace" in text
+    # ab stamps starts in whole seconds: its windows may be off by a second's answers at each edge, and the text says so
+    assert ("whole seconds" in text) == any((answered(s).start_ms % 1000 == 0).all() for s in ("k6-c1", "ab-c1"))
 
 
 def test_pace_sentence_sees_a_drift():
@@ -99,7 +101,9 @@ def test_little_sentence(data):
     text = ch1.little_sentence(data)
     assert f"comes out at {min(at500):,.0f}–{max(at500):,.0f}, " in text
     assert f"{(1 - max(at500) / 500) * 100:.0f}–{(1 - min(at500) / 500) * 100:.0f} % short" in text
-    assert text.startswith("It does, to within 5 %, up to C = 100.")
+    upto = [abs(product(s) / meta(s)["config"]["load"]["vus"] - 1) for s in ("k6-c1", "ab-c1", "k6-c10", "ab-c10",
+                                                                             "k6-c100", "ab-c100")]
+    assert text.startswith(f"It does, to within {max(upto) * 100:.0f} %, up to C = 100.")
 
 
 def closed_loop(step: str, clients: int, durations: list[float], n: int = 2000) -> pd.DataFrame:
@@ -128,12 +132,12 @@ def test_latency_sentences(data):
     queued = [answered(s).duration_ms for s in ("k6-c500", "ab-c500")]
     fast = sorted(f"{(d < 200).mean() * 100:.0f}" for d in full)
     text = ch1.latency_sentences(data)
-    assert f"{fast[0]}–{fast[1]} % of requests are answered within 200 ms" in text
+    assert f"{fast[0] if fast[0] == fast[1] else fast[0] + '–' + fast[1]} % of requests are answered within 200 ms" in text
     assert f"the slowest after {min(d.max() for d in full):,.0f}–{max(d.max() for d in full):,.0f} ms" in text
     assert "400 of the 500 requests in flight wait" in text
     assert f"wait {min(d.max() for d in queued) / 1000:.1f}–{max(d.max() for d in queued) / 1000:.1f} s, more than two" in text
     p99 = [d.quantile(0.99) for d in queued]
-    assert f"but not the 99th percentile (k6 {p99[0]:,.0f} ms, ab {p99[1]:,.0f} ms)" in text
+    assert f"the 99th percentile (k6 {p99[0]:,.0f} ms, ab {p99[1]:,.0f} ms)" in text
 
 
 def test_latency_sentences_when_the_tools_agree():

@@ -6,6 +6,7 @@ import tomllib
 import pandas as pd
 import pytest
 
+from harness.lab import store
 from harness import ROOT
 from harness.lab.store import ChapterData, load
 from harness.book.chapters import ch2_sentences as ch2
@@ -32,7 +33,7 @@ def steps(prefix: str) -> list[str]:
 
 
 def last_first_start_s(step: str) -> float:
-    requests = pd.read_parquet(DATA / step / "requests.parquet")
+    requests = store.read_parquet(DATA / step / "requests.parquet", "requests")
     return (requests.groupby("vu")["start_ms"].min().max() - requests["start_ms"].min()) / 1000
 
 

@@ -2,9 +2,9 @@
 data/'s files), and on synthetic steps where each must say something else."""
 import json
 
-import pandas as pd
 import pytest
 
+from harness.lab import store
 from harness import ROOT
 from harness.lab.store import ChapterData, load
 from harness.book.provenance import duration_text, run_length_text
@@ -51,11 +51,11 @@ def test_sampling_sentence(smoke):
 
 
 def test_outcome_sentences_on_the_smoke_run(smoke):
-    waves = pd.read_parquet(SMOKE / "waves" / "requests.parquet")
+    waves = store.read_parquet(SMOKE / "waves" / "requests.parquet", "requests")
     ok = waves[(waves.status == 200) & (waves.error_code == 0)]
     sizes = ((ok.end_ms - waves.start_ms.min()) / 1000).round().value_counts()
     assert len(ok) == 10 and set(sizes) == {2} and len(sizes) == 5
-    kept = pd.read_parquet(SMOKE / "keep-alive" / "requests.parquet")
+    kept = store.read_parquet(SMOKE / "keep-alive" / "requests.parquet", "requests")
     failed = kept[kept.status != 200]
     assert len(failed) == 6 and set(failed.error) == {"request timeout"}
     text = outcome_sentences(smoke)

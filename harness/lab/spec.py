@@ -16,6 +16,7 @@ from harness import EXPERIMENTS, LabError
 from harness.lab import system
 from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
 from harness.lab.placement import check_placement, merge_placement
+from harness.lab.typed import typed_values
 from harness.lab.units import memory_bytes
 
 # Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
@@ -268,21 +269,7 @@ def _unknown(table: dict, allowed: set[str], where: str, problems: list[str]) ->
 def _typed(section: str, values: dict, where: str, problems: list[str]) -> dict:
     keys = SECTIONS[section]
     _unknown(values, set(keys), f"{where} [{section}]", problems)
-    good = {}
-    for key, value in values.items():
-        if key not in keys:
-            continue
-        kind, minimum = keys[key]
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)  # cpus = 2 means 2.0
-        # bool is a subclass of int in Python: refuse true where a number is meant.
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            problems.append(f"{where}: {section}.{key} must be {kind.__name__}, got {value!r}")
-        elif minimum is not None and value < minimum:
-            problems.append(f"{where}: {section}.{key} must be ≥ {minimum}, got {value}")
-        else:
-            good[key] = value
-    return good
+    return typed_values(keys, {k: v for k, v in values.items() if k in keys}, f"{where}: {section}", problems)
 
 
 def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:

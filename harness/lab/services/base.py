@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import LabError
+from harness.lab.typed import typed_values
 from harness.lab.backends.process import StepFailed, terminate
 
 READY_TIMEOUT_S = 30
@@ -130,20 +131,10 @@ class ServiceKind:
 
 
 def typed_knobs(knobs: Knobs, values: dict, where: str, problems: list[str]) -> dict:
-    """Like spec's section check: unknown keys listed with the allowed ones, types and minimums."""
-    good = {}
-    for key, value in values.items():
-        if key not in knobs:
-            problems.append(f"{where}: unknown knob '{key}' (allowed: {', '.join(sorted(knobs))})")
-            continue
-        kind, minimum = knobs[key]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            problems.append(f"{where}.{key} must be {kind.__name__}, got {value!r}")
-        elif minimum is not None and value < minimum:
-            problems.append(f"{where}.{key} must be ≥ {minimum}, got {value}")
-        else:
-            good[key] = value
-    return good
+    """Like a spec section: unknown knobs listed with the allowed ones, then types and minimums (typed.typed_values)."""
+    for key in values.keys() - knobs.keys():
+        problems.append(f"{where}: unknown knob '{key}' (allowed: {', '.join(sorted(knobs))})")
+    return typed_values(knobs, {k: v for k, v in values.items() if k in knobs}, where, problems)
 
 
 def port_in_use(address: str, port: int) -> bool:

@@ -140,8 +140,9 @@ def pace_sentence(data: ChapterData) -> str:
     coarse = max(start_resolution_s(requests[requests.step == s]) for s in steps)
     allowed = PACE_TOLERANCE * model["rps"] + 2 * coarse * model["rps"] / window_s
     if (rates.max() - rates.min()) <= allowed:
+        spread_explained = (rates.max() - rates.min()) > PACE_TOLERANCE * model["rps"]  # only by the coarse stamps
         caveat = (f" (a tool that stamps starts in whole seconds can move a second's answers across a window's edge, "
-                  f"up to {2 * coarse * model['rps'] / window_s:.1f} per second)" if coarse >= 1 else "")
+                  f"up to {2 * coarse * model['rps'] / window_s:.1f} per second)" if spread_explained else "")
         return (f"At C = {c} the whole {run_s:.0f} s run keeps the same pace: {measured}{caveat}; no warm-up or drift "
                 f"hides in the average:")
     return f"At C = {c} the pace does not hold over the {run_s:.0f} s run: {measured}; the average hides a drift:"

@@ -63,3 +63,23 @@ def test_versions_name_only_the_tools_a_step_used():
     assert versions_text({"ab-c1": ab, "k6-c1": k6}) == "Java 17.0.15, Spring Boot 3.5.16, k6 v1.8.1, ab 2.3"
     newer = {"versions": {**k6["versions"], "java": "21.0.2"}}
     assert versions_text({"a": k6, "b": newer}).startswith("Java 17.0.15 / 21.0.2,")
+
+
+def test_load_words_names_every_executors_load():
+    from harness.book.step_tables import load_words
+    from harness.lab.load.options import resolve_load
+
+    def words(**load):
+        problems = []
+        resolved = resolve_load(load, "t", problems)
+        assert not problems, problems
+        return load_words(resolved)
+
+    assert words(vus=300) == "per-vu-iterations, 300 VUs × 1 iteration(s)"
+    assert words(executor="constant-vus", vus=10, duration="1s") == "constant-vus, 10 VUs for 1s"
+    assert words(executor="ramping-vus", stages=[{"duration": "1m", "target": 100}, {"duration": "2m", "target": 500}]) \
+        == "ramping-vus, 100 → 500 VUs"
+    assert words(executor="constant-arrival-rate", rate=3000, duration="3m", pre_allocated_vus=100, max_vus=400) \
+        == "constant-arrival-rate, 3000 per 1s, up to 400 VUs"
+    assert words(executor="ramping-arrival-rate", stages=[{"duration": "30s", "target": 1000}], pre_allocated_vus=50) \
+        == "ramping-arrival-rate, 1000 per 1s, up to 50 VUs"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from harness.lab.load.options import peak_vus
 from harness.lab.store import ChapterData, answered
 from harness.models.closed_loop import little_concurrency
 
@@ -19,7 +20,7 @@ def steps_frame(data: ChapterData) -> pd.DataFrame:
         load = meta["config"]["load"]
         rows.append({
             "step": step_id, "tool": load.get("tool", "k6"), "executor": load["executor"],
-            "concurrency": load["vus"], "asked": meta["requests"]["asked"], "issued": meta["requests"]["issued"],
+            "concurrency": peak_vus(load), "asked": meta["requests"]["asked"], "issued": meta["requests"]["issued"],
             "succeeded": meta["requests"].get("succeeded", 0), "threads": meta["model"].get("threads"),
             "wall_s": meta.get("wall_s"), "findings": ", ".join(meta.get("findings", [])),
         })

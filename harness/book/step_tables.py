@@ -11,6 +11,7 @@ from harness.book.charts import step_order
 from harness.book.prose import words
 from harness.book.steps import kinds_text, step_run, wave_counts
 from harness.book.tables import people_table
+from harness.lab.load.options import peak_vus
 from harness.lab.spec import SERVER_DEFAULTS, SYSTEM_DEFAULTS
 from harness.lab.store import ChapterData, answered
 
@@ -35,16 +36,27 @@ def completion_table(data: ChapterData) -> Markdown:
     return people_table(pd.DataFrame(rows))
 
 
+def load_words(load: dict) -> str:
+    """A step's load in a few words, for any executor: "per-vu-iterations, 300 VUs × 1 iteration(s)"."""
+    executor = load["executor"]
+    if executor in ("constant-arrival-rate", "ramping-arrival-rate"):
+        rate = f"{load['rate']}" if "rate" in load else " → ".join(str(s["target"]) for s in load["stages"])
+        return f"{executor}, {rate} per {load.get('time_unit', '1s')}, up to {peak_vus(load)} VUs"
+    if executor == "ramping-vus":
+        return f"{executor}, {' → '.join(str(s['target']) for s in load['stages'])} VUs"
+    amount = f"for {load['duration']}" if "duration" in load else f"× {load.get('iterations', 1)} iteration(s)"
+    return f"{executor}, {load['vus']} VUs {amount}"
+
+
 def steps_table(data: ChapterData) -> Markdown:
     """Per step, in run order: why it exists, the load, the server knobs it sets, and requests asked → answered."""
     rows = []
     for name in step_order(data):
         meta = data.steps[name]
         load, counts = meta["config"]["load"], meta["requests"]
-        amount = f"for {load['duration']}" if "duration" in load else f"× {load.get('iterations', 1)} iteration(s)"
         rows.append({
             "step": name, "why": meta.get("why", ""),
-            "load": f"{load['executor']}, {load['vus']} VUs {amount}, keep-alive {'on' if load.get('connection_reuse') else 'off'}",
+            "load": f"{load_words(load)}, keep-alive {'on' if load.get('connection_reuse') else 'off'}",
             "server": ", ".join(f"{k}={v}" for k, v in meta["config"]["server"].items()) or "Spring Boot defaults",
             "asked": counts["asked"], "issued": counts["issued"], "answered": counts.get("succeeded"), "failed": counts.get("failed"),
         })
@@ -94,7 +106,7 @@ def ceiling_sentences(data: ChapterData) -> str:
 def scale_sentence(data: ChapterData) -> str:
     """A chapter's scale in words, from its steps: "`smoke`: two worker threads and ten users."."""
     threads = sorted({m["model"]["threads"] for m in data.steps.values()})
-    users = sorted({m["config"]["load"]["vus"] for m in data.steps.values()})
+    users = sorted({peak_vus(m["config"]["load"]) for m in data.steps.values()})
     if not threads:
         return f"`{data.chapter}`, not run yet."
     return (f"`{data.chapter}`: {' or '.join(words(t) for t in threads)} worker thread{'s' if threads[-1] > 1 else ''} "

@@ -16,6 +16,7 @@ from harness import SERVER_DIR
 from harness.lab.backends.process import (  # noqa: F401
     PASSED_ENV, STOP_GRACE_S, StepFailed, check_port_free, http_json, listener, spawn, terminate,
 )
+from harness.lab.services.base import RunningService
 from harness.lab.spec import Step
 
 JAR = SERVER_DIR / "target" / "sample-server.jar"
@@ -30,27 +31,17 @@ CDS_ARCHIVE = SERVER_DIR / "target" / "extracted" / "app.jsa"
 HEALTH_TIMEOUT_S = 90
 
 
-class RunningServer:
-    """A started server: its pid, health, effective configuration and stop."""
+class RunningServer(RunningService):
+    """A started sample server: the implicit service `server`; ready when Actuator says UP, its effective
+    configuration read back from Actuator (pid, liveness, stop and log tail as every RunningService)."""
 
     backend = "local"
-    name, kind = "server", "tomcat"  # the implicit service of every step
+    kind = "tomcat"
 
     def __init__(self, step: Step, proc: subprocess.Popen, log: Path, started: float):
-        self.step, self.proc, self.log, self.started = step, proc, log, started
+        super().__init__("server", proc, log, started, f"http://{step.address}:{step.port}")
+        self.step = step
         self.management_url = f"http://{step.address}:{step.management_port}"
-        self.url = f"http://{step.address}:{step.port}"
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def exit_reason(self) -> str:
-        code = self.proc.poll()
-        return f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
 
     def wait_healthy(self, timeout_s: float = HEALTH_TIMEOUT_S) -> float:
         """Block until Actuator says UP; returns start-to-healthy milliseconds."""
@@ -80,20 +71,9 @@ class RunningServer:
         """Effective Tomcat settings and versions, read back from the running server."""
         return http_json(f"{self.management_url}/actuator/info").get("lab", {})
 
-    def step_meta(self) -> dict:
-        """What the backend adds to step.json (the docker backend: image and container limits)."""
-        return {}
-
     def cgroups(self) -> dict:
         """Cgroups sampled besides the processes, by name (the docker backend: its container)."""
         return {}
-
-    def stop(self) -> int:
-        return terminate(self.proc)
-
-    def log_tail(self, lines: int = 15) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
 
 # The JVM's heap rule, the same on every backend: at most this share of the memory the server may use (the machine's

@@ -3,7 +3,14 @@ one (harness.lab.backends.docker); what both share is in harness.lab.backends.ba
 from __future__ import annotations
 
 from harness import LabError
-from harness.lab.backends.local import LocalProcessBackend
+
+
+def _local_backend():
+    # imported when asked for, like docker's: the package's init then imports nothing that imports it back
+    # (backends.base → services.base → backends.process)
+    from harness.lab.backends.local import LocalProcessBackend
+
+    return LocalProcessBackend()
 
 
 def _docker_backend():
@@ -12,7 +19,7 @@ def _docker_backend():
     return DockerBackend()
 
 
-BACKENDS = {"local": LocalProcessBackend, "docker": _docker_backend}
+BACKENDS = {"local": _local_backend, "docker": _docker_backend}
 
 
 def backend(name: str):

@@ -1,7 +1,7 @@
 """Parsers of ss, nstat, Actuator and k6 output, on samples captured from the real tools."""
 import pytest
 
-from harness.lab.samplers import parse_nstat, parse_prometheus, parse_ss
+from harness.lab.samplers import next_tick, parse_nstat, parse_prometheus, parse_ss
 
 from conftest import SAMPLES
 from harness.lab.load.k6 import INTERRUPTED_CODE, read_requests, request_counts
@@ -163,3 +163,15 @@ def test_the_compat_request_dumps_both_families_of_one_port():
     request = compat_request(8080)
     assert int.from_bytes(request[:4], "little") == len(request) == 16 + 60 + 4 + 16
     assert int.from_bytes(request[4:6], "little") == TCPDIAG_GETSOCK and request[16] == 0  # AF_UNSPEC
+
+
+def test_a_sampler_without_budget_keeps_its_schedule_and_catches_up_a_late_tick():
+    assert next_tick(0, 0.0, 0.01, 0.01, 0.5, None) == 1
+    assert next_tick(3, 1.5, 2.2, 0.7, 0.5, None) == 4  # 0.7 s late: tick 4 (2.0 s) is taken at once
+
+
+def test_a_costly_sample_under_a_cpu_budget_skips_ticks_until_its_cost_is_spread_thin():
+    # 25 ms of CPU under a 2 % budget: the next sample no sooner than 1.25 s after this one began → tick 3 (1.5 s)
+    assert next_tick(0, 0.0, 0.03, 0.025, 0.5, 0.02) == 3
+    assert next_tick(0, 0.0, 0.001, 0.0005, 0.5, 0.02) == 1  # a cheap sample keeps the schedule
+    assert next_tick(4, 2.0, 2.01, 0.01, 0.5, 0.02) == 5  # exactly on the budget: the next tick

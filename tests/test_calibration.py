@@ -3,9 +3,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.book.chapters.ch2_sentences import batch_sentence
+
 from harness.lab.store import COLUMNS, ChapterData
-from harness.book.chapters.ch2_lab import first_overflow, issued_runs, memory_costs, memory_table, model_wave_times_s, noise_summary, noise_table, overflow_table, redeploy_table, spike_limit, start_table, wave_times
-from harness.book.chapters.ch2_checks import as_step, check_acceptor, check_constant_vus, check_files_before_memory, check_k6_memory, check_redeploy, check_sampler_cost, check_sampling_changes_nothing, check_spike, memory_bound_users
+from harness.book.chapters.ch2_lab import batch_table, first_overflow, first_starts_s, issued_runs, memory_costs, memory_table, model_wave_times_s, noise_summary, noise_table, overflow_table, redeploy_table, spike_limit, start_table, wave_times
+from harness.book.chapters.ch2_checks import as_step, check_acceptor, check_batch_spike, memory_sentence, check_constant_vus, check_files_before_memory, check_k6_memory, check_redeploy, check_sampler_cost, check_sampling_changes_nothing, check_spike, memory_bound_users
 
 MIB, KIB = 2**20, 1024
 MACHINE = {"cores": 2, "memory_bytes": 24 * 2**30, "nofile_limit": 20000}
@@ -194,3 +196,67 @@ def test_k6_memory_check_against_the_machine():
     small = ChapterData(data.chapter, {s: m | {"machine": MACHINE | {"memory_bytes": 4 * 2**30}} for s, m in data.steps.items()},
                         data.requests, data.ss, data.actuator, data.process, data.startup)
     assert not check_k6_memory(small).holds  # the same on a 4 GiB machine: over a quarter
+
+
+# ---- batch spike mode: a k6 VU carries many users, each user one request ----------------------------------------
+BATCH_USER_KIB, BATCH_VUS = 30, 10
+
+
+def with_batch(data: ChapterData, spreads: dict[int, float], cores: dict[str, float] | None = None) -> ChapterData:
+    """`data` plus batch-N steps: N one-request users on BATCH_VUS VUs, starts spread over `spreads[N]`; k6's memory
+    grows by BATCH_USER_KIB a user; k6 and the server use `cores` while the users start."""
+    cores = cores or {"k6": 0.5, "server": 0.5}
+    metas, requests, process = dict(data.steps), [data.requests], [data.process]
+    for users, spread in spreads.items():
+        step = f"batch-{users}"
+        metas[step] = meta(step, users) | {"config": {"load": {"vus": users, "spike_mode": "batch"}, "server": {}}}
+        rows = spike(step, users, spread)
+        requests.append(rows.assign(vu=rows["vu"] % BATCH_VUS + 1))
+        t0, t1 = rows["start_ms"].min() - 100, rows["start_ms"].max() + 100
+        for name, base, used in (("k6", K6_BASE, cores["k6"]), ("server", SERVER_BASE, cores["server"])):
+            rss = base + (BATCH_USER_KIB * KIB * users if name == "k6" else PER_CONNECTION * users + PER_THREAD * users)
+            process.append(pd.DataFrame({"step": step, "process": name, "ts_ms": [t0, t1], "rss_bytes": [base, rss],
+                                         "cpu_seconds": [10.0, 10.0 + used * (t1 - t0) / 1000]}))
+    return ChapterData(data.chapter, metas, pd.concat(requests, ignore_index=True), data.ss, data.actuator,
+                       pd.concat(process, ignore_index=True), data.startup)
+
+
+def test_in_batch_mode_every_request_is_a_user_and_its_own_first_start():
+    data = with_batch(chapter({3000: 8.0}, {}), {3000: 1.5})
+    row = batch_table(data).iloc[0]
+    assert row["batch_spread_s"] == pytest.approx(1.5) and row["vus_spread_s"] == pytest.approx(8.0)
+    assert row["batch_k6_vus"] == BATCH_VUS
+    assert len(first_starts_s(data, "batch-3000")) == 3000  # not one start per VU
+    assert start_table(data).set_index("step").loc["batch-3000", "started_1s"] == pytest.approx(2000, abs=2)
+
+
+def test_batch_check_and_sentence_when_the_goal_is_met():
+    data = with_batch(chapter({300: 0.2, 15000: 13.0}, {}), {300: 0.1, 15000: 1.8})
+    assert check_batch_spike(data).holds
+    text = batch_sentence(data, 2.0)
+    assert "start faster at every N" in text and "after 1.8 s, against 13.0 s" in text
+    assert "within the lab's goal of 2 s" in text
+
+
+def test_batch_sentence_names_a_saturated_machine_when_the_goal_is_missed():
+    busy = with_batch(chapter({15000: 13.0}, {}), {15000: 6.5}, cores={"k6": 0.7, "server": 1.2})
+    check = check_batch_spike(busy)
+    assert not check.holds and "15,000: 6.5 s (one VU per user: 13.0 s)" in check.measured
+    text = batch_sentence(busy, 2.0)
+    assert "k6 used 0.7 and the server 1.2 of the two cores. The machine was saturated" in text
+    idle = with_batch(chapter({15000: 13.0}, {}), {15000: 6.5}, cores={"k6": 0.3, "server": 0.4})
+    assert "The cores had room, so CPU is not what holds the start back" in batch_sentence(idle, 2.0)
+    assert not check_batch_spike(chapter({300: 0.1}, {})).holds  # no batch step: nothing shown
+
+
+def test_k6_memory_per_batch_user_is_fitted_apart_from_a_vu_per_user():
+    data = with_batch(chapter({300: 0.1, 3000: 0.1, 6000: 0.1}, {}), {300: 0.1, 3000: 0.1, 6000: 0.1})
+    costs = memory_costs(memory_table(data))
+    assert costs["k6_per_user_kib"] == pytest.approx(150)
+    assert costs["k6_per_batch_user_kib"] == pytest.approx(BATCH_USER_KIB)
+    assert f"**{BATCH_USER_KIB} KiB** when `http.batch` carries the users" in memory_sentence(data)
+
+
+def test_batch_sentence_names_the_sizes_where_batch_is_no_faster():
+    data = with_batch(chapter({300: 0.2, 3000: 0.5, 15000: 13.0}, {}), {300: 0.1, 3000: 0.9, 15000: 6.0})
+    assert "faster at 300 and 15,000 users and no faster at 3,000" in batch_sentence(data, 2.0)

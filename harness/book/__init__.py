@@ -49,6 +49,7 @@ from harness.book.chapters.ch2_charts import (
                                             start_curves_chart,
 )
 from harness.book.chapters.ch2_checks import (
+                                            BATCH_SPREAD_GOAL_S,
                                             REDEPLOY_GOAL_MS,
                                             SAMPLER_BUDGET,
                                             checks,
@@ -68,6 +69,7 @@ from harness.book.chapters.ch2_lab import (
 )
 from harness.book.chapters.ch2_sentences import (
                                             acceptor_sentence,
+                                            batch_sentence,
                                             cores_sentence,
                                             lag_sentence,
                                             overflow_sentence,
@@ -145,7 +147,7 @@ __all__ = [
     "little_model_sentence", "rps_sentence", "pace_sentence", "little_sentence", "latency_sentences", "busy_sentence",
     "premise_sentence", "default_pool_sentence",
     # chapter 2
-    "SPIKE_S", "REDEPLOY_GOAL_MS", "SAMPLER_BUDGET", "start_table", "start_curves", "memory_table", "noise_table",
+    "SPIKE_S", "BATCH_SPREAD_GOAL_S", "REDEPLOY_GOAL_MS", "SAMPLER_BUDGET", "batch_sentence", "start_table", "start_curves", "memory_table", "noise_table",
     "sampler_cost_table", "issued_sentence", "memory_sentence", "noise_sentence", "sampler_sentence", "checks",
     "meaning_sentences", "check_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary",
     "noise_runs", "noise_waves", "overflow_summary", "issued_repeats", "start_curves_chart", "spread_chart",

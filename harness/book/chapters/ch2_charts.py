@@ -10,19 +10,29 @@ from harness.book.charts import PALETTE, T_TITLE, WIDTH, _rule, faded_unless, le
 from harness.lab.store import ChapterData
 
 
-def start_curves_chart(curves: pd.DataFrame, spike_s: float) -> alt.LayerChart:
-    """Share of users whose first request has started, against seconds since the first: one curve per N."""
+def start_curves_chart(curves: pd.DataFrame, spike_s: float) -> alt.LayerChart | alt.HConcatChart:
+    """Share of users whose first request has started, against seconds since the first: one curve per N, one panel
+    per spike mode on a shared time axis (the legend highlights an N in both)."""
     order = sorted(curves["users"].unique())
     pick = alt.selection_point(fields=["users"], bind="legend")
-    lines = alt.Chart(curves).mark_line(interpolate="step-after", point=alt.OverlayMarkDef(size=12, opacity=0)).encode(
-        alt.X("t_s:Q", title="seconds since the first request"),
-        alt.Y("share:Q", axis=alt.Axis(format="%"), title="users started"),
-        alt.Color("users:O", sort=order, title="users", scale=alt.Scale(scheme="viridis")),
-        opacity=faded_unless(pick),
-        tooltip=[alt.Tooltip("users:Q", format=","), alt.Tooltip("t_s:Q", title="seconds", format=".2f"),
-                 alt.Tooltip("share:Q", title="started", format=".0%")],
-    ).add_params(pick)
-    return (lines + _rule(spike_s, f"{spike_s:g} s: constant-vus stops starting", axis="x")).properties(width=WIDTH, height=260)
+    modes = list(dict.fromkeys(curves["mode"]))
+    x_scale = alt.Scale(domain=[0, float(curves["t_s"].max())])
+    panels = []
+    for mode in modes:
+        lines = alt.Chart(curves[curves["mode"] == mode]).mark_line(
+            interpolate="step-after", point=alt.OverlayMarkDef(size=12, opacity=0)).encode(
+            alt.X("t_s:Q", title="seconds since the first request", scale=x_scale),
+            alt.Y("share:Q", axis=alt.Axis(format="%"), title="users started"),
+            alt.Color("users:O", sort=order, title="users", scale=alt.Scale(scheme="viridis", domain=order)),
+            opacity=faded_unless(pick),
+            tooltip=["mode:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("t_s:Q", title="seconds", format=".2f"),
+                     alt.Tooltip("share:Q", title="started", format=".0%")],
+        )
+        lines = lines.add_params(pick) if not panels else lines  # one selection, defined once, drives every panel
+        rule = _rule(spike_s, f"{spike_s:g} s: constant-vus stops starting", axis="x")
+        width = WIDTH if len(modes) == 1 else (WIDTH - 40) // len(modes)
+        panels.append((lines + rule).properties(width=width, height=260, title=mode))
+    return panels[0] if len(panels) == 1 else alt.hconcat(*panels)
 
 
 def spread_chart(starts: pd.DataFrame, spike_s: float, wave_s: float) -> alt.LayerChart:
@@ -72,7 +82,9 @@ def memory_chart(table: pd.DataFrame) -> alt.LayerChart:
         alt.Color("series:N", title=None), opacity=faded_unless(pick),
         tooltip=["series:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("mib:Q", title="MiB", format=",.0f")],
     ).add_params(pick)
-    title = (f"k6 {costs['k6_per_user_kib']:.0f} KiB per user; server {costs['server_per_connection_kib']:.0f} KiB per "
+    batch = "" if costs["k6_per_batch_user_kib"] != costs["k6_per_batch_user_kib"] else \
+        f" ({costs['k6_per_batch_user_kib']:.0f} with http.batch)"
+    title = (f"k6 {costs['k6_per_user_kib']:.0f} KiB per user{batch}; server {costs['server_per_connection_kib']:.0f} KiB per "
              f"connection, {costs['server_per_thread_kib']:.0f} KiB more with its own thread")
     return points.properties(width=WIDTH, height=280, title=title)
 
@@ -93,7 +105,8 @@ def sampler_cost_chart(table: pd.DataFrame, budgets: dict[int, float]) -> alt.La
     points = alt.Chart(table).mark_point(filled=True, size=60).encode(
         alt.X("connections:Q", title="established connections (peak)"),
         alt.Y("core_share:Q", axis=alt.Axis(format="%"), title="samplers' CPU (share of one core)"),
-        tooltip=["step:N", alt.Tooltip("connections:Q", format=","), alt.Tooltip("core_share:Q", title="of a core", format=".1%"),
+        alt.Color("socket_counts:N", title="socket counts"),
+        tooltip=["step:N", "socket_counts:N", alt.Tooltip("connections:Q", format=","), alt.Tooltip("core_share:Q", title="of a core", format=".1%"),
                  alt.Tooltip("ss_cpu_s:Q", title="ss + nstat CPU s"), alt.Tooltip("actuator_cpu_s:Q", title="Actuator CPU s"),
                  alt.Tooltip("process_cpu_s:Q", title="/proc CPU s")],
     )

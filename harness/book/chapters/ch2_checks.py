@@ -12,6 +12,7 @@ from harness.book.chapters.ch2_lab import (
     MIB,
     SERIES,
     SPIKE_S,
+    batch_table,
     first_overflow,
     memory_costs,
     memory_table,
@@ -36,6 +37,9 @@ ISSUED_TOLERANCE = 0.15  # constant-vus issued against per-vu users started in 1
 
 
 K6_MEMORY_SHARE = 0.25  # k6 is "no limit" while its peak stays under this share of the machine's memory
+
+
+BATCH_SPREAD_GOAL_S = 2.0  # the lab's goal (issue 13): a spike's requests all in flight within 2 s in batch mode
 
 
 REDEPLOY_GOAL_MS = 3000  # the lab's redeploy goal (issue 2): a chapter of 40 steps spends < 2 min starting
@@ -65,7 +69,7 @@ def checks(data: ChapterData, headline_verdict: Callable[[ChapterData], Verdict]
     chapter 3's rule for its headline step (F000-f), judged here on each repeat of that step; it is passed in so
     that this chapter's module does not import chapter 3's."""
     starts = start_table(data)
-    return [check_spike(starts), check_constant_vus(starts), check_acceptor(data), check_k6_memory(data),
+    return [check_spike(starts), check_batch_spike(data), check_constant_vus(starts), check_acceptor(data), check_k6_memory(data),
             check_files_before_memory(data), check_redeploy(data), *check_samplers(data),
             check_verdict_repeats(data, headline_verdict)]
 
@@ -77,6 +81,15 @@ def check_spike(starts: pd.DataFrame) -> Check:
     return Check(f"k6 starts every user of a spike within {SPIKE_S:.0f} s, at every N chapter 3 uses",
                  f"last user's first request after {spreads}; a spike up to N = {limit or 0:,}",
                  bool(len(hold)) and limit == hold["users"].max())
+
+
+def check_batch_spike(data: ChapterData) -> Check:
+    table = batch_table(data).sort_values("users")
+    spreads = ", ".join(f"{r.users:,}: {r.batch_spread_s:.1f} s (one VU per user: {r.vus_spread_s:.1f} s)"
+                        for r in table.itertuples())
+    return Check(f"with `http.batch`, k6 starts every user of a spike within {BATCH_SPREAD_GOAL_S:g} s, at every N",
+                 f"last user's first request after {spreads or 'no batch step'}",
+                 bool(len(table)) and bool((table["batch_spread_s"] <= BATCH_SPREAD_GOAL_S).all()))
 
 
 def check_constant_vus(starts: pd.DataFrame) -> Check:
@@ -122,7 +135,7 @@ def check_acceptor(data: ChapterData) -> Check:
 
 def check_k6_memory(data: ChapterData) -> Check:
     table = memory_table(data)
-    biggest = table.sort_values("users").iloc[-1] if len(table) else None
+    biggest = table.sort_values(["users", "k6_mib"]).iloc[-1] if len(table) else None
     memory = recorded_machine(data)["memory_bytes"] / MIB
     if biggest is None:
         return Check("k6's memory is no limit on this machine", "no hold or queue step", False)
@@ -234,8 +247,10 @@ def meaning_sentences(data: ChapterData) -> str:
                  f"k6 user and {costs['server_per_connection_and_thread_kib']:,.0f} KiB per server thread with its connection "
                  f"({per_user:,.0f} KiB a user) against {machine['memory_bytes'] / 2**30:.0f} GiB, and "
                  f"{machine['nofile_limit']:,} open files per process.")
+    budgeted = sampler[sampler.socket_counts != "every tick"] if len(sampler) else sampler
+    sampler = budgeted if len(budgeted) else sampler  # the samplers as the lab runs them now, when measured
     if len(sampler):
-        worst = sampler.iloc[sampler["core_share"].idxmax()]
+        worst = sampler.loc[sampler["core_share"].idxmax()]
         effect = check_sampling_changes_nothing(data)
         lines.append(f"- **The samplers take at most {worst['core_share']:.1%} of a core** (at {worst['connections']:,.0f} "
                      "connections); the runs without them " + ("land inside the sampled runs' spread." if effect.holds
@@ -251,7 +266,10 @@ def meaning_sentences(data: ChapterData) -> str:
 def memory_sentence(data: ChapterData) -> str:
     costs = memory_costs(memory_table(data))
     users = memory_bound_users(data)
-    return (f"Measured here: k6 needs **{costs['k6_per_user_kib']:,.0f} KiB per user**; the server "
+    batch = costs["k6_per_batch_user_kib"]
+    batch_text = ("" if batch != batch else  # NaN: no batch steps
+                  f" (**{batch:,.0f} KiB** when `http.batch` carries the users: a user is then a request, not a VU)")
+    return (f"Measured here: k6 needs **{costs['k6_per_user_kib']:,.0f} KiB per user**{batch_text}; the server "
             f"**{costs['server_per_connection_kib']:,.0f} KiB per held connection** and "
             f"**{costs['server_per_thread_kib']:,.0f} KiB more** when the connection has a thread of its own. "
             f"At that cost the machine's memory would hold about {users:,.0f} users with a thread each, "
@@ -279,7 +297,7 @@ def sampler_sentence(data: ChapterData) -> str:
     table = sampler_cost_table(data)
     if table.empty:
         return "*No sampled steps yet.*"
-    worst = table.iloc[table["core_share"].idxmax()]
+    worst = table.loc[table["core_share"].idxmax()]
     cost, effect = check_sampler_cost(data), check_sampling_changes_nothing(data)
     return (f"At {worst['connections']:,.0f} connections the samplers took {worst['core_share']:.1%} of one core "
             f"({'within' if cost.holds else 'over'} the budget the check below sets); `ss`, which lists every socket, and `nstat` took "
@@ -287,4 +305,16 @@ def sampler_sentence(data: ChapterData) -> str:
             + ("The runs without samplers land inside the sampled runs' spread, in failures and in wave times: the cost "
                "does not show in the result at this size." if effect.holds else
                "The runs without samplers do not all land inside the sampled runs' spread: the samplers may move the result.")
-            + " A lab that needs less would sample `ss -s` totals instead of every socket.")
+            + budgeted_sampler_sentence(table))
+
+
+def budgeted_sampler_sentence(table: pd.DataFrame) -> str:
+    """What the steps run with the socket sampler's CPU budget cost, when some were (empty when none were)."""
+    budgeted = table[table.socket_counts != "every tick"]
+    if budgeted.empty or len(budgeted) == len(table):
+        return ""
+    worst = budgeted.loc[budgeted["core_share"].idxmax()]
+    return (f" Those steps counted every socket at every tick. The lab now counts them through sock_diag and keeps the "
+            f"socket sampler {worst['socket_counts']}, skipping ticks when a count is costly: in the "
+            f"{words(len(budgeted))} steps run that way the samplers took at most {worst['core_share']:.1%} of one core "
+            f"(at {worst['connections']:,.0f} connections).")

@@ -2,9 +2,9 @@
 connection and a thread cost in memory, how long a redeploy takes, what the samplers cost, how much a
 repeated step varies.
 
-Steps are grouped by id prefix (experiments/chapter2.toml): hold-N (N users on N threads), queue-N (N users
-on Spring Boot's default pool), cv-N (constant-vus for 1 s), redeploy-*, noise-* and unsampled-* (chapter 3's headline
-step repeated, with and without samplers).
+Steps are grouped by id prefix (experiments/chapter2.toml): hold-N (N users on N threads), batch-N (the same spike
+sent through http.batch), queue-N (N users on Spring Boot's default pool), cv-N (constant-vus for 1 s), redeploy-*,
+noise-* and unsampled-* (chapter 3's headline step repeated, with and without samplers).
 """
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ SPIKE_S = 1.0  # the articles' constant-vus duration: a user k6 starts later sen
 MIB = 2**20
 
 
-SERIES = {"hold-": "N threads", "queue-": f"{SERVER_DEFAULTS['TOMCAT_MAX_THREADS']} threads", "cv-": "constant-vus 1 s"}
+SERIES = {"hold-": "N threads", "batch-": "N threads, http.batch",
+          "queue-": f"{SERVER_DEFAULTS['TOMCAT_MAX_THREADS']} threads", "cv-": "constant-vus 1 s"}
+SPIKE_MODES = {"hold-": "one k6 VU per user", "batch-": "http.batch"}  # the two ways to start a spike's users
 
 
 def steps_with(data: ChapterData, prefix: str) -> list[str]:
@@ -40,10 +42,15 @@ def _users(data: ChapterData, step: str) -> int:
     return data.steps[step]["config"]["load"]["vus"]
 
 
+def is_batch(data: ChapterData, step: str) -> bool:
+    return data.steps[step]["config"]["load"].get("spike_mode") == "batch"
+
+
 def first_starts_s(data: ChapterData, step: str) -> pd.Series:
-    """Seconds from the step's first request to each user's first request, sorted."""
+    """Seconds from the step's first request to each user's first request, sorted. In batch mode a k6 VU carries
+    many users, each sending one request: every request is its user's first."""
     requests = data.requests[data.requests.step == step]
-    first = requests.groupby("vu")["start_ms"].min()
+    first = requests["start_ms"] if is_batch(data, step) else requests.groupby("vu")["start_ms"].min()
     return ((first - spike_start_ms(data)[step]) / 1000).sort_values().reset_index(drop=True)
 
 
@@ -62,13 +69,49 @@ def start_table(data: ChapterData) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def start_curves(data: ChapterData, prefix: str = "hold-", points: int = 100) -> pd.DataFrame:
-    """Share of users started against seconds since the first, per step, from `points` quantiles."""
+def start_curves(data: ChapterData, points: int = 100) -> pd.DataFrame:
+    """Share of users started against seconds since the first, per step of each spike mode, from `points` quantiles."""
     shares = np.linspace(0, 1, points)
-    frames = [pd.DataFrame({"step": step, "users": _users(data, step), "share": shares,
+    frames = [pd.DataFrame({"step": step, "mode": mode, "users": _users(data, step), "share": shares,
                             "t_s": first_starts_s(data, step).quantile(shares).to_numpy()})
-              for step in steps_with(data, prefix)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "users", "share", "t_s"])
+              for prefix, mode in SPIKE_MODES.items() for step in steps_with(data, prefix)]
+    columns = ["step", "mode", "users", "share", "t_s"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def start_cpu(data: ChapterData, step: str) -> dict[str, float]:
+    """Cores k6 and the server used while the step's users were starting (first to last start): the CPU time each
+    process gained between the samples that bracket that window, or, for a process first sampled after the window
+    opened (k6 starts just before its first request), between its samples inside it. NaN when no two samples do."""
+    begin = spike_start_ms(data)[step]
+    end = begin + first_starts_s(data, step).max() * 1000
+    used = {}
+    for process in ("k6", "server"):
+        rows = data.process[(data.process.step == step) & (data.process.process == process)].sort_values("ts_ms")
+        before = rows[rows.ts_ms <= begin].tail(1)
+        before = before if len(before) else rows[rows.ts_ms > begin].head(1)
+        after = rows[rows.ts_ms >= end].head(1)
+        after = after if len(after) else rows[rows.ts_ms < end].tail(1)
+        seconds = (after["ts_ms"].sum() - before["ts_ms"].sum()) / 1000 if len(before) and len(after) else 0
+        used[process] = (float((after["cpu_seconds"].iloc[0] - before["cpu_seconds"].iloc[0]) / seconds)
+                         if seconds > 0 else float("nan"))
+    return used
+
+
+def batch_table(data: ChapterData) -> pd.DataFrame:
+    """Per N run in both spike modes: seconds until the last user started, k6 VUs used, and the cores k6 and the
+    server used while batch mode's users were starting."""
+    rows = []
+    for step in steps_with(data, "batch-"):
+        users, per_vu = _users(data, step), f"hold-{_users(data, step)}"
+        if per_vu not in data.steps:
+            continue
+        cpu = start_cpu(data, step)
+        rows.append({"users": users, "batch_spread_s": first_starts_s(data, step).max(),
+                     "vus_spread_s": first_starts_s(data, per_vu).max(),
+                     "batch_k6_vus": int(data.requests.loc[data.requests.step == step, "vu"].nunique()),
+                     "k6_cores": cpu["k6"], "server_cores": cpu["server"]})
+    return pd.DataFrame(rows, columns=["users", "batch_spread_s", "vus_spread_s", "batch_k6_vus", "k6_cores", "server_cores"])
 
 
 def repeated_users(data: ChapterData) -> int | None:
@@ -150,7 +193,7 @@ def _peak(frame: pd.DataFrame, step: str, column: str, **where) -> float:
 def memory_table(data: ChapterData) -> pd.DataFrame:
     """Peak memory (RSS) of k6 and the server, with the connections and threads the server held at the time."""
     rows = []
-    for prefix in ("hold-", "queue-"):
+    for prefix in ("hold-", "batch-", "queue-"):
         for step in steps_with(data, prefix):
             server = data.process[(data.process.step == step) & (data.process.process == "server")]
             rows.append({
@@ -171,13 +214,17 @@ def _slope(x: pd.Series, y: pd.Series) -> tuple[float, float]:
 
 
 def memory_costs(table: pd.DataFrame) -> dict[str, float]:
-    """KiB per unit from straight lines through the peaks: k6 per user (both series), the server per held
-    connection (queue-N's fixed pool) and per connection with its own thread (N threads); a thread is the difference."""
+    """KiB per unit from straight lines through the peaks: k6 per user with one VU per user (hold and queue series)
+    and in batch mode, the server per held connection (queue-N's fixed pool) and per connection with its own thread
+    (N threads); a thread is the difference."""
     hold, queue = table[table.series == SERIES["hold-"]], table[table.series == SERIES["queue-"]]
-    k6, _ = _slope(table["users"], table["k6_mib"])
+    per_vu, batch = table[table.series != SERIES["batch-"]], table[table.series == SERIES["batch-"]]
+    k6, _ = _slope(per_vu["users"], per_vu["k6_mib"])
+    k6_batch = _slope(batch["users"], batch["k6_mib"])[0] if len(batch) > 1 else float("nan")
     both, _ = _slope(hold["connections"], hold["server_mib"])
     connection, _ = _slope(queue["connections"], queue["server_mib"])
-    return {"k6_per_user_kib": k6 * 1024, "server_per_connection_kib": connection * 1024,
+    return {"k6_per_user_kib": k6 * 1024, "k6_per_batch_user_kib": k6_batch * 1024,
+            "server_per_connection_kib": connection * 1024,
             "server_per_connection_and_thread_kib": both * 1024, "server_per_thread_kib": (both - connection) * 1024}
 
 
@@ -200,10 +247,12 @@ def sampler_cost_table(data: ChapterData) -> pd.DataFrame:
         if not samplers.get("enabled", True) or "load_ended_ms" not in meta:
             continue
         seconds = (meta["load_ended_ms"] - meta["load_started_ms"]) / 1000
+        budget = samplers.get("ss", {}).get("cpu_budget")
         rows.append({"step": step, "connections": _peak(data.ss, step, "estab"), "load_s": seconds,
+                     "socket_counts": f"within {budget:.0%} of a core" if budget else "every tick",
                      "core_share": samplers["cpu_seconds"] / seconds,
                      **{f"{name}_cpu_s": samplers[name]["cpu_seconds"] for name in ("ss", "actuator", "process")}})
-    return pd.DataFrame(rows).sort_values("connections", ignore_index=True)
+    return pd.DataFrame(rows).sort_values(["connections", "step"], ignore_index=True)
 
 
 def wave_times(ends_s, wave_size: int) -> list[float]:

@@ -10,6 +10,7 @@ import pandas as pd
 from harness.book.chapters.ch2_lab import (
     SERIES,
     SPIKE_S,
+    batch_table,
     first_overflow,
     first_starts_s,
     noise_table,
@@ -66,6 +67,7 @@ def setup_list(data: ChapterData) -> str:
         f"- **queue-N**: the same users on {pool}{queue:,} threads: the server holds every connection, but only {queue:,} "
         f"requests run; the rest wait inside Tomcat. k6 gives up after {_seconds(_load(data, 'queue-', 'request_timeout')):g} s. "
         f"The difference to hold-N is what the other N − {queue:,} threads cost.",
+        *batch_item(data),
         f"- **cv-N**: the articles' executor, `constant-vus` for {_seconds(_load(data, 'cv-', 'duration')):g} s, on the "
         "hold-N server. A user that k6 has not started within that time sends nothing.",
     ]
@@ -78,6 +80,39 @@ def setup_list(data: ChapterData) -> str:
     items.append(repeats_item(data))
     return "\n".join(items) + (
         f"\n\nThe model's predictions for hold-N are simple: every user answered {sleep_s:g} s after it arrived.")
+
+
+def batch_item(data: ChapterData) -> list[str]:
+    """The batch-N series in the setup list (none when the chapter has no batch steps)."""
+    table = batch_table(data)
+    if table.empty:
+        return []
+    return [f"- **batch-N**: hold-N's spike at {listed(table['users'])} users, sent through `http.batch` "
+            "(`spike_mode = \"batch\"`): a few k6 VUs each open their share of the users as parallel requests, one "
+            f"connection each ({span(table['batch_k6_vus'], lambda v: f'{v:,}')} VUs instead of N)."]
+
+
+def batch_sentence(data: ChapterData, goal_s: float) -> str:
+    """How much faster http.batch starts a spike than one VU per user, whether it meets the lab's goal at the largest N,
+    and what the two cores were doing meanwhile (the mechanism when it does not)."""
+    table = batch_table(data).sort_values("users")
+    if table.empty:
+        return "*No batch steps yet.*"
+    largest = table.iloc[-1]
+    cores = recorded_machine(data)["cores"]
+    busy = largest["k6_cores"] + largest["server_cores"]
+    faster, slower = table[table.batch_spread_s < table.vus_spread_s], table[table.batch_spread_s >= table.vus_spread_s]
+    pace = ("faster at every N" if slower.empty else "no faster at any N" if faster.empty else
+            f"faster at {listed(faster['users'])} users and no faster at {listed(slower['users'])}")
+    text = (f"Sent through `http.batch`, the same spikes start {pace}: at {int(largest['users']):,} users the last one "
+            f"started after {largest['batch_spread_s']:.1f} s, against {largest['vus_spread_s']:.1f} s with one VU per "
+            "user. ")
+    if largest["batch_spread_s"] <= goal_s:
+        return text + f"That is within the lab's goal of {goal_s:g} s for a spike."
+    verdict = ("the machine was saturated: starting users faster needs more cores, not another way to start them"
+               if busy >= 0.8 * cores else "the cores had room, so CPU is not what holds the start back")
+    return text + (f"The lab's goal was {goal_s:g} s. While those users started, k6 used {largest['k6_cores']:.1f} and the "
+                   f"server {largest['server_cores']:.1f} of the {words(cores)} cores. {verdict[0].upper()}{verdict[1:]}.")
 
 
 def repeats_item(data: ChapterData) -> str:

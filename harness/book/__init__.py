@@ -108,6 +108,29 @@ from harness.book.chapters.ch3_sentences import (
 )
 from harness.book.chapters.ch3_steps import f000_steps, only_steps
 from harness.book.chapters.ch3_verdicts import f000_f, f000_verdicts
+from harness.book.chapters.ch4_charts import (
+                                            burst_chart,
+                                            cpu_chart,
+                                            latency_chart,
+                                            open_chart,
+                                            threads_chart,
+                                            throughput_chart,
+)
+from harness.book.chapters.ch4_sentences import (
+                                            endpoint_sentence,
+                                            plateau_sentence,
+                                            quota_sentence,
+                                            threads_sentence,
+                                            usl_sentence,
+)
+from harness.book.chapters.ch4_steps import steps_table as ch4_table
+from harness.book.chapters.ch4_tables import article_sentence as f004_article_sentence
+from harness.book.chapters.ch4_tables import article_summary as f004_article_summary
+from harness.book.chapters.ch4_tables import little as f004_little
+from harness.book.chapters.ch4_tables import measured as ch4_measured
+from harness.book.chapters.ch4_tables import predictions as ch4_predictions
+from harness.book.chapters.ch4_verdicts import article_table as f004_article
+from harness.book.chapters.ch4_verdicts import f004_verdicts
 from harness.book.charts import (
                                             busy_threads_chart,
                                             completion_rate_chart,
@@ -159,4 +182,8 @@ __all__ = [
     "capacity_explorer", "explorer_measured", "f000_steps", "only_steps", "knobs_list", "executors_sentence",
     "waves_sentence", "timeouts_sentence", "ceiling_paragraph", "repeats_sentence", "isolation_list", "fixes_sentence",
     "plus_one_sentence", "one_connection_paragraph", "machine_limit_sentence", "meaning_list",
+    # chapter 4
+    "ch4_table", "ch4_predictions", "ch4_measured", "f004_article", "f004_article_summary", "f004_article_sentence",
+    "f004_little", "f004_verdicts", "endpoint_sentence", "plateau_sentence", "quota_sentence", "threads_sentence",
+    "usl_sentence", "throughput_chart", "latency_chart", "cpu_chart", "threads_chart", "burst_chart", "open_chart",
 ]

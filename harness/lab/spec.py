@@ -22,6 +22,8 @@ from harness.lab.units import memory_bytes
 # Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
 SERVER_KEYS: dict[str, tuple[type, int | None]] = {
     "SLEEP_MS": (int, 0),
+    "WORK_CPU_MS": (float, 0),  # /work: CPU work per request, ms of one core (calibrated SHA-256 units)
+    "WORK_WAIT_MS": (int, 0),  # /work: then a blocking wait, as for a database call
     "TOMCAT_MAX_THREADS": (int, 1),
     "TOMCAT_MIN_SPARE_THREADS": (int, 0),
     "TOMCAT_MAX_CONNECTIONS": (int, 1),

@@ -1,7 +1,7 @@
 """Predictions made before any data: what a step should show if Tomcat and Linux work as documented.
 
-Two models: the spike simulation (harness.models.spike) and the closed loop (harness.models.closed_loop,
-with Little's law). They know nothing of files or charts; `predict(step)` picks the one a step needs.
+Three models: the spike simulation (harness.models.spike), the closed loop (harness.models.closed_loop,
+with Little's law) and the operational bounds of the /work endpoint under sustained load (harness.models.work). They know nothing of files or charts; `predict(step)` picks the one a step needs.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from harness.lab.spec import Step
 from harness.lab.units import duration_ms
 from harness.models.closed_loop import ThroughputPrediction, is_closed_loop, predict_throughput
 from harness.models.spike import Prediction, predict_spike
+from harness.models.work import WorkPrediction, is_work, predict_work
 
 # Stored in step.json beside each prediction: bump it when a model's predictions change, so data made with an older
 # model can be told apart.
@@ -36,9 +37,11 @@ class NoPrediction:
         return asdict(self)
 
 
-def predict(step: Step, requests: int | None = None) -> Prediction | ThroughputPrediction | NoPrediction:
+def predict(step: Step, requests: int | None = None) -> Prediction | ThroughputPrediction | WorkPrediction | NoPrediction:
     """The prediction for a step; `requests` defaults to what the step asks for."""
     executor = step.load["executor"]
+    if is_work(step) and executor in ("ramping-vus", "constant-vus", "constant-arrival-rate"):
+        return predict_work(step)
     if executor not in MODELLED or len(step.load.get("requests") or [None]) > 1:
         what = f"executor {executor}" if executor not in MODELLED else "a scenario of several requests"
         return NoPrediction(step.requests_asked if requests is None else requests, executor,

@@ -108,4 +108,16 @@ class EndpointsTest {
         assertThat(r.header(LoadController.HEADER_SLEPT)).isEqualTo("true");
         assertThat(r.millis()).isGreaterThanOrEqualTo(2000);
     }
+
+    @Test
+    void workDoesUnitsInProportionToItsCpuMillisecondsThenWaits() {
+        Http.Timed ten = Http.get(port, "/work?cpuMs=10&waitMs=0");
+        Http.Timed twenty = Http.get(port, "/work?cpuMs=20&waitMs=150");
+        assertThat(ten.status()).isEqualTo(200);
+        assertThat(ten.body()).startsWith("worked");
+        long units = Long.parseLong(ten.header(LoadController.HEADER_WORK_UNITS));
+        assertThat(units).isPositive();
+        assertThat(Long.parseLong(twenty.header(LoadController.HEADER_WORK_UNITS))).isBetween(2 * units - 1, 2 * units + 1);
+        assertThat(twenty.millis()).isGreaterThanOrEqualTo(150);
+    }
 }

@@ -1,0 +1,107 @@
+"""Chapter 4, more threads, more throughput? (seed 004): one row per step from its per-second recording.
+
+Each sustained step ramps its users up and holds them; its numbers are the plateau's: the seconds after the ramp and
+a settling time, until the load stops. Throughput counts answered requests (the book's one classification) per second
+of the plateau; latency comes from the full per-second histograms of those seconds (within 1 %), the mean from the
+histogram's bucket values. CPU is each process's CPU time gained over the plateau, in cores. A burst step (an idle
+server hit by all its users at once) is also read over its first seconds, where a cold pool would show.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.lab import histogram
+from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.store import ChapterData, answered
+from harness.lab.units import duration_ms
+
+SETTLE_S = 5  # seconds after the ramp before the plateau counts: the pool has grown, the JIT has compiled
+BURST_S = 5  # a burst step's first seconds: where a cold pool would show
+TOMCAT_MIN_SPARE = 10  # Tomcat's default threads.min-spare (Spring Boot sets none)
+
+COLUMNS = ["step", "kind", "users", "rate", "threads_max", "min_spare", "cpu_quota", "tps", "mean_ms", "p50_ms",
+           "p99_ms", "errors", "dropped", "server_cpu_cores", "k6_cpu_cores", "live_threads_peak", "busy_threads_peak",
+           "current_threads_peak", "cpu_ms_per_request", "model_tps", "model_mean_ms", "first_seconds_p99_ms",
+           "first_seconds_errors"]
+
+
+def kind_of(load: dict) -> str:
+    """sustained (users ramp up and hold), burst (all users at once), or open (an arrival rate)."""
+    executor = load["executor"]
+    return "open" if "arrival-rate" in executor else "burst" if executor == "constant-vus" else "sustained"
+
+
+def plateau(load: dict) -> tuple[int, int]:
+    """[first, last) second of a step's plateau, counted from its first request."""
+    if load["executor"] == "ramping-vus":
+        stages = [duration_ms(s["duration"]) // 1000 for s in load["stages"]]
+        return stages[0] + SETTLE_S, sum(stages) - 1
+    return SETTLE_S, duration_ms(load["duration"]) // 1000 - 1
+
+
+def users_of(load: dict) -> int:
+    if load["executor"] == "ramping-vus":
+        return max(s["target"] for s in load["stages"])
+    return load.get("vus") or load.get("max_vus", 0)
+
+
+def cpu_quota(meta: dict) -> float:
+    """The server's CPU: its quota where the step set one, else the CPUs it was pinned to, else the machine's."""
+    asked = (meta.get("placement") or {}).get("asked", {}).get("server", {})
+    return float(asked.get("quota") or len(asked.get("cpus") or []) or meta["machine"]["cores"])
+
+
+def step_row(data: ChapterData, step: str) -> dict:
+    meta = data.steps[step]
+    load, server = meta["config"]["load"], meta["config"]["server"]
+    t0 = meta["recording"]["t0_ms"]
+    kind = kind_of(load)
+    first, last = plateau(load)
+    window = _window(data, step, first, last)
+    model = meta.get("model") or {}
+    row = {"step": step, "kind": kind, "users": users_of(load), "rate": load.get("rate", np.nan),
+           "threads_max": server.get("TOMCAT_MAX_THREADS", SERVER_DEFAULTS["TOMCAT_MAX_THREADS"]),
+           "min_spare": server.get("TOMCAT_MIN_SPARE_THREADS", TOMCAT_MIN_SPARE), "cpu_quota": cpu_quota(meta),
+           **window, "model_tps": model.get("tps", np.nan), "model_mean_ms": model.get("mean_latency_ms", np.nan)}
+    for process in ("server", "k6"):
+        row[f"{process}_cpu_cores"] = cpu_cores(data.process, step, process, t0 + first * 1000, t0 + last * 1000)
+    row["cpu_ms_per_request"] = (row["server_cpu_cores"] * 1000 / row["tps"]) if row["tps"] else np.nan
+    for metric, column in (("jvm.threads.live", "live_threads_peak"), ("tomcat.threads.busy", "busy_threads_peak"),
+                           ("tomcat.threads.current", "current_threads_peak")):
+        values = data.actuator[(data.actuator.step == step) & (data.actuator.metric == metric)]["value"]
+        row[column] = float(values.max()) if len(values) else np.nan
+    burst = _window(data, step, 0, BURST_S) if kind == "burst" else {"p99_ms": np.nan, "errors": np.nan}
+    row["first_seconds_p99_ms"], row["first_seconds_errors"] = burst["p99_ms"], burst["errors"]
+    return row
+
+
+def _window(data: ChapterData, step: str, first: int, last: int) -> dict:
+    """Answered requests per second, latency and failures over the seconds [first, last) of a step."""
+    seconds = max(last - first, 1)
+    outcomes = data.outcomes[(data.outcomes.step == step) & data.outcomes.second.between(first, last - 1)]
+    latency = data.latency[(data.latency.step == step) & data.latency.second.between(first, last - 1)]
+    series = data.series[(data.series.step == step) & data.series.second.between(first, last - 1)]
+    ok = outcomes[answered(outcomes)]["requests"].sum()
+    counts = latency.groupby("bucket")["count"].sum()
+    quantiles = histogram.quantiles(latency, by=None) if len(latency) else pd.DataFrame([{"p50": np.nan, "p99": np.nan}])
+    mean = float((histogram.value_of(counts.index) * counts.to_numpy()).sum() / counts.sum()) if counts.sum() else np.nan
+    return {"tps": ok / seconds, "mean_ms": mean, "p50_ms": float(quantiles["p50"].iloc[0]),
+            "p99_ms": float(quantiles["p99"].iloc[0]), "errors": int(outcomes["requests"].sum() - ok),
+            "dropped": int(series["dropped_iterations"].fillna(0).sum()) if len(series) else 0}
+
+
+def cpu_cores(process: pd.DataFrame, step: str, name: str, begin_ms: float, end_ms: float) -> float:
+    """Cores a process used between two instants: CPU seconds gained between the samples nearest them."""
+    rows = process[(process.step == step) & (process.process == name)].sort_values("ts_ms")
+    inside = rows[rows.ts_ms.between(begin_ms, end_ms)]
+    if len(inside) < 2:
+        return np.nan
+    first, last = inside.iloc[0], inside.iloc[-1]
+    return float((last["cpu_seconds"] - first["cpu_seconds"]) / ((last["ts_ms"] - first["ts_ms"]) / 1000))
+
+
+def steps_table(data: ChapterData) -> pd.DataFrame:
+    """One row per step (COLUMNS), in the spec's order."""
+    rows = [step_row(data, step) for step in data.steps if data.steps[step].get("recording", {}).get("format") == "seconds"]
+    return pd.DataFrame(rows, columns=COLUMNS)

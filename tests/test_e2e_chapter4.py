@@ -1,0 +1,36 @@
+"""Chapter 4 scaled down, end to end: real Spring Boot with its /work endpoint, k6 and the CPU quota. The plateau
+moves with the server's CPU quota; more threads past the knee do not move it (F004-b)."""
+import pytest
+
+from harness import ROOT
+from harness.book.chapters.ch4_steps import steps_table
+
+from test_e2e import profile_run
+
+pytestmark = pytest.mark.e2e
+PROFILE = ROOT / "tests" / "profiles" / "chapter4-scaled.toml"
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    with profile_run(tmp_path_factory, PROFILE) as data:
+        yield steps_table(data).set_index("step")
+
+
+def test_the_plateau_follows_the_cpu_quota(table):
+    one, half = table.loc["one-core"], table.loc["half-core"]
+    assert (one["cpu_quota"], half["cpu_quota"]) == (1.0, 0.5)
+    assert 1.6 <= one["tps"] / half["tps"] <= 2.4  # the quota doubles: so does the plateau, near enough
+    assert half["server_cpu_cores"] == pytest.approx(0.5, abs=0.08)  # the server used its quota, all of it
+    assert half["tps"] <= half["model_tps"] * 1.05  # never above the CPU bound
+
+
+def test_more_threads_past_the_knee_do_not_raise_the_plateau(table):
+    few, many = table.loc["half-core", "tps"], table.loc["half-core-800", "tps"]
+    assert many <= few * 1.1
+    assert table.loc["half-core-800", "current_threads_peak"] <= 100 + 10  # Tomcat made threads only for the users
+
+
+def test_k6_kept_to_its_own_core_and_was_not_the_limit(table):
+    assert (table["k6_cpu_cores"] < 0.8).all()
+    assert (table["errors"] == 0).all()

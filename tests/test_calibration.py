@@ -260,3 +260,23 @@ def test_k6_memory_per_batch_user_is_fitted_apart_from_a_vu_per_user():
 def test_batch_sentence_names_the_sizes_where_batch_is_no_faster():
     data = with_batch(chapter({300: 0.2, 3000: 0.5, 15000: 13.0}, {}), {300: 0.1, 3000: 0.9, 15000: 6.0})
     assert "faster at 300 and 15,000 users and no faster at 3,000" in batch_sentence(data, 2.0)
+
+
+def test_without_batch_steps_the_chapter_says_they_have_not_run_and_claims_nothing_of_them():
+    data = chapter({300: 0.1, 3000: 0.5}, {})
+    assert "have not run on this machine yet" in batch_sentence(data, 2.0)
+    from harness.book.chapters.ch2_checks import batch_checks
+    assert batch_checks(data) == []
+    assert [c.claim for c in batch_checks(with_batch(data, {300: 0.1}))] == [check_batch_spike(with_batch(data, {300: 0.1})).claim]
+    assert not check_batch_spike(data).holds and check_batch_spike(data).measured.endswith("no batch step")
+
+
+def test_sampler_sentence_names_the_budget_the_lab_keeps_when_no_step_ran_with_it():
+    from harness.book.chapters.ch2_checks import budgeted_sampler_sentence
+    from harness.book.chapters.ch2_lab import sampler_cost_table
+    table = sampler_cost_table(chapter({300: 0.1, 15000: 0.1}, {}))
+    assert set(table.socket_counts) == {"every tick"}
+    assert "keeps the socket sampler within 2% of one core" in budgeted_sampler_sentence(table)
+    budgeted = table.assign(socket_counts=["every tick"] * (len(table) - 1) + ["within 2% of a core"])
+    assert "in the one step run that way" in budgeted_sampler_sentence(budgeted)
+    assert "the samplers took at most" in budgeted_sampler_sentence(budgeted)

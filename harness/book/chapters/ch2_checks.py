@@ -30,6 +30,7 @@ from harness.book.chapters.ch2_lab import (
 )
 from harness.book.prose import words
 from harness.book.verdict import Verdict
+from harness.lab.samplers import SocketSampler
 from harness.lab.store import ChapterData
 
 # What the checks allow (named so the chapter can say them):
@@ -69,7 +70,7 @@ def checks(data: ChapterData, headline_verdict: Callable[[ChapterData], Verdict]
     chapter 3's rule for its headline step (F000-f), judged here on each repeat of that step; it is passed in so
     that this chapter's module does not import chapter 3's."""
     starts = start_table(data)
-    return [check_spike(starts), check_batch_spike(data), check_constant_vus(starts), check_acceptor(data), check_k6_memory(data),
+    return [check_spike(starts), *batch_checks(data), check_constant_vus(starts), check_acceptor(data), check_k6_memory(data),
             check_files_before_memory(data), check_redeploy(data), *check_samplers(data),
             check_verdict_repeats(data, headline_verdict)]
 
@@ -81,6 +82,11 @@ def check_spike(starts: pd.DataFrame) -> Check:
     return Check(f"k6 starts every user of a spike within {SPIKE_S:.0f} s, at every N chapter 3 uses",
                  f"last user's first request after {spreads}; a spike up to N = {limit or 0:,}",
                  bool(len(hold)) and limit == hold["users"].max())
+
+
+def batch_checks(data: ChapterData) -> list[Check]:
+    """The batch mode's check, once its steps have run: before, the chapter makes no claim of it."""
+    return [check_batch_spike(data)] if steps_with(data, "batch-") else []
 
 
 def check_batch_spike(data: ChapterData) -> Check:
@@ -309,12 +315,16 @@ def sampler_sentence(data: ChapterData) -> str:
 
 
 def budgeted_sampler_sentence(table: pd.DataFrame) -> str:
-    """What the steps run with the socket sampler's CPU budget cost, when some were (empty when none were)."""
+    """What the steps run with the socket sampler's CPU budget cost; where none were, that the lab has one now."""
     budgeted = table[table.socket_counts != "every tick"]
-    if budgeted.empty or len(budgeted) == len(table):
+    if budgeted.empty:
+        return (f" These steps counted every socket at every tick. The lab now counts them through sock_diag and keeps "
+                f"the socket sampler within {SocketSampler.cpu_budget:.0%} of one core, skipping ticks when a count is "
+                "costly; steps run that way show here with their own cost.")
+    if len(budgeted) == len(table):
         return ""
     worst = budgeted.loc[budgeted["core_share"].idxmax()]
     return (f" Those steps counted every socket at every tick. The lab now counts them through sock_diag and keeps the "
             f"socket sampler {worst['socket_counts']}, skipping ticks when a count is costly: in the "
-            f"{words(len(budgeted))} steps run that way the samplers took at most {worst['core_share']:.1%} of one core "
+            f"{words(len(budgeted))} step{'s' if len(budgeted) > 1 else ''} run that way the samplers took at most {worst['core_share']:.1%} of one core "
             f"(at {worst['connections']:,.0f} connections).")

@@ -97,7 +97,8 @@ def batch_sentence(data: ChapterData, goal_s: float) -> str:
     and what the two cores were doing meanwhile (the mechanism when it does not)."""
     table = batch_table(data).sort_values("users")
     if table.empty:
-        return "*No batch steps yet.*"
+        return ("*The batch-N steps have not run on this machine yet: `invoke run chapter2` runs them (and only them, "
+                "as the other steps are complete).*")
     largest = table.iloc[-1]
     cores = recorded_machine(data)["cores"]
     busy = largest["k6_cores"] + largest["server_cores"]

@@ -12,19 +12,19 @@ class CpuWorkTest {
     private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
 
     @Test
-    void calibratedWorkTakesAboutTheCpuTimeAsked() {
-        CpuWork work = new CpuWork(0);
-        assertThat(work.unitsPerMs()).isPositive();
+    void workUsesTheCpuTimeAskedOnItsOwnThread() {
+        CpuWork work = new CpuWork();
+        work.burn(50); // the JIT's first pass
         long before = threads.getCurrentThreadCpuTime();
         CpuWork.Result done = work.burn(100);
         double usedMs = (threads.getCurrentThreadCpuTime() - before) / 1e6;
-        assertThat(done.units()).isEqualTo(Math.round(100 * work.unitsPerMs()));
-        // the thread's own CPU clock, not wall time: other load on the machine does not count, cache misses do
-        assertThat(usedMs).isBetween(50.0, 200.0);
+        assertThat(done.units()).isPositive();
+        // the thread's own CPU clock, not wall time: other load on the machine does not stretch it
+        assertThat(usedMs).isBetween(100.0, 110.0);
     }
 
     @Test
     void noWorkAskedIsNoWorkDone() {
-        assertThat(new CpuWork(0).burn(0).units()).isZero();
+        assertThat(new CpuWork().burn(0).units()).isZero();
     }
 }

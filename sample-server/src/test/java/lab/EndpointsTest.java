@@ -110,14 +110,12 @@ class EndpointsTest {
     }
 
     @Test
-    void workDoesUnitsInProportionToItsCpuMillisecondsThenWaits() {
-        Http.Timed ten = Http.get(port, "/work?cpuMs=10&waitMs=0");
-        Http.Timed twenty = Http.get(port, "/work?cpuMs=20&waitMs=150");
-        assertThat(ten.status()).isEqualTo(200);
-        assertThat(ten.body()).startsWith("worked");
-        long units = Long.parseLong(ten.header(LoadController.HEADER_WORK_UNITS));
-        assertThat(units).isPositive();
-        assertThat(Long.parseLong(twenty.header(LoadController.HEADER_WORK_UNITS))).isBetween(2 * units - 1, 2 * units + 1);
-        assertThat(twenty.millis()).isGreaterThanOrEqualTo(150);
+    void workHashesForItsCpuMillisecondsThenWaits() {
+        Http.Timed quick = Http.get(port, "/work?cpuMs=1&waitMs=0");
+        Http.Timed r = Http.get(port, "/work?cpuMs=20&waitMs=150");
+        assertThat(quick.status()).isEqualTo(200);
+        assertThat(r.body()).startsWith("worked");
+        assertThat(Long.parseLong(r.header(LoadController.HEADER_WORK_UNITS))).isPositive();
+        assertThat(r.millis()).isGreaterThanOrEqualTo(170); // 20 ms of CPU, at least as long on the clock, then 150
     }
 }

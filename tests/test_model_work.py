@@ -13,7 +13,7 @@ title = "work"
 WORK_CPU_MS = 4.0
 WORK_WAIT_MS = 40
 [defaults.placement]
-server = { cpus = "1", quota = 0.5 }
+server = { cpus = "0", quota = 0.5 }
 [[step]]
 id = "ramp"
 load = { executor = "ramping-vus", path = "/work", stages = [{ duration = "10s", target = 300 }, { duration = "30s", target = 300 }] }
@@ -55,3 +55,12 @@ def test_an_open_model_answers_what_arrives_up_to_capacity(steps):
     below, above = predict(steps["open-below"]), predict(steps["open-above"])
     assert below.tps == 100 and below.binding == "arrivals" and below.mean_latency_ms == 44
     assert above.tps == pytest.approx(125) and above.binding == "cpu" and math.isnan(above.mean_latency_ms)
+
+
+def test_the_progress_line_leaves_out_an_asked_count_a_ramp_does_not_have(steps):
+    from harness.lab.runner import Outcome, _result_line
+    ramp = Outcome(steps["ramp"], "complete", "", 45.0, {"asked": 0, "issued": 5921, "succeeded": 5921, "failed": 0})
+    assert _result_line(ramp) == "issued 5921, ok 5921, failed 0"
+    open_model = Outcome(steps["open-below"], "complete", "", 35.0, {"asked": 3000, "issued": 2990, "succeeded": 2990,
+                                                                       "failed": 0, "dropped_iterations": 10})
+    assert _result_line(open_model).startswith("issued 2990/3000, ok 2990, failed 0, DROPPED 10 iterations")

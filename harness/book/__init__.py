@@ -117,12 +117,19 @@ from harness.book.chapters.ch4_charts import (
                                             throughput_chart,
 )
 from harness.book.chapters.ch4_sentences import (
+                                            burst_sentence,
                                             endpoint_sentence,
+                                            few_threads_sentence,
+                                            open_sentence,
                                             plateau_sentence,
                                             quota_sentence,
+                                            run_time_sentence,
+                                            saturation_sentence,
+                                            threads_growth_sentence,
                                             threads_sentence,
                                             usl_sentence,
 )
+from harness.book.chapters.ch4_sentences import meaning_list as ch4_meaning_list
 from harness.book.chapters.ch4_steps import steps_table as ch4_table
 from harness.book.chapters.ch4_tables import article_sentence as f004_article_sentence
 from harness.book.chapters.ch4_tables import article_summary as f004_article_summary
@@ -185,5 +192,6 @@ __all__ = [
     # chapter 4
     "ch4_table", "ch4_predictions", "ch4_measured", "f004_article", "f004_article_summary", "f004_article_sentence",
     "f004_little", "f004_verdicts", "endpoint_sentence", "plateau_sentence", "quota_sentence", "threads_sentence",
-    "usl_sentence", "throughput_chart", "latency_chart", "cpu_chart", "threads_chart", "burst_chart", "open_chart",
+    "usl_sentence", "burst_sentence", "few_threads_sentence", "open_sentence", "run_time_sentence", "saturation_sentence",
+    "threads_growth_sentence", "ch4_meaning_list", "throughput_chart", "latency_chart", "cpu_chart", "threads_chart", "burst_chart", "open_chart",
 ]

@@ -96,7 +96,8 @@ def _result_line(outcome: Outcome) -> str:
         return f"{outcome.step.starts} starts"
     counts = outcome.requests
     dropped = counts.get("dropped_iterations", 0)  # an open model that dropped iterations sent less than it asked
-    return (f"issued {counts.get('issued', 0)}/{counts.get('asked', 0)}, ok {counts.get('succeeded', 0)}, "
+    asked = counts.get("asked", 0)  # 0: a ramp whose request count is not fixed in advance
+    return (f"issued {counts.get('issued', 0)}{f'/{asked}' if asked else ''}, ok {counts.get('succeeded', 0)}, "
             f"failed {counts.get('failed', 0)}"
             + (f", DROPPED {dropped} iterations: k6 could not start them (not the load the spec asked for)" if dropped else ""))
 

@@ -83,22 +83,31 @@ def threads_chart(table: pd.DataFrame) -> alt.LayerChart:
     ).add_params(pick).properties(width=WIDTH, height=260)
 
 
-def burst_chart(data: ChapterData, steps: list[str]) -> alt.LayerChart:
-    """The burst steps second by second: p99 latency and the threads Tomcat had created."""
+def burst_chart(data: ChapterData, steps: list[str]) -> alt.VConcatChart:
+    """The burst steps second by second: p99 latency, and the threads Tomcat had created (Actuator) on the same clock."""
     from harness.lab.store import percentiles
 
-    frames = []
+    frames, threads = [], []
     for step in steps:
         latency, series = data.latency[data.latency.step == step], data.series[data.series.step == step]
-        p = percentiles(latency.drop(columns="step"), series.drop(columns="step"))
-        frames.append(p.assign(step=step))
-    per_second = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["step", "second", "p99"])
+        frames.append(percentiles(latency.drop(columns="step"), series.drop(columns="step")).assign(step=step))
+        t0 = data.steps[step]["recording"]["t0_ms"]
+        pool = data.actuator[(data.actuator.step == step) & (data.actuator.metric == "tomcat.threads.current")]
+        threads.append(pool.assign(second=(pool["ts_ms"] - t0) / 1000)[["step", "second", "value"]])
+    per_second = pd.concat(frames, ignore_index=True)
+    pool = pd.concat(threads, ignore_index=True)
+    pool = pool[pool.second.between(-1, per_second["second"].max() + 1)]
     pick = legend_highlight()
-    return alt.Chart(per_second).mark_line(point=True).encode(
-        alt.X("second:Q", title="seconds since the burst"), alt.Y("p99:Q", title="p99 latency (ms)"),
-        alt.Color("step:N", title=None), opacity=faded_unless(pick),
+    x = alt.X("second:Q", title="seconds since the burst", scale=alt.Scale(domain=[-1, float(per_second["second"].max()) + 1]))
+    p99 = alt.Chart(per_second).mark_line(point=True).encode(
+        x, alt.Y("p99:Q", title="p99 latency (ms)"), alt.Color("step:N", title=None), opacity=faded_unless(pick),
         tooltip=["step:N", "second:Q", alt.Tooltip("p99:Q", format=",.0f"), alt.Tooltip("requests:Q", format=",")],
-    ).add_params(pick).properties(width=WIDTH, height=240)
+    ).add_params(pick).properties(width=WIDTH, height=200)
+    created = alt.Chart(pool).mark_line(interpolate="step-after").encode(
+        x, alt.Y("value:Q", title="threads Tomcat had"), alt.Color("step:N", title=None), opacity=faded_unless(pick),
+        tooltip=["step:N", alt.Tooltip("second:Q", format=".1f"), alt.Tooltip("value:Q", title="threads", format=",.0f")],
+    ).properties(width=WIDTH, height=140)
+    return alt.vconcat(p99, created)
 
 
 def open_chart(table: pd.DataFrame) -> alt.LayerChart:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from harness.book.chapters.ch4_verdicts import PLATEAU_NOISE, f004_d
 from harness.book.prose import percent, words
+from harness.book.verdict import REPRODUCED
 from harness.lab.store import ChapterData
 from harness.models.usl import fit_usl
 
@@ -28,8 +30,8 @@ def endpoint_sentence(data: ChapterData) -> str:
     model, placed = meta["model"], (meta.get("placement") or {}).get("asked", {})
     k6_cpus, server_cpus = placed.get("k6", {}).get("cpus"), placed.get("server", {}).get("cpus")
     cycle = model["cpu_ms"] + model["wait_ms"]
-    return (f"Each request spends **{model['cpu_ms']:g} ms of CPU** (real work: SHA-256 rounds, calibrated when the "
-            f"server starts) and then **waits {model['wait_ms']:g} ms**, as a call to a database would, holding its "
+    return (f"Each request spends **{model['cpu_ms']:g} ms of CPU** (real work: SHA-256 rounds until its thread has "
+            f"used that much CPU) and then **waits {model['wait_ms']:g} ms**, as a call to a database would, holding its "
             f"thread throughout. k6 runs on CPU {_cpus(k6_cpus)} and the server on CPU {_cpus(server_cpus)}, so each has a "
             f"core of its own. On {_cores(model['cores'])} the server can finish at most {model['cores']:g} / "
             f"{model['cpu_ms']:g} ms = **{model['cores'] * 1000 / model['cpu_ms']:,.0f} requests per second**; a user, "
@@ -53,18 +55,21 @@ def work_ms(data: ChapterData) -> float:
 
 
 def plateau_sentence(data: ChapterData, table: pd.DataFrame) -> str:
-    """Where the sweep's throughput stops rising, against the model's bound, and what the server's CPU says."""
+    """Where the sweep's throughput stops rising, against the model's bound; whether it falls beyond; what the server's
+    CPU says of a request's real cost."""
     rows = sweep(table)
-    best = rows.loc[rows.tps.idxmax()]
-    top = rows.iloc[-1]
-    overhead = best["cpu_ms_per_request"]
-    return (f"Throughput rises with users until the server's core is busy, then stays: at most **{best['tps']:,.0f} "
-            f"answered requests per second** (at {int(best['users']):,} users), {percent(best['tps'] / best['model_tps'])} "
-            f"of the model's {best['model_tps']:,.0f}. The server used {best['server_cpu_cores']:.2f} cores for it: "
-            f"**{overhead:.1f} ms of CPU per request**, of which the endpoint's own work is "
-            f"{work_ms(data):g} ms and the rest is Tomcat, Spring and the JVM around it. At {int(top['users']):,} users "
-            f"the mean latency is {top['mean_ms']:,.0f} ms (model: {top['model_mean_ms']:,.0f}) and p99 "
-            f"{top['p99_ms']:,.0f} ms: past the knee, more users only wait longer.")
+    best, top = rows.loc[rows.tps.idxmax()], rows.iloc[-1]
+    falls = top["tps"] < (1 - PLATEAU_NOISE) * best["tps"]
+    after = (f"then falls as users grow, to {top['tps']:,.0f} at {int(top['users']):,} users, while the CPU a request "
+             f"costs grows from {best['cpu_ms_per_request']:.1f} to {top['cpu_ms_per_request']:.1f} ms" if falls else
+             f"and stays there up to {int(top['users']):,} users")
+    return (f"Throughput rises with users until the server's core is busy: at most **{best['tps']:,.0f} answered "
+            f"requests per second** (at {int(best['users']):,} users), {after}. That is "
+            f"{percent(best['tps'] / best['model_tps'])} of the model's {best['model_tps']:,.0f}, because a request cost "
+            f"the server **{best['cpu_ms_per_request']:.1f} ms of CPU**, not the {work_ms(data):g} ms of the endpoint's "
+            f"own work: the rest is Tomcat, Spring and the JVM around it (the server used {best['server_cpu_cores']:.2f} "
+            f"of its core). At {int(top['users']):,} users the mean latency is {top['mean_ms']:,.0f} ms (model: "
+            f"{top['model_mean_ms']:,.0f}) and p99 {top['p99_ms']:,.0f} ms: past the knee, more users only wait longer.")
 
 
 def usl_sentence(table: pd.DataFrame) -> str:
@@ -85,8 +90,12 @@ def threads_sentence(table: pd.DataFrame) -> str:
     rows = rows[rows.cpu_quota == rows.cpu_quota.max()]
     best = rows.groupby("threads_max")["tps"].max().sort_index()
     parts = ", ".join(f"{tps:,.0f} with threads.max {threads:,}" for threads, tps in best.items())
-    return (f"The best plateau per pool: {parts}. Threads beyond the knee have nothing to add: the core was already "
-            "busy.")
+    past_knee = best[best.index >= rows.threads_max.mode().iloc[0]]
+    more_helped = (past_knee.iloc[1:] > (1 + PLATEAU_NOISE) * past_knee.iloc[0]).any()
+    return (f"The best plateau per pool: {parts}. "
+            + ("More threads raised it: the core had room the pool could not use." if more_helped else
+               "Threads beyond the knee have nothing to add: the core was already busy, and more threads in line for "
+               "it only cost more switching."))
 
 
 def quota_sentence(table: pd.DataFrame, article: pd.DataFrame) -> str:
@@ -105,3 +114,96 @@ def quota_sentence(table: pd.DataFrame, article: pd.DataFrame) -> str:
         text += (f" With threads.max {int(more['threads_max']):,} instead of {int(half['threads_max']):,} on the same half "
                  f"core: {more['tps']:,.0f}.")
     return text
+
+
+def saturation_sentence(table: pd.DataFrame) -> str:
+    """Who was busy: the server against its quota, k6 against its core, over the sustained steps past the knee."""
+    rows = _sustained(table)
+    busy = rows[rows.server_cpu_cores >= 0.9 * rows.cpu_quota]
+    k6 = table["k6_cpu_cores"].max()
+    return (f"In {words(len(busy))} of the {words(len(rows))} sustained steps the server used at least 90 % of its CPU "
+            f"quota; k6 never used more than {k6:.2f} of its own core. The server's CPU, not the load generator's, set "
+            "every plateau here.")
+
+
+def threads_growth_sentence(table: pd.DataFrame) -> str:
+    """How far Tomcat grew its pool against threads.max and the users, at the largest pool."""
+    rows = _sustained(table)
+    pool = rows.threads_max.max()
+    at_pool = rows[rows.threads_max == pool].sort_values("users")
+    if at_pool.empty:
+        return ""
+    parts = ", ".join(f"{int(r.current_threads_peak):,} threads for {int(r.users):,} users" for r in at_pool.itertuples())
+    return (f"With threads.max {int(pool):,} Tomcat created {parts}: it starts a thread when a request finds none idle, "
+            "so the pool follows the requests in progress, never the setting. The JVM's live threads add its own: "
+            f"at most {int(at_pool['live_threads_peak'].max()):,}.")
+
+
+def burst_sentence(table: pd.DataFrame) -> str:
+    """The burst steps' first seconds, cold pool against warm."""
+    bursts = table[table.kind == "burst"].sort_values("min_spare")
+    if len(bursts) < 2:
+        return "*No burst steps yet.*"
+    cold, warm = bursts.iloc[0], bursts.iloc[-1]
+    return (f"In the first seconds of the burst, p99 latency was {cold['first_seconds_p99_ms']:,.0f} ms with min-spare "
+            f"{int(cold['min_spare']):,} and {warm['first_seconds_p99_ms']:,.0f} ms with {int(warm['min_spare']):,}; "
+            f"{int(cold['first_seconds_errors']):,} and {int(warm['first_seconds_errors']):,} requests failed. "
+            + ("The warm pool helped: threads started before the burst took its first requests at once."
+               if f004_d(table).verdict == REPRODUCED else
+               "Starting a thread takes well under a millisecond, while each of these requests waits far longer for the "
+               "one core: the queue for the CPU, not the missing threads, sets the first seconds' latency."))
+
+
+def open_sentence(table: pd.DataFrame) -> str:
+    """The open model against the closed loop: latency below, near and above capacity."""
+    rows = table[table.kind == "open"].sort_values("rate")
+    if rows.empty:
+        return "*No open-model steps yet.*"
+    last = rows.iloc[-1]
+    below = rows[rows.dropped == 0]
+    text = ", ".join(f"{r.rate:,.0f}/s: answered {r.tps:,.0f}/s, p99 {r.p99_ms:,.0f} ms" for r in rows.itertuples())
+    return (f"{text}. In a closed loop a user waits for its answer before asking again, so the load backs off when the "
+            "server slows; arrivals do not. Above capacity the queue grows every second "
+            + (f"and k6 dropped {int(last['dropped']):,} iterations it had no free VU for, "
+               if last["dropped"] else "")
+            + "so latency has no plateau: it grows for as long as the step lasts. "
+            + (f"Below capacity ({', '.join(f'{r:,.0f}/s' for r in below['rate'])}) latency stays near one request's "
+               "own time." if len(below) else ""))
+
+
+def few_threads_sentence(table: pd.DataFrame) -> str:
+    """The pools below the knee: throughput capped by threads, against threads / (D + W)."""
+    rows = table[table.step.str.startswith("few-threads-")].sort_values("threads_max")
+    if rows.empty:
+        return "*No few-threads steps yet.*"
+    parts = ", ".join(f"{int(r.threads_max):,} threads: {r.tps:,.0f} per second (model {r.model_tps:,.0f}, server "
+                      f"{r.server_cpu_cores:.2f} cores)" for r in rows.itertuples())
+    return (f"Below the knee the pool is the limit, and the core idles while every thread waits: {parts}. Here, and "
+            "only here, more threads mean more throughput.")
+
+
+def meaning_list(data: ChapterData, table: pd.DataFrame) -> str:
+    """What a backend engineer can take from the chapter, each point worded from its numbers."""
+    model = next(m["model"] for m in data.steps.values() if "knee_threads" in (m.get("model") or {}))
+    rows = sweep(table)
+    best = rows.loc[rows.tps.idxmax()]
+    lines = [
+        f"- **Find the knee before tuning threads.** Cores × (1 + wait / CPU time) threads keep the CPU busy: here "
+        f"{model['cores']:g} × (1 + {model['wait_ms']:g} / {model['cpu_ms']:g}) = {model['knee_threads']:g}. Your APM's "
+        "CPU time per request and its time in database calls give both numbers.",
+        f"- **Measure a request's CPU, not the handler's.** Ours asked for {model['cpu_ms']:g} ms and cost "
+        f"{best['cpu_ms_per_request']:.1f} ms of the server's CPU (its CPU time over the requests it answered): the "
+        "plateau is cores divided by that number.",
+        "- **threads.max beyond the knee buys a longer queue, not throughput.** Requests past it wait in the JVM "
+        "instead of in the accept queue; latency grows with users by Little's law either way.",
+        "- **More CPU moves the plateau.** The quota steps show it; more threads on the same CPU do not.",
+    ]
+    return "\n".join(lines)
+
+
+def run_time_sentence(data: ChapterData) -> str:
+    """The full run's wall time against the model's minimum (the load phases alone)."""
+    wall = sum(m.get("wall_s", 0) for m in data.steps.values())
+    load = sum((m.get("model") or {}).get("min_duration_ms", 0) for m in data.steps.values()) / 1000
+    return (f"The whole run took {wall / 60:.0f} minutes for {load / 60:.0f} minutes of load: the rest is a fresh "
+            f"server for each of the {words(len(data.steps))} steps, k6's start and stop, and writing the data.")

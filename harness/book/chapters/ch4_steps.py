@@ -22,7 +22,7 @@ TOMCAT_MIN_SPARE = 10  # Tomcat's default threads.min-spare (Spring Boot sets no
 
 COLUMNS = ["step", "kind", "users", "rate", "threads_max", "min_spare", "cpu_quota", "tps", "mean_ms", "p50_ms",
            "p99_ms", "errors", "dropped", "server_cpu_cores", "k6_cpu_cores", "live_threads_peak", "busy_threads_peak",
-           "current_threads_peak", "cpu_ms_per_request", "model_tps", "model_mean_ms", "first_seconds_p99_ms",
+           "current_threads_peak", "gc_share", "cpu_ms_per_request", "model_tps", "model_mean_ms", "first_seconds_p99_ms",
            "first_seconds_errors"]
 
 
@@ -67,6 +67,7 @@ def step_row(data: ChapterData, step: str) -> dict:
     for process in ("server", "k6"):
         row[f"{process}_cpu_cores"] = cpu_cores(data.process, step, process, t0 + first * 1000, t0 + last * 1000)
     row["cpu_ms_per_request"] = (row["server_cpu_cores"] * 1000 / row["tps"]) if row["tps"] else np.nan
+    row["gc_share"] = gc_share(data.actuator, step, t0 + first * 1000, t0 + last * 1000)
     for metric, column in (("jvm.threads.live", "live_threads_peak"), ("tomcat.threads.busy", "busy_threads_peak"),
                            ("tomcat.threads.current", "current_threads_peak")):
         values = data.actuator[(data.actuator.step == step) & (data.actuator.metric == metric)]["value"]
@@ -101,7 +102,18 @@ def cpu_cores(process: pd.DataFrame, step: str, name: str, begin_ms: float, end_
     return float((last["cpu_seconds"] - first["cpu_seconds"]) / ((last["ts_ms"] - first["ts_ms"]) / 1000))
 
 
+def gc_share(actuator: pd.DataFrame, step: str, begin_ms: float, end_ms: float) -> float:
+    """The share of wall time the JVM spent in garbage-collection pauses between two instants (Actuator's pause sum)."""
+    rows = actuator[(actuator.step == step) & (actuator.metric == "jvm.gc.pause.total")
+                    & actuator.ts_ms.between(begin_ms, end_ms)].sort_values("ts_ms")
+    if len(rows) < 2:
+        return np.nan
+    first, last = rows.iloc[0], rows.iloc[-1]
+    return float((last["value"] - first["value"]) / ((last["ts_ms"] - first["ts_ms"]) / 1000))
+
+
 def steps_table(data: ChapterData) -> pd.DataFrame:
-    """One row per step (COLUMNS), in the spec's order."""
-    rows = [step_row(data, step) for step in data.steps if data.steps[step].get("recording", {}).get("format") == "seconds"]
+    """One row per step (COLUMNS), in the order they ran (a full run: the spec's)."""
+    ran = sorted(data.steps, key=lambda step: data.steps[step].get("started_ms", 0))
+    rows = [step_row(data, step) for step in ran if data.steps[step].get("recording", {}).get("format") == "seconds"]
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -63,5 +63,10 @@ def test_open_sentence_below_and_above_capacity():
     below = row("open-125", 100, kind="open", rate=125.0, tps=125.0, p99_ms=60.0)
     above = row("open-300", 3000, kind="open", rate=300.0, tps=200.0, p99_ms=9000.0, dropped=1234)
     text = ch4.open_sentence(table(below, above))
-    assert "125/s: answered 125/s, p99 60 ms, 300/s: answered 200/s, p99 9,000 ms" in text
-    assert "k6 dropped 1,234 iterations" in text and "Below capacity (125/s)" in text
+    assert "125 arriving per second: 125 answered, p99 60 ms; 300 arriving per second: 200 answered, p99 9,000 ms, 1,234 dropped" in text
+    assert "k6 dropped what it had no free VU for (300 per second)" in text
+
+
+def test_threads_growth_names_the_pool_with_most_steps_and_the_jvms_count():
+    text = ch4.threads_growth_sentence(table(row("many", 2000, threads=2000)))
+    assert text.startswith("With threads.max 800 Tomcat created")

@@ -34,7 +34,7 @@ def row(users, threads_max, min_spare=10, quota=1.0, kind="sustained", tps=None,
     return {"step": f"{kind}-{threads_max}-{min_spare}-{users}-{quota:g}", "kind": kind, "users": users,
             "threads_max": threads_max, "min_spare": min_spare, "cpu_quota": quota, "tps": tps, "mean_ms": mean_ms,
             "p50_ms": mean_ms, "p99_ms": 2 * mean_ms, "errors": 0, "server_cpu_cores": min(quota, tps * 4 / 1000),
-            "k6_cpu_cores": 0.3, "live_threads_peak": pool + JVM_OWN_THREADS if live is None else live,
+            "k6_cpu_cores": 0.3, "live_threads_peak": pool + JVM_OWN_THREADS, "current_threads_peak": pool if live is None else live,
             "busy_threads_peak": min(users, threads_max), "model_tps": model,
             "first_seconds_p99_ms": np.nan, "first_seconds_errors": np.nan, **extra}
 
@@ -108,13 +108,13 @@ def test_f004_b_ratio_is_reported_against_the_model():
 
 
 def test_a_pool_started_full_is_not_f004_c():
-    full = [dict(r, live_threads_peak=r["threads_max"] + JVM_OWN_THREADS) for r in SWEEP + MORE_THREADS]
+    full = [dict(r, current_threads_peak=r["threads_max"]) for r in SWEEP + MORE_THREADS]
     verdict = f004_c(table(full))
     assert verdict.verdict == NOT_REPRODUCED and "reached threads.max with fewer users" in verdict.why
 
 
 def test_a_pool_that_does_not_grow_with_users_is_not_f004_c():
-    stuck = [dict(r, live_threads_peak=min(40, r["threads_max"]) + JVM_OWN_THREADS) for r in SWEEP]
+    stuck = [dict(r, current_threads_peak=min(40, r["threads_max"])) for r in SWEEP]
     verdict = f004_c(table(stuck))
     assert verdict.verdict == NOT_REPRODUCED and "grew by less" in verdict.why
 
@@ -167,3 +167,17 @@ def test_f004_e_fails_when_run_11_fits_its_claimed_users():
     article.loc[article.run == 11, "mean_latency_ms"] = 1040.0  # what 2800 users at 2678/s would wait
     verdict = f004_e(article)
     assert verdict.verdict == NOT_REPRODUCED and "setup's VUs" in verdict.why
+
+
+def test_f004_c_counts_tomcats_pool_not_the_jvms_threads():
+    # the management port's Tomcat takes the same min-spare: the JVM's live threads pass threads.max, Tomcat's pool not
+    crowded = [dict(r, live_threads_peak=r["threads_max"] + 200) for r in SWEEP + MORE_THREADS]
+    assert f004_c(table(crowded)).verdict == REPRODUCED
+
+
+def test_repeats_of_a_pair_count_by_their_median():
+    noisy = [row(300, 400, 200, quota=0.5, tps=64), row(300, 400, 200, quota=0.5, tps=71), row(300, 400, 200, quota=0.5, tps=70),
+             row(300, 800, 200, quota=0.5, tps=71.5), row(300, 800, 200, quota=0.5, tps=69), row(300, 800, 200, quota=0.5, tps=70),
+             row(300, 400, 200, quota=1.0, tps=140)]
+    verdict = f004_b(table(SWEEP + MORE_THREADS + noisy))
+    assert "70/s → 70/s" in verdict.measured  # medians, not the first run of each

@@ -114,6 +114,7 @@ def open_chart(table: pd.DataFrame) -> alt.LayerChart:
     """The open model: latency against the arrival rate, with the plateau throughput the closed loop reached."""
     rows = table[table.kind == "open"].melt(id_vars=["step", "rate", "tps", "dropped"], value_vars=["p50_ms", "p99_ms"],
                                             var_name="what", value_name="ms")
+    rows["what"] = rows["what"].map({"p50_ms": "p50", "p99_ms": "p99"})
     pick = legend_highlight()
     return alt.Chart(rows).mark_line(point=True).encode(
         alt.X("rate:Q", title="arrival rate (requests per second)"), alt.Y("ms:Q", scale=alt.Scale(type="log"), title="latency (ms, log)"),

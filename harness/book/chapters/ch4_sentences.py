@@ -24,9 +24,16 @@ def sweep(table: pd.DataFrame) -> pd.DataFrame:
     return rows[rows.threads_max == pool].sort_values("users")
 
 
+def reference_step(data: ChapterData) -> dict:
+    """The first ramp the chapter ran on its full CPU (the users sweep's first step): the setup the text describes."""
+    ramps = [m for m in data.steps.values() if m["config"]["load"]["executor"] == "ramping-vus"]
+    cores = max(m["model"]["cores"] for m in ramps)
+    return min((m for m in ramps if m["model"]["cores"] == cores), key=lambda m: m.get("started_ms", 0))
+
+
 def endpoint_sentence(data: ChapterData) -> str:
-    """The endpoint, the placement and what the model makes of them, from a sweep step's recorded configuration."""
-    meta = next(m for m in data.steps.values() if m["config"]["load"]["executor"] == "ramping-vus")
+    """The endpoint, the placement and what the model makes of them, from the reference step's recorded configuration."""
+    meta = reference_step(data)
     model, placed = meta["model"], (meta.get("placement") or {}).get("asked", {})
     k6_cpus, server_cpus = placed.get("k6", {}).get("cpus"), placed.get("server", {}).get("cpus")
     cycle = model["cpu_ms"] + model["wait_ms"]
@@ -154,7 +161,8 @@ def threads_growth_sentence(table: pd.DataFrame) -> str:
     rows = _sustained(table)
     others = rows[rows.threads_max != sweep(table).threads_max.iloc[0]]
     pool = others.groupby("threads_max")["users"].nunique().idxmax() if len(others) else rows.threads_max.max()
-    at_pool = rows[rows.threads_max == pool].sort_values("users")
+    full_cpu = rows[rows.cpu_quota == rows.cpu_quota.max()]
+    at_pool = full_cpu[full_cpu.threads_max == pool].drop_duplicates("users").sort_values("users")
     if at_pool.empty:
         return ""
     parts = ", ".join(f"{int(r.current_threads_peak):,} threads for {int(r.users):,} users" for r in at_pool.itertuples())
@@ -214,7 +222,7 @@ def few_threads_sentence(table: pd.DataFrame) -> str:
 
 def meaning_list(data: ChapterData, table: pd.DataFrame) -> str:
     """What a backend engineer can take from the chapter, each point worded from its numbers."""
-    model = next(m["model"] for m in data.steps.values() if "knee_threads" in (m.get("model") or {}))
+    model = reference_step(data)["model"]
     rows = sweep(table)
     best = rows.loc[rows.tps.idxmax()]
     lines = [

@@ -41,12 +41,14 @@ def predictions(table: pd.DataFrame) -> Markdown:
 
 def measured(table: pd.DataFrame) -> Markdown:
     """Per step: throughput and latency over the hold, failures, CPU of both processes, threads."""
-    rows = table[["step", "users", "threads_max", "cpu_quota", "tps", "model_tps", "mean_ms", "p50_ms", "p99_ms", "errors",
-                  "server_cpu_cores", "k6_cpu_cores", "current_threads_peak"]]
+    rows = table[["step", "users", "threads_max", "cpu_quota", "tps", "mean_ms", "p99_ms", "errors", "server_cpu_cores",
+                  "k6_cpu_cores", "gc_share", "current_threads_peak"]]
     return people_table(rows.rename(columns={
-        "threads_max": "threads.max", "cpu_quota": "server cores", "tps": "requests/s", "model_tps": "model",
-        "mean_ms": "mean (ms)", "p50_ms": "p50 (ms)", "p99_ms": "p99 (ms)", "errors": "failed",
-        "server_cpu_cores": "server cores used", "k6_cpu_cores": "k6 cores used", "current_threads_peak": "threads created"}).round(1))
+        "threads_max": "threads.max", "cpu_quota": "quota", "tps": "requests/s", "mean_ms": "mean (ms)",
+        "p99_ms": "p99 (ms)", "errors": "failed", "server_cpu_cores": "server cores", "k6_cpu_cores": "k6 cores",
+        "gc_share": "GC", "current_threads_peak": "threads"}),
+        {"requests/s": "{:,.0f}", "mean (ms)": "{:,.0f}", "p99 (ms)": "{:,.0f}", "server cores": "{:.2f}",
+         "k6 cores": "{:.2f}", "GC": "{:.1%}", "threads": "{:,.0f}"})
 
 
 def little(article: pd.DataFrame) -> Markdown:

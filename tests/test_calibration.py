@@ -264,7 +264,7 @@ def test_batch_sentence_names_the_sizes_where_batch_is_no_faster():
 
 def test_without_batch_steps_the_chapter_says_they_have_not_run_and_claims_nothing_of_them():
     data = chapter({300: 0.1, 3000: 0.5}, {})
-    assert "have not run on this machine yet" in batch_sentence(data, 2.0)
+    assert "has no batch-N steps yet" in batch_sentence(data, 2.0)
     from harness.book.chapters.ch2_checks import batch_checks
     assert batch_checks(data) == []
     assert [c.claim for c in batch_checks(with_batch(data, {300: 0.1}))] == [check_batch_spike(with_batch(data, {300: 0.1})).claim]

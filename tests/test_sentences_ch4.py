@@ -70,3 +70,11 @@ def test_open_sentence_below_and_above_capacity():
 def test_threads_growth_names_the_pool_with_most_steps_and_the_jvms_count():
     text = ch4.threads_growth_sentence(table(row("many", 2000, threads=2000)))
     assert text.startswith("With threads.max 800 Tomcat created")
+
+
+def test_a_pool_short_of_threads_max_with_as_many_users_is_named_and_not_explained_away():
+    assert "stopped short" not in ch4.threads_growth_sentence(table())
+    short = row("many-threads", 2000, threads=2000, current_threads_peak=91)
+    text = ch4.threads_growth_sentence(table(short))
+    assert "stopped short in one step (furthest: many-threads, 91 threads of 2,000 for 2,000 users)" in text
+    assert "We have not isolated why" in text

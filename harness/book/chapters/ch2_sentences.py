@@ -97,8 +97,8 @@ def batch_sentence(data: ChapterData, goal_s: float) -> str:
     and what the two cores were doing meanwhile (the mechanism when it does not)."""
     table = batch_table(data).sort_values("users")
     if table.empty:
-        return ("*The batch-N steps have not run on this machine yet: `invoke run chapter2` runs them (and only them, "
-                "as the other steps are complete).*")
+        return ("*This chapter's data has no batch-N steps yet (hold-N's spike with `spike_mode = \"batch\"`): they "
+                "join the spec with its next full run, so that both modes are measured on one machine, the same day.*")
     largest = table.iloc[-1]
     cores = recorded_machine(data)["cores"]
     busy = largest["k6_cores"] + largest["server_cores"]

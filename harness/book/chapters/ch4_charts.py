@@ -63,7 +63,7 @@ def cpu_chart(table: pd.DataFrame) -> alt.Chart:
         tooltip=["step:N", "process:N", alt.Tooltip("cores:Q", format=".2f"), alt.Tooltip("cpu_quota:Q", title="server quota")])
     quota = alt.Chart(table).mark_tick(color=PALETTE["ceiling (model)"], thickness=2).encode(
         alt.Y("step:N", sort=order), alt.X("cpu_quota:Q"), tooltip=["step:N", alt.Tooltip("cpu_quota:Q", title="server quota")])
-    return (bars + quota).properties(width=WIDTH - 120, height=alt.Step(9))
+    return (bars + quota).properties(width=WIDTH - 120, height=18 * len(order))  # a fixed height: yOffset bands inside
 
 
 def threads_chart(table: pd.DataFrame) -> alt.LayerChart:

@@ -168,12 +168,23 @@ def threads_growth_sentence(table: pd.DataFrame) -> str:
     parts = ", ".join(f"{int(r.current_threads_peak):,} threads for {int(r.users):,} users" for r in at_pool.itertuples())
     live = at_pool.loc[at_pool["live_threads_peak"].idxmax()]
     return (f"With threads.max {int(pool):,} Tomcat created {parts}: it starts a thread when a request finds none idle, "
-            "so the pool follows the requests in its hands, never the setting. With as many users as threads.max it "
-            "still stops short: we have not isolated why, and the likeliest cause is that on a saturated core the "
-            "connector reads new requests late, so fewer are in Tomcat's hands than users wait. The JVM counts more: "
+            f"so the pool follows the requests in its hands, never the setting.{_short_of_max(rows)} The JVM counts more: "
             f"{int(live['live_threads_peak']):,} live threads at {int(live['users']):,} users, since the management "
             "port runs a second Tomcat that keeps the same min-spare, beside the JVM's own threads. The article's "
             "thread counts are the JVM's.")
+
+
+def _short_of_max(rows: pd.DataFrame) -> str:
+    """Steps with at least threads.max users whose pool still stopped short of it (empty when none did)."""
+    short = rows[(rows.users >= rows.threads_max) & (rows.current_threads_peak < rows.threads_max)]
+    if short.empty:
+        return ""
+    worst = short.loc[(short.current_threads_peak / short.threads_max).idxmin()]
+    return (f" With as many users as threads.max or more, the pool still stopped short in {words(len(short))} "
+            f"step{'s' if len(short) > 1 else ''} (furthest: {worst['step']}, {int(worst['current_threads_peak']):,} "
+            f"threads of {int(worst['threads_max']):,} for {int(worst['users']):,} users). We have not isolated why; the "
+            "likeliest cause is that on a saturated core the connector reads new requests late, so fewer are in "
+            "Tomcat's hands than users wait.")
 
 
 def burst_sentence(table: pd.DataFrame) -> str:

@@ -3,18 +3,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.book.chapters.ch4_steps import SETTLE_S, cpu_quota, kind_of, plateau, steps_table, users_of
+from harness.book.chapters.ch4_steps import SETTLE_S, cpu_quota, kind_of, plateau, steps_table
+from harness.lab.load.options import peak_vus
 from harness.lab import histogram
 from harness.lab.store import COLUMNS, ChapterData
 
-RAMP = {"executor": "ramping-vus", "stages": [{"duration": "10s", "target": 50}, {"duration": "30s", "target": 50}]}
+RAMP = {"executor": "ramping-vus", "start_vus": 1, "stages": [{"duration": "10s", "target": 50}, {"duration": "30s", "target": 50}]}
 MACHINE = {"cores": 2}
 
 
 def test_a_ramp_holds_from_its_ramp_plus_settling_to_its_last_second():
     assert plateau(RAMP) == (10 + SETTLE_S, 39)
     assert plateau({"executor": "constant-arrival-rate", "duration": "30s"}) == (SETTLE_S, 29)
-    assert users_of(RAMP) == 50 and users_of({"executor": "constant-vus", "vus": 400}) == 400
+    assert peak_vus(RAMP) == 50 and peak_vus({"executor": "constant-vus", "vus": 400}) == 400  # users, as the table has them
     assert [kind_of(RAMP), kind_of({"executor": "constant-vus"}), kind_of({"executor": "constant-arrival-rate"})] == \
         ["sustained", "burst", "open"]
 

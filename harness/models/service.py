@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 from harness.lab.spec import Step
 
 
-def _path(step: Step) -> str:
+def request_path(step: Step) -> str:
     """The path every request asks for: load.path, or a one-request scenario's (with ${vars} the model cannot read)."""
     requests = step.load.get("requests") or [{"path": step.load["path"]}]
     return requests[0]["path"]
@@ -15,13 +15,13 @@ def _path(step: Step) -> str:
 
 def _service_ms(step: Step) -> int:
     """The sleep a /hello request asks for: ?sleepMs= in the path wins over the server's SLEEP_MS."""
-    query = parse_qs(urlsplit(_path(step)).query)
+    query = parse_qs(urlsplit(request_path(step)).query)
     return int(query["sleepMs"][0]) if "sleepMs" in query else step.knob("SLEEP_MS")
 
 
 def longest_service_ms(step: Step) -> int:
     """The longest a request holds a thread: /every-nth's sleep, or /hello's."""
-    url = urlsplit(_path(step))
+    url = urlsplit(request_path(step))
     if url.path == "/every-nth":
         return int(parse_qs(url.query).get("sleepMs", ["2000"])[0])
     return _service_ms(step)
@@ -29,7 +29,7 @@ def longest_service_ms(step: Step) -> int:
 
 def mean_service_ms(step: Step) -> float:
     """Mean thread time per request: /every-nth sleeps on one request in n (defaults n=10, 2000 ms)."""
-    url = urlsplit(_path(step))
+    url = urlsplit(request_path(step))
     if url.path == "/every-nth":
         query = parse_qs(url.query)
         return int(query.get("sleepMs", ["2000"])[0]) / int(query.get("n", ["10"])[0])

@@ -11,9 +11,10 @@ import os
 from dataclasses import asdict, dataclass
 from urllib.parse import parse_qs, urlsplit
 
-from harness.lab.spec import Step
+from harness.lab.spec import Step, peak_vus
 from harness.lab.units import duration_ms
 from harness.models.bounds import capacity_per_s, predict_bounds
+from harness.models.service import request_path
 
 WORK_PATH = "/work"
 
@@ -39,14 +40,13 @@ class WorkPrediction:
 
 
 def is_work(step: Step) -> bool:
-    requests = step.load.get("requests") or [{"path": step.load["path"]}]
-    return len(requests) == 1 and urlsplit(requests[0]["path"]).path == WORK_PATH
+    """One request per iteration, to /work."""
+    return len(step.load.get("requests") or [None]) == 1 and urlsplit(request_path(step)).path == WORK_PATH
 
 
 def demand(step: Step) -> tuple[float, float]:
     """CPU ms and wait ms a /work request asks for: ?cpuMs= and ?waitMs= in the path win over the server's knobs."""
-    requests = step.load.get("requests") or [{"path": step.load["path"]}]
-    query = parse_qs(urlsplit(requests[0]["path"]).query)
+    query = parse_qs(urlsplit(request_path(step)).query)
     cpu = float(query["cpuMs"][0]) if "cpuMs" in query else float(step.knob("WORK_CPU_MS") or 0)
     wait = float(query["waitMs"][0]) if "waitMs" in query else float(step.knob("WORK_WAIT_MS") or 0)
     return cpu, wait
@@ -68,11 +68,11 @@ def predict_work(step: Step) -> WorkPrediction:
         rate = load["rate"] * 1000 / duration_ms(load.get("time_unit") or "1s")
         capacity = capacity_per_s(threads, cpu_ms, wait_ms, cores)
         below = rate < capacity
-        return WorkPrediction(users=load.get("max_vus") or load.get("pre_allocated_vus", 0), rate=rate,
+        return WorkPrediction(users=peak_vus(load), rate=rate,
                               tps=min(rate, capacity), mean_latency_ms=cpu_ms + wait_ms if below else math.nan,
                               binding="arrivals" if below else "cpu" if capacity * cpu_ms / 1000 >= cores - 1e-9 else "threads",
                               knee_threads=predict_bounds(1, threads, cpu_ms, wait_ms, cores).knee_threads, **common)
-    users = max(s["target"] for s in load["stages"]) if load["executor"] == "ramping-vus" else load["vus"]
+    users = peak_vus(load)
     bound = predict_bounds(users, threads, cpu_ms, wait_ms, cores)
     return WorkPrediction(users=users, rate=math.nan, tps=bound.tps, mean_latency_ms=bound.mean_latency_ms,
                           binding=bound.binding, knee_threads=bound.knee_threads, **common)

@@ -6,20 +6,16 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from harness.book.chapters.ch4_steps import OPEN, sustained
 from harness.book.charts import PALETTE, WIDTH, faded_unless, legend_highlight
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, percentiles
 
 USERS_AXIS = alt.X("users:Q", scale=alt.Scale(type="log"), title="users (log)")
 
 
-def _sustained(table: pd.DataFrame, quota: float | None = None) -> pd.DataFrame:
-    rows = table[table.kind == "sustained"]
-    return rows[rows.cpu_quota == (quota if quota is not None else rows.cpu_quota.max())]
-
-
 def throughput_chart(table: pd.DataFrame) -> alt.LayerChart:
     """Plateau throughput against users, one line per threads.max at the full quota, the model's bound dashed."""
-    rows = _sustained(table).assign(pool=lambda t: "threads.max " + t["threads_max"].map("{:,}".format))
+    rows = sustained(table, full_cpu=True).assign(pool=lambda t: "threads.max " + t["threads_max"].map("{:,}".format))
     pick = legend_highlight()
     measured = alt.Chart(rows).mark_line(point=True).encode(
         USERS_AXIS, alt.Y("tps:Q", title="answered requests per second (plateau)"),
@@ -37,7 +33,7 @@ def throughput_chart(table: pd.DataFrame) -> alt.LayerChart:
 
 def latency_chart(table: pd.DataFrame) -> alt.LayerChart:
     """p50 and p99 (full distribution) against users at threads.max 200 (or the sweep's pool), with the model's mean."""
-    rows = _sustained(table)
+    rows = sustained(table, full_cpu=True)
     sweep = rows[rows.threads_max == rows.threads_max.mode().iloc[0]] if len(rows) else rows
     long = sweep.melt(id_vars=["step", "users"], value_vars=["p50_ms", "p99_ms", "mean_ms", "model_mean_ms"],
                       var_name="what", value_name="ms")
@@ -68,7 +64,7 @@ def cpu_chart(table: pd.DataFrame) -> alt.Chart:
 
 def threads_chart(table: pd.DataFrame) -> alt.LayerChart:
     """Tomcat's threads (created, busy at most) and the JVM's live threads against users, per threads.max."""
-    rows = _sustained(table)
+    rows = sustained(table, full_cpu=True)
     long = rows.melt(id_vars=["step", "users", "threads_max"],
                      value_vars=["current_threads_peak", "busy_threads_peak", "live_threads_peak"],
                      var_name="what", value_name="threads")
@@ -85,8 +81,6 @@ def threads_chart(table: pd.DataFrame) -> alt.LayerChart:
 
 def burst_chart(data: ChapterData, steps: list[str]) -> alt.VConcatChart:
     """The burst steps second by second: p99 latency, and the threads Tomcat had created (Actuator) on the same clock."""
-    from harness.lab.store import percentiles
-
     frames, threads = [], []
     for step in steps:
         latency, series = data.latency[data.latency.step == step], data.series[data.series.step == step]
@@ -112,7 +106,7 @@ def burst_chart(data: ChapterData, steps: list[str]) -> alt.VConcatChart:
 
 def open_chart(table: pd.DataFrame) -> alt.LayerChart:
     """The open model: latency against the arrival rate, with the plateau throughput the closed loop reached."""
-    rows = table[table.kind == "open"].melt(id_vars=["step", "rate", "tps", "dropped"], value_vars=["p50_ms", "p99_ms"],
+    rows = table[table.kind == OPEN].melt(id_vars=["step", "rate", "tps", "dropped"], value_vars=["p50_ms", "p99_ms"],
                                             var_name="what", value_name="ms")
     rows["what"] = rows["what"].map({"p50_ms": "p50", "p99_ms": "p99"})
     pick = legend_highlight()

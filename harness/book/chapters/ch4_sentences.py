@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from harness.book.chapters.ch4_steps import BURST, OPEN, sustained
 from harness.book.chapters.ch4_verdicts import PLATEAU_NOISE, f004_b, f004_d
 from harness.book.prose import listed, percent, words
 from harness.book.verdict import REPRODUCED
@@ -12,14 +13,9 @@ from harness.lab.store import ChapterData
 from harness.models.usl import fit_usl
 
 
-def _sustained(table: pd.DataFrame) -> pd.DataFrame:
-    return table[table.kind == "sustained"]
-
-
 def sweep(table: pd.DataFrame) -> pd.DataFrame:
     """The users sweep: sustained steps at the full quota on the most common pool, by users."""
-    rows = _sustained(table)
-    rows = rows[rows.cpu_quota == rows.cpu_quota.max()]
+    rows = sustained(table, full_cpu=True)
     pool = rows.groupby("threads_max")["users"].nunique().idxmax()
     return rows[rows.threads_max == pool].sort_values("users")
 
@@ -57,8 +53,8 @@ def _cores(cores: float) -> str:
 
 
 def work_ms(data: ChapterData) -> float:
-    """The CPU work each request asks for, as the model read it from the steps."""
-    return float(next(m["model"]["cpu_ms"] for m in data.steps.values() if "cpu_ms" in (m.get("model") or {})))
+    """The CPU work each request asks for, as the model read it from the reference step."""
+    return float(reference_step(data)["model"]["cpu_ms"])
 
 
 def plateau_sentence(data: ChapterData, table: pd.DataFrame) -> str:
@@ -93,8 +89,7 @@ def usl_sentence(table: pd.DataFrame) -> str:
 
 def threads_sentence(table: pd.DataFrame) -> str:
     """The best plateau per threads.max at the full quota."""
-    rows = _sustained(table)
-    rows = rows[rows.cpu_quota == rows.cpu_quota.max()]
+    rows = sustained(table, full_cpu=True)
     best = rows.groupby("threads_max")["tps"].max().sort_index()
     parts = ", ".join(f"{tps:,.0f} with threads.max {threads:,}" for threads, tps in best.items())
     past_knee = best[best.index >= rows.threads_max.mode().iloc[0]]
@@ -108,7 +103,7 @@ def threads_sentence(table: pd.DataFrame) -> str:
 def quota_sentence(table: pd.DataFrame, article: pd.DataFrame) -> str:
     """Half a core against one (the article's pod scale-up, its runs 5 and 6), and more threads on half a core; each
     setting's median over its runs."""
-    rows = _sustained(table)
+    rows = sustained(table)
     quota_steps = rows[rows.step.str.contains("quota")]
     if quota_steps.cpu_quota.nunique() < 2:
         return "*No quota steps yet.*"
@@ -148,7 +143,7 @@ def _runs(row) -> str:
 
 def saturation_sentence(table: pd.DataFrame) -> str:
     """Who was busy: the server against its quota, k6 against its core, over the sustained steps past the knee."""
-    rows = _sustained(table)
+    rows = sustained(table)
     busy = rows[rows.server_cpu_cores >= 0.9 * rows.cpu_quota]
     k6 = table["k6_cpu_cores"].max()
     return (f"In {words(len(busy))} of the {words(len(rows))} sustained steps the server used at least 90 % of its CPU "
@@ -158,10 +153,10 @@ def saturation_sentence(table: pd.DataFrame) -> str:
 
 def threads_growth_sentence(table: pd.DataFrame) -> str:
     """How far Tomcat grew its pool against threads.max and the users, at the largest pool."""
-    rows = _sustained(table)
+    rows = sustained(table)
     others = rows[rows.threads_max != sweep(table).threads_max.iloc[0]]
     pool = others.groupby("threads_max")["users"].nunique().idxmax() if len(others) else rows.threads_max.max()
-    full_cpu = rows[rows.cpu_quota == rows.cpu_quota.max()]
+    full_cpu = sustained(table, full_cpu=True)
     at_pool = full_cpu[full_cpu.threads_max == pool].drop_duplicates("users").sort_values("users")
     if at_pool.empty:
         return ""
@@ -189,7 +184,7 @@ def _short_of_max(rows: pd.DataFrame) -> str:
 
 def burst_sentence(table: pd.DataFrame) -> str:
     """The burst steps' first seconds, cold pool against warm."""
-    bursts = table[table.kind == "burst"].sort_values("min_spare")
+    bursts = table[table.kind == BURST].sort_values("min_spare")
     if len(bursts) < 2:
         return "*No burst steps yet.*"
     cold, warm = bursts.iloc[0], bursts.iloc[-1]
@@ -204,7 +199,7 @@ def burst_sentence(table: pd.DataFrame) -> str:
 
 def open_sentence(table: pd.DataFrame) -> str:
     """The open model against the closed loop's plateau: what arrived, what was answered, the p99, what k6 dropped."""
-    rows = table[table.kind == "open"].sort_values("rate")
+    rows = table[table.kind == OPEN].sort_values("rate")
     if rows.empty:
         return "*No open-model steps yet.*"
     plateau = sweep(table)["tps"].max()

@@ -13,6 +13,7 @@ import pandas as pd
 
 from harness.lab import histogram
 from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.load.options import peak_vus
 from harness.lab.store import ChapterData, answered
 from harness.lab.units import duration_ms
 
@@ -26,10 +27,19 @@ COLUMNS = ["step", "kind", "users", "rate", "threads_max", "min_spare", "cpu_quo
            "first_seconds_errors"]
 
 
+SUSTAINED, BURST, OPEN = "sustained", "burst", "open"
+
+
 def kind_of(load: dict) -> str:
     """sustained (users ramp up and hold), burst (all users at once), or open (an arrival rate)."""
     executor = load["executor"]
-    return "open" if "arrival-rate" in executor else "burst" if executor == "constant-vus" else "sustained"
+    return OPEN if "arrival-rate" in executor else BURST if executor == "constant-vus" else SUSTAINED
+
+
+def sustained(table: pd.DataFrame, full_cpu: bool = False) -> pd.DataFrame:
+    """The sustained steps of a step table; with `full_cpu`, only those on the largest CPU quota."""
+    rows = table[table["kind"] == SUSTAINED]
+    return rows[rows["cpu_quota"] == rows["cpu_quota"].max()] if full_cpu else rows
 
 
 def plateau(load: dict) -> tuple[int, int]:
@@ -38,12 +48,6 @@ def plateau(load: dict) -> tuple[int, int]:
         stages = [duration_ms(s["duration"]) // 1000 for s in load["stages"]]
         return stages[0] + SETTLE_S, sum(stages) - 1
     return SETTLE_S, duration_ms(load["duration"]) // 1000 - 1
-
-
-def users_of(load: dict) -> int:
-    if load["executor"] == "ramping-vus":
-        return max(s["target"] for s in load["stages"])
-    return load.get("vus") or load.get("max_vus", 0)
 
 
 def cpu_quota(meta: dict) -> float:
@@ -60,19 +64,22 @@ def step_row(data: ChapterData, step: str) -> dict:
     first, last = plateau(load)
     window = _window(data, step, first, last)
     model = meta.get("model") or {}
-    row = {"step": step, "kind": kind, "users": users_of(load), "rate": load.get("rate", np.nan),
+    row = {"step": step, "kind": kind, "users": peak_vus(load), "rate": load.get("rate", np.nan),
            "threads_max": server.get("TOMCAT_MAX_THREADS", SERVER_DEFAULTS["TOMCAT_MAX_THREADS"]),
            "min_spare": server.get("TOMCAT_MIN_SPARE_THREADS", TOMCAT_MIN_SPARE), "cpu_quota": cpu_quota(meta),
            **window, "model_tps": model.get("tps", np.nan), "model_mean_ms": model.get("mean_latency_ms", np.nan)}
+    begin, end = t0 + first * 1000, t0 + last * 1000
     for process in ("server", "k6"):
-        row[f"{process}_cpu_cores"] = cpu_cores(data.process, step, process, t0 + first * 1000, t0 + last * 1000)
+        rows = data.process[(data.process.step == step) & (data.process.process == process)]
+        row[f"{process}_cpu_cores"] = gained_per_second(rows, "cpu_seconds", begin, end)  # CPU s per s: cores
     row["cpu_ms_per_request"] = (row["server_cpu_cores"] * 1000 / row["tps"]) if row["tps"] else np.nan
-    row["gc_share"] = gc_share(data.actuator, step, t0 + first * 1000, t0 + last * 1000)
+    pauses = data.actuator[(data.actuator.step == step) & (data.actuator.metric == "jvm.gc.pause.total")]
+    row["gc_share"] = gained_per_second(pauses, "value", begin, end)  # seconds paused per second
     for metric, column in (("jvm.threads.live", "live_threads_peak"), ("tomcat.threads.busy", "busy_threads_peak"),
                            ("tomcat.threads.current", "current_threads_peak")):
         values = data.actuator[(data.actuator.step == step) & (data.actuator.metric == metric)]["value"]
         row[column] = float(values.max()) if len(values) else np.nan
-    burst = _window(data, step, 0, BURST_S) if kind == "burst" else {"p99_ms": np.nan, "errors": np.nan}
+    burst = _window(data, step, 0, BURST_S) if kind == BURST else {"p99_ms": np.nan, "errors": np.nan}
     row["first_seconds_p99_ms"], row["first_seconds_errors"] = burst["p99_ms"], burst["errors"]
     return row
 
@@ -92,24 +99,14 @@ def _window(data: ChapterData, step: str, first: int, last: int) -> dict:
             "dropped": int(series["dropped_iterations"].fillna(0).sum()) if len(series) else 0}
 
 
-def cpu_cores(process: pd.DataFrame, step: str, name: str, begin_ms: float, end_ms: float) -> float:
-    """Cores a process used between two instants: CPU seconds gained between the samples nearest them."""
-    rows = process[(process.step == step) & (process.process == name)].sort_values("ts_ms")
-    inside = rows[rows.ts_ms.between(begin_ms, end_ms)]
+def gained_per_second(samples: pd.DataFrame, column: str, begin_ms: float, end_ms: float) -> float:
+    """How fast a cumulative column (CPU seconds, seconds paused for GC) grew between two instants: its gain between
+    the first and last samples inside them, per second. NaN with fewer than two samples there."""
+    inside = samples[samples.ts_ms.between(begin_ms, end_ms)].sort_values("ts_ms")
     if len(inside) < 2:
         return np.nan
     first, last = inside.iloc[0], inside.iloc[-1]
-    return float((last["cpu_seconds"] - first["cpu_seconds"]) / ((last["ts_ms"] - first["ts_ms"]) / 1000))
-
-
-def gc_share(actuator: pd.DataFrame, step: str, begin_ms: float, end_ms: float) -> float:
-    """The share of wall time the JVM spent in garbage-collection pauses between two instants (Actuator's pause sum)."""
-    rows = actuator[(actuator.step == step) & (actuator.metric == "jvm.gc.pause.total")
-                    & actuator.ts_ms.between(begin_ms, end_ms)].sort_values("ts_ms")
-    if len(rows) < 2:
-        return np.nan
-    first, last = rows.iloc[0], rows.iloc[-1]
-    return float((last["value"] - first["value"]) / ((last["ts_ms"] - first["ts_ms"]) / 1000))
+    return float((last[column] - first[column]) / ((last["ts_ms"] - first["ts_ms"]) / 1000))
 
 
 def steps_table(data: ChapterData) -> pd.DataFrame:

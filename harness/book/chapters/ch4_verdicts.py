@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from harness import DATA
+from harness.book.chapters.ch4_steps import BURST, sustained
 from harness.book.prose import and_list, percent, span
 from harness.book.verdict import NOT_REPRODUCED, Verdict, verdict_of
 
@@ -25,7 +26,6 @@ POOL = "current_threads_peak"
 STEP_COLUMNS = ("step", "kind", "users", "threads_max", "min_spare", "cpu_quota", "tps", "mean_ms", "p50_ms", "p99_ms",
                 "errors", "server_cpu_cores", "k6_cpu_cores", "live_threads_peak", POOL, "busy_threads_peak", "model_tps")
 BURST_COLUMNS = ("first_seconds_p99_ms", "first_seconds_errors")
-SUSTAINED, BURST = "sustained", "burst"  # the `kind`s judged here ("open" steps have no verdict of their own)
 
 # A plateau is "raised" only by more than this: a plateau's run-to-run spread on this machine is a few %, and the
 # article's own "no gain" from more threads is 3358 → 3132 (−7 %). Steps within it of the best are on the plateau.
@@ -66,10 +66,6 @@ def untested(finding: str, article: str, missing: str) -> Verdict:
     return Verdict(finding, article, f"no {missing} in the data", NOT_REPRODUCED, "nothing measured to judge on")
 
 
-def sustained(steps: pd.DataFrame) -> pd.DataFrame:
-    return steps[steps["kind"] == SUSTAINED]
-
-
 def past_knee_pools(rows: pd.DataFrame) -> list[int]:
     """The threads.max values (at one quota) for which the model's best throughput is the quota's plateau: pools big
     enough for the CPU to be the limit. The others are below the knee: there the pool caps throughput."""
@@ -97,8 +93,7 @@ def failures(*checks: tuple[bool, str]) -> str:
 def f004_a(steps: pd.DataFrame) -> Verdict:
     article = ("TPS rises with users to a plateau (1831 → ~3358), and threads.max 800 does not raise it (3132, 3190, "
                "2968, 2678) while mean latency grows 48 → 338 ms")
-    rows = sustained(steps)
-    rows = rows[rows["cpu_quota"] == rows["cpu_quota"].max()]
+    rows = sustained(steps, full_cpu=True)
     pools = past_knee_pools(rows)
     if len(pools) < 2:
         return untested("F004-a", article, "two pools past the knee at one CPU quota")

@@ -78,3 +78,9 @@ def test_a_pool_short_of_threads_max_with_as_many_users_is_named_and_not_explain
     text = ch4.threads_growth_sentence(table(short))
     assert "stopped short in one step (furthest: many-threads, 91 threads of 2,000 for 2,000 users)" in text
     assert "We have not isolated why" in text
+
+
+def test_the_articles_setup_comes_from_its_table():
+    from harness.book.chapters.ch4_tables import article_intro
+    text = article_intro(article_table())
+    assert "on four Kubernetes pods" in text and "for three minutes at 100 to 2,800 virtual users. Its 11 runs" in text

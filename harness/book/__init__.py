@@ -123,6 +123,7 @@ from harness.book.chapters.ch4_sentences import (
                                             open_sentence,
                                             plateau_sentence,
                                             quota_sentence,
+                                            ramp_sentence,
                                             run_time_sentence,
                                             saturation_sentence,
                                             threads_growth_sentence,
@@ -131,6 +132,7 @@ from harness.book.chapters.ch4_sentences import (
 )
 from harness.book.chapters.ch4_sentences import meaning_list as ch4_meaning_list
 from harness.book.chapters.ch4_steps import steps_table as ch4_table
+from harness.book.chapters.ch4_tables import article_intro as f004_article_intro
 from harness.book.chapters.ch4_tables import article_sentence as f004_article_sentence
 from harness.book.chapters.ch4_tables import article_summary as f004_article_summary
 from harness.book.chapters.ch4_tables import little as f004_little
@@ -190,7 +192,7 @@ __all__ = [
     "waves_sentence", "timeouts_sentence", "ceiling_paragraph", "repeats_sentence", "isolation_list", "fixes_sentence",
     "plus_one_sentence", "one_connection_paragraph", "machine_limit_sentence", "meaning_list",
     # chapter 4
-    "ch4_table", "ch4_predictions", "ch4_measured", "f004_article", "f004_article_summary", "f004_article_sentence",
+    "ch4_table", "ch4_predictions", "ch4_measured", "f004_article", "f004_article_summary", "f004_article_sentence", "f004_article_intro", "ramp_sentence",
     "f004_little", "f004_verdicts", "endpoint_sentence", "plateau_sentence", "quota_sentence", "threads_sentence",
     "usl_sentence", "burst_sentence", "few_threads_sentence", "open_sentence", "run_time_sentence", "saturation_sentence",
     "threads_growth_sentence", "ch4_meaning_list", "throughput_chart", "latency_chart", "cpu_chart", "threads_chart", "burst_chart", "open_chart",

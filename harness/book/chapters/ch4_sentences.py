@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.book.chapters.ch4_steps import BURST, OPEN, sustained
+from harness.book.chapters.ch4_steps import BURST, OPEN, SETTLE_S, sustained
 from harness.book.chapters.ch4_verdicts import PLATEAU_NOISE, f004_b, f004_d
 from harness.book.prose import listed, percent, words
 from harness.book.verdict import REPRODUCED
 from harness.lab.store import ChapterData
+from harness.lab.units import duration_ms
 from harness.models.usl import fit_usl
 
 
@@ -42,6 +43,21 @@ def endpoint_sentence(data: ChapterData) -> str:
             f"{1000 / cycle:.1f} per second. The CPU saturates when {model['cores']:g} × (1 + {model['wait_ms']:g} / "
             f"{model['cpu_ms']:g}) = **{model['knee_threads']:g} requests** are in progress at once: the knee. A pool of "
             "200 threads, Spring Boot's default, is far past it.")
+
+
+def ramp_sentence(data: ChapterData, table: pd.DataFrame, article: pd.DataFrame) -> str:
+    """How the load runs and which seconds count, from the reference step's stages and the table."""
+    ramp_s, hold_s = (duration_ms(stage["duration"]) // 1000 for stage in reference_step(data)["config"]["load"]["stages"])
+    runs = article.set_index("run")
+    quotas = sorted(table["cpu_quota"].unique())
+    fewest = sustained(table)["tps"].min() * (hold_s - SETTLE_S - 1)
+    return (f"The article's pods become a CPU quota: the server gets {' or '.join(_cores(q) for q in quotas)} (the "
+            f"article's scale-up from {runs['pod_cores'].min():g} to {runs['pod_cores'].max():g} cores per pod is the "
+            f"same ×{runs['pod_cores'].max() / runs['pod_cores'].min():g}). Users ramp up over {ramp_s} s, as nGrinder's "
+            f"ramp-up does, and then hold for {hold_s} s with no think time: every user sends its next request the "
+            f"moment the last is answered. Each step's numbers are those of the hold after {SETTLE_S} s of settling; "
+            f"even the slowest sustained step answered {fewest:,.0f} requests in that time, enough for a steady mean "
+            "and p99. Every latency here comes from the full distribution of every request, counted per second.")
 
 
 def _cpus(cpus: list[int] | None) -> str:

@@ -7,6 +7,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.chapters.ch4_verdicts import little_table
+from harness.book.prose import words
 from harness.book.tables import people_table
 
 
@@ -16,6 +17,15 @@ def article_summary(article: pd.DataFrame) -> Markdown:
         columns={"vus_claimed": "users", "threads_max": "threads.max", "min_spare": "min-spare",
                  "pod_cores": "cores per pod", "tps": "requests/s", "mean_latency_ms": "mean latency (ms)"})
     return people_table(table)
+
+
+def article_intro(article: pd.DataFrame) -> str:
+    """The article's setup, from its table: pods, run length, users, how many runs."""
+    return (f"The article runs an \"event download eligibility\" API on {words(int(article['pods'].iloc[0]))} Kubernetes "
+            f"pods and drives it with nGrinder for {words(int(article['duration_min'].iloc[0]))} minutes at "
+            f"{article['vus_claimed'].min():,} to {article['vus_claimed'].max():,} virtual users. "
+            f"Its {words(len(article))} runs change `threads.max` (the most worker threads Tomcat starts), "
+            "`threads.min-spare` (how many it keeps started while idle), the users and the pod size:")
 
 
 def article_sentence(article: pd.DataFrame) -> str:

@@ -126,13 +126,27 @@ def measured_vs_model(data, step_id):
     return step, requests, ends, predicted
 
 
+def assert_in_the_models_waves(ends: list[float], predicted: list[float]) -> None:
+    """The first wave lands after the model's first, then the waves keep the model's spacing and sizes.
+
+    Each wave also carries its requests' own handling time (a cold JVM's first request: ~95 ms in a
+    1-CPU container; then ~15 ms per wave), so offsets are compared from the first completion rather
+    than from the step's start, where that time would add up wave after wave.
+    """
+    assert len(ends) == len(predicted), (ends, predicted)
+    assert predicted[0] <= ends[0] <= predicted[0] + 300, (ends, predicted)
+    since_first = [end - ends[0] for end in ends]
+    predicted_since_first = [t - predicted[0] for t in predicted]
+    # 150 ms covers the jitter of k6's VUs, the JVM and loopback (measured: under 60 ms).
+    assert since_first == pytest.approx(predicted_since_first, abs=150), (ends, predicted)
+
+
 def test_completions_come_in_the_models_waves(smoke):
     """Ten requests on two 1 s threads, connections closed after each: five waves of two, at 1-5 s."""
     _, data, _ = smoke
     step, requests, ends, predicted = measured_vs_model(data, "waves")
-    assert len(ends) == len(predicted) == 10
-    # 150 ms covers start-up jitter of k6's VUs, the JVM and loopback (measured: under 60 ms).
-    assert ends == pytest.approx(predicted, abs=150), (ends, predicted)
+    assert len(predicted) == 10
+    assert_in_the_models_waves(ends, predicted)
 
 
 def test_keep_alive_holds_the_slots_as_the_model_says(smoke):

@@ -54,12 +54,12 @@ class DockerBackend:
     def check(self) -> None:
         check_daemon()
         labels = image_labels(self.image)
+        rebuild = "run `invoke image` (`invoke image --base debootstrap` where no registry is reachable)"
         if labels is None:
-            raise LabError(f"the server image {self.image} is missing: run `invoke image` "
-                           "(`invoke image --base debootstrap` where no registry is reachable)")
+            raise LabError(f"the server image {self.image} is missing: {rebuild}")
         if JAR.exists() and labels.get(JAR_LABEL) != jar_digest():
             raise LabError(f"the server image {self.image} holds another build of the jar than "
-                           f"{JAR.relative_to(SERVER_DIR.parent)}: run `invoke image` again")
+                           f"{JAR.relative_to(SERVER_DIR.parent)}: {rebuild}")
 
     def start(self, step: Step, log: Path) -> ContainerServer:
         name = container_name(step)

@@ -58,6 +58,17 @@ PROMETHEUS_METRICS = {
     "jvm_gc_pause_seconds_sum": "jvm.gc.pause.total",  # seconds, summed over causes
     "jvm_gc_pause_seconds_count": "jvm.gc.pause.count",
     "jvm_gc_pause_seconds_max": "jvm.gc.pause.max",
+    # HikariCP (the pair-room API, chapter 5): the pool in front of the database.
+    "hikaricp_connections_active": "hikaricp.connections.active",
+    "hikaricp_connections_idle": "hikaricp.connections.idle",
+    "hikaricp_connections_pending": "hikaricp.connections.pending",
+    "hikaricp_connections": "hikaricp.connections",
+    "hikaricp_connections_max": "hikaricp.connections.max",
+    "hikaricp_connections_timeout_total": "hikaricp.connections.timeout",
+    "hikaricp_connections_acquire_seconds_sum": "hikaricp.connections.acquire.total",  # seconds waited, summed
+    "hikaricp_connections_acquire_seconds_count": "hikaricp.connections.acquire.count",
+    "hikaricp_connections_usage_seconds_sum": "hikaricp.connections.usage.total",  # seconds held, summed
+    "hikaricp_connections_usage_seconds_count": "hikaricp.connections.usage.count",
 }
 PROM_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
 PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

@@ -32,6 +32,12 @@ SERVER_KEYS: dict[str, tuple[type, int | None]] = {
     "TOMCAT_KEEP_ALIVE_TIMEOUT": (int, 1),
     "TOMCAT_MAX_KEEP_ALIVE_REQUESTS": (int, -1),
     "VIRTUAL_THREADS": (bool, None),
+    # The pair-room API (chapter 5): Spring Data JPA on HikariCP against the step's postgres service.
+    "PAIR_ROOM": (bool, None),  # on: Spring profile `pair-room` (off: no database code runs, chapters 1-4 unchanged)
+    "HIKARI_MAX_POOL_SIZE": (int, 1),  # spring.datasource.hikari.maximum-pool-size (HikariCP's default 10)
+    "HIKARI_CONNECTION_TIMEOUT": (int, 250),  # ms a request waits for a pool connection (HikariCP: 30000, min 250)
+    "JPA_OPEN_IN_VIEW": (bool, None),  # spring.jpa.open-in-view: one connection for the whole request (Boot: on)
+    "SSE_TIMEOUT_MS": (int, 1),  # how long the server keeps a room's event stream open
     "SERVER_PORT": (int, 1),
     "MANAGEMENT_PORT": (int, 1),
     "SERVER_ADDRESS": (str, None),

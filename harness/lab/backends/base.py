@@ -20,6 +20,7 @@ from harness.lab.services.base import RunningService
 from harness.lab.spec import Step
 
 JAR = SERVER_DIR / "target" / "sample-server.jar"
+PAIR_ROOM_PROFILE = "pair-room"  # the Spring profile that turns on the pair-room API and its database
 
 
 CDS_JAR = SERVER_DIR / "target" / "extracted" / "sample-server.jar"
@@ -86,4 +87,6 @@ def server_env(step: Step) -> dict[str, str]:
     """The step's server settings as environment variables (booleans as Spring writes them), and the JVM options
     (JAVA_TOOL_OPTIONS: read by any java launcher, local or in a container)."""
     env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
+    if step.server.get("PAIR_ROOM"):
+        env["SPRING_PROFILES_ACTIVE"] = PAIR_ROOM_PROFILE
     return env | {"JAVA_TOOL_OPTIONS": " ".join(JVM_OPTIONS)}

@@ -23,6 +23,7 @@ import pytest
 
 from harness.lab.backends import backend
 from harness.lab.load.k6 import CSV_FILE, DASHBOARD_REPORT, find_k6, k6_command, summary_counts
+from harness.lab.load.recording import read_requests
 from harness.lab.spec import parse_spec
 
 from conftest import LIMITS
@@ -119,6 +120,25 @@ def test_a_scenario_feeds_extracted_values_into_the_next_request(server, tmp_pat
     hello_ms = [float(r["metric_value"]) for r in ends if r["name"] == "hello"]
     assert all(THREADS <= ms < 5000 for ms in hello_ms), hello_ms  # slept the extracted 300 ms, not SLEEP_MS
     assert summary_counts(tmp_path / "k6-summary.json") == {"dropped_iterations": 0}
+
+
+def test_a_background_request_runs_beside_the_next_and_is_recorded_as_its_own(server, tmp_path):
+    """An event stream held open while the user goes on: the next request goes out before the background one ends,
+    the iteration still waits for it, and the recording pairs each start with its own end by its `req` tag."""
+    step = step_of({"vus": 2, "iterations": 2, "requests": [
+        {"name": "stream", "path": "/hello?sleepMs=1000", "background": True},
+        {"name": "quick", "path": "/hello?sleepMs=10"}]})
+    run_k6(step, server, tmp_path)
+    rows = read_requests(tmp_path / CSV_FILE)
+    assert len(rows) == step.requests_asked == 8 and set(rows["status"]) == {200}
+    by_request = rows.set_index(["vu", "iteration", "req"])
+    for vu, iteration in {(v, i) for v, i, _ in by_request.index}:
+        stream, quick = by_request.loc[(vu, iteration, 0)], by_request.loc[(vu, iteration, 1)]
+        assert (stream["name"], quick["name"]) == ("stream", "quick")
+        assert stream["duration_ms"] >= 1000 and quick["duration_ms"] < 1000
+        assert quick["end_ms"] < stream["end_ms"]  # went out and came back while the stream was open
+    first, second = (rows[(rows["vu"] == 1) & (rows["iteration"] == i)] for i in (0, 1))
+    assert second["start_ms"].min() >= first["end_ms"].max() - 1  # the next iteration waited for the stream
 
 
 def test_a_failed_extract_ends_the_iteration_and_is_counted(server, tmp_path):

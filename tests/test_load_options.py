@@ -174,9 +174,10 @@ def test_scenarios_from_toml_tables():
     plan = load_plan(journey.load)
     assert plan["requests"] == [
         {"name": "info", "method": "GET", "path": "/actuator/info", "body": None, "headers": {}, "think_time_ms": 0,
-         "extract": {"threads": "lab.tomcat.maxThreads"}, "port": 8081},
+         "extract": {"threads": "lab.tomcat.maxThreads"}, "port": 8081, "background": False},
         {"name": "order", "method": "POST", "path": "/orders/${threads}?vu=${vu}", "body": '{"threads": ${threads}}',
-         "headers": {"Content-Type": "application/json"}, "think_time_ms": 500, "extract": {}, "port": None}]
+         "headers": {"Content-Type": "application/json"}, "think_time_ms": 500, "extract": {}, "port": None,
+         "background": False}]
     assert plan["options"]["discardResponseBodies"] is True  # an extracting request asks for its own body
     assert isinstance(predict(journey), NoPrediction)
 
@@ -192,7 +193,7 @@ def test_without_a_scenario_one_get_of_load_path():
                                    "expected_response", "vu", "iter"],
                     "summaryTrendStats": ["min", "med", "avg", "p(90)", "p(95)", "p(99)", "max", "count"]},
         "requests": [{"name": "/hello?sleepMs=10", "method": "GET", "path": "/hello?sleepMs=10", "body": None,
-                      "headers": {}, "think_time_ms": 0, "extract": {}, "port": None}],
+                      "headers": {}, "think_time_ms": 0, "extract": {}, "port": None, "background": False}],
         "timeout": "60s", "batch": None}
 
 
@@ -248,3 +249,12 @@ def test_the_readmes_example_is_a_valid_step():
     step = parse_spec("t", tomllib.loads(example), Path("t.toml"), LIMITS).steps[0]
     assert step.requests_asked == (15_000 + 60_000) * 2  # 0 → 1000/s over 30 s, 1000/s for 1 min; two requests each
     assert [r["name"] for r in load_plan(step.load)["requests"]] == ["login", "orders"]
+
+
+def test_a_background_request_cannot_feed_later_ones():
+    found = problems_of(vus=1, requests=[{"path": "/stream", "background": True, "extract": {"x": "a.b"}},
+                                         {"path": "/next", "background": "yes"}])
+    assert found == [
+        "step s: load.requests[1]: a background request's response arrives after later requests went out: it cannot "
+        "extract values for them",
+        "step s: load.requests[2]: background must be true or false, got 'yes'"]

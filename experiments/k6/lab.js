@@ -72,6 +72,14 @@ export default function () {
     const { method, url, body, params } = prepared(r, vars, {});
     exec.vu.metrics.metadata.req = String(n);
     requestStarted.add(1);
+    if (r.background) {
+      // Not awaited: the iteration goes on, k6 waits for it before the next one. Its samples are recorded when
+      // it completes, so they carry their own `req` tag (the metadata will have moved on by then).
+      params.tags.req = String(n);
+      http.asyncRequest(method, url, body, params);
+      if (r.think_time_ms > 0) sleep(r.think_time_ms / 1000);
+      continue;
+    }
     const res = http.request(method, url, body, params);
     const wanted = Object.entries(r.extract);
     if (wanted.length) {

@@ -8,7 +8,8 @@ Executors (k6's names and semantics):
   (start_rate, then stages whose targets are rates), each with pre_allocated_vus and max_vus.
 An iteration is one GET of `path` (today's behaviour) or, with `[[…load.requests]]` tables, a scenario: requests
 in order, each with name, method, path (`${var}` parameters), body, headers, think_time, port and
-extract = { var = "json.field.path" } feeding later requests. `spike_mode = "batch"` (per-vu-iterations) lets
+extract = { var = "json.field.path" } feeding later requests, and `background = true` for a request the iteration
+does not wait for (k6's http.asyncRequest: a browser's event stream held open while the user goes on). `spike_mode = "batch"` (per-vu-iterations) lets
 `batch_vus` k6 VUs carry the `vus` users, each VU opening its share as one `http.batch`, so that thousands of
 users are in flight within a second or two instead of k6's VU start-up time.
 
@@ -82,7 +83,7 @@ REQUIRED = {
     "ramping-arrival-rate": ("stages", "pre_allocated_vus"),
 }
 DURATION_KEYS = ("duration", "graceful_stop", "max_duration", "request_timeout", "graceful_ramp_down", "time_unit")
-REQUEST_KEYS = {"name", "method", "path", "body", "headers", "think_time", "extract", "port"}
+REQUEST_KEYS = {"name", "method", "path", "body", "headers", "think_time", "extract", "port", "background"}
 BUILTIN_VARS = ("vu", "iter")  # ${vu}: k6's VU id in the test, ${iter}: its iteration number in the scenario
 VAR = re.compile(r"\$\{([^}]*)\}")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -213,7 +214,7 @@ def _requests(tables, load: dict, where: str, problems: list[str]) -> list[dict]
         request = {"name": table.get("name", table.get("path")), "method": table.get("method", "GET"),
                    "path": table.get("path"), "body": table.get("body"), "headers": table.get("headers", {}),
                    "think_time": table.get("think_time", "0s"), "extract": table.get("extract", {}),
-                   "port": table.get("port")}
+                   "port": table.get("port"), "background": table.get("background", False)}
         _check_request(request, at, known, problems)
         if isinstance(request["extract"], dict):
             known |= set(request["extract"])
@@ -243,6 +244,11 @@ def _check_request(request: dict, at: str, known: set[str], problems: list[str])
     if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535):
         problems.append(f"{at}: port must be a port number (1-65535), got {port!r}")
     extract = request["extract"]
+    if not isinstance(request["background"], bool):
+        problems.append(f"{at}: background must be true or false, got {request['background']!r}")
+    elif request["background"] and extract:
+        problems.append(f"{at}: a background request's response arrives after later requests went out: it cannot "
+                        f"extract values for them")
     if not isinstance(extract, dict):
         problems.append(f"{at}: extract must be a table like {{ id = \"items.0.id\" }}, got {extract!r}")
     else:
@@ -353,9 +359,11 @@ def batch_size(load: dict) -> int:
 def plan_requests(load: dict) -> list[dict]:
     """The scenario as the script runs it (durations in ms); without one, a GET of load.path named by it."""
     requests = load.get("requests") or [{"name": load["path"], "method": "GET", "path": load["path"], "body": None,
-                                         "headers": {}, "think_time": "0s", "extract": {}, "port": None}]
+                                         "headers": {}, "think_time": "0s", "extract": {}, "port": None,
+                                         "background": False}]
     return [{"name": r["name"], "method": r["method"], "path": r["path"], "body": r["body"], "headers": dict(r["headers"]),
-             "think_time_ms": duration_ms(r["think_time"]), "extract": dict(r["extract"]), "port": r["port"]}
+             "think_time_ms": duration_ms(r["think_time"]), "extract": dict(r["extract"]), "port": r["port"],
+             "background": r.get("background", False)}
             for r in requests]
 
 

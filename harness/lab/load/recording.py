@@ -98,9 +98,11 @@ def _drop_cut_line(csv_path: Path) -> None:
 
 
 def _keys(rows: pd.DataFrame) -> pd.DataFrame:
-    """(vu, iter, req) of each sample from its metadata (k6 v1) or extra tags (older k6); req defaults to 0."""
+    """(vu, iter, req) of each sample from its extra tags, else its metadata (k6 v1); req defaults to 0. A tag wins:
+    a background request (and each request of a batch) carries its own `req` tag, while the VU's metadata has moved
+    on to a later request by the time its response is recorded."""
     empty = pd.Series("", index=rows.index, dtype="string")
-    tags = rows.get("metadata", empty).fillna("") + "&" + rows.get("extra_tags", empty).fillna("")
+    tags = rows.get("extra_tags", empty).fillna("") + "&" + rows.get("metadata", empty).fillna("")
     out = pd.DataFrame(index=rows.index)
     for tag in KEY:
         found = tags.str.extract(rf"(?:^|&){tag}=(\d+)", expand=False).astype("float64")

@@ -4,8 +4,10 @@ Everything here is computed from the step data and the model; chapters and verdi
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from harness.lab import histogram
 from harness.lab.load.options import peak_vus
 from harness.lab.store import ChapterData, answered
 from harness.models.closed_loop import little_concurrency
@@ -85,3 +87,30 @@ def metric_series(data: ChapterData, step_id: str, metric: str) -> pd.DataFrame:
     frame = data.actuator[(data.actuator.step == step_id) & (data.actuator.metric == metric)]
     start = spike_start_ms(data)[step_id]
     return pd.DataFrame({"t_s": (frame["ts_ms"] - start) / 1000, "value": frame["value"]}).reset_index(drop=True)
+
+
+# ---- a recorded-by-the-second step (record = "seconds") ----------------------------------------------------
+
+def plateau_stats(data: ChapterData, step: str, first: int, last: int) -> dict:
+    """Answered requests per second, latency and failures over the seconds [first, last) of a step."""
+    seconds = max(last - first, 1)
+    outcomes = data.outcomes[(data.outcomes.step == step) & data.outcomes.second.between(first, last - 1)]
+    latency = data.latency[(data.latency.step == step) & data.latency.second.between(first, last - 1)]
+    series = data.series[(data.series.step == step) & data.series.second.between(first, last - 1)]
+    ok = outcomes[answered(outcomes)]["requests"].sum()
+    counts = latency.groupby("bucket")["count"].sum()
+    quantiles = histogram.quantiles(latency, by=None) if len(latency) else pd.DataFrame([{"p50": np.nan, "p99": np.nan}])
+    mean = float((histogram.value_of(counts.index) * counts.to_numpy()).sum() / counts.sum()) if counts.sum() else np.nan
+    return {"tps": ok / seconds, "mean_ms": mean, "p50_ms": float(quantiles["p50"].iloc[0]),
+            "p99_ms": float(quantiles["p99"].iloc[0]), "errors": int(outcomes["requests"].sum() - ok),
+            "dropped": int(series["dropped_iterations"].fillna(0).sum()) if len(series) else 0}
+
+
+def gained_per_second(samples: pd.DataFrame, column: str, begin_ms: float, end_ms: float) -> float:
+    """How fast a cumulative column (CPU seconds, seconds paused for GC) grew between two instants: its gain between
+    the first and last samples inside them, per second. NaN with fewer than two samples there."""
+    inside = samples[samples.ts_ms.between(begin_ms, end_ms)].sort_values("ts_ms")
+    if len(inside) < 2:
+        return np.nan
+    first, last = inside.iloc[0], inside.iloc[-1]
+    return float((last[column] - first[column]) / ((last["ts_ms"] - first["ts_ms"]) / 1000))

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.lab import histogram
 from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.load.options import peak_vus
-from harness.lab.store import ChapterData, answered
+from harness.book.analysis import gained_per_second, plateau_stats
+from harness.lab.store import ChapterData
 from harness.lab.units import duration_ms
 
 SETTLE_S = 5  # seconds after the ramp before the plateau counts: the pool has grown, the JIT has compiled
@@ -62,7 +62,7 @@ def step_row(data: ChapterData, step: str) -> dict:
     t0 = meta["recording"]["t0_ms"]
     kind = kind_of(load)
     first, last = plateau(load)
-    window = _window(data, step, first, last)
+    window = plateau_stats(data, step, first, last)
     model = meta.get("model") or {}
     row = {"step": step, "kind": kind, "users": peak_vus(load), "rate": load.get("rate", np.nan),
            "threads_max": server.get("TOMCAT_MAX_THREADS", SERVER_DEFAULTS["TOMCAT_MAX_THREADS"]),
@@ -79,34 +79,9 @@ def step_row(data: ChapterData, step: str) -> dict:
                            ("tomcat.threads.current", "current_threads_peak")):
         values = data.actuator[(data.actuator.step == step) & (data.actuator.metric == metric)]["value"]
         row[column] = float(values.max()) if len(values) else np.nan
-    burst = _window(data, step, 0, BURST_S) if kind == BURST else {"p99_ms": np.nan, "errors": np.nan}
+    burst = plateau_stats(data, step, 0, BURST_S) if kind == BURST else {"p99_ms": np.nan, "errors": np.nan}
     row["first_seconds_p99_ms"], row["first_seconds_errors"] = burst["p99_ms"], burst["errors"]
     return row
-
-
-def _window(data: ChapterData, step: str, first: int, last: int) -> dict:
-    """Answered requests per second, latency and failures over the seconds [first, last) of a step."""
-    seconds = max(last - first, 1)
-    outcomes = data.outcomes[(data.outcomes.step == step) & data.outcomes.second.between(first, last - 1)]
-    latency = data.latency[(data.latency.step == step) & data.latency.second.between(first, last - 1)]
-    series = data.series[(data.series.step == step) & data.series.second.between(first, last - 1)]
-    ok = outcomes[answered(outcomes)]["requests"].sum()
-    counts = latency.groupby("bucket")["count"].sum()
-    quantiles = histogram.quantiles(latency, by=None) if len(latency) else pd.DataFrame([{"p50": np.nan, "p99": np.nan}])
-    mean = float((histogram.value_of(counts.index) * counts.to_numpy()).sum() / counts.sum()) if counts.sum() else np.nan
-    return {"tps": ok / seconds, "mean_ms": mean, "p50_ms": float(quantiles["p50"].iloc[0]),
-            "p99_ms": float(quantiles["p99"].iloc[0]), "errors": int(outcomes["requests"].sum() - ok),
-            "dropped": int(series["dropped_iterations"].fillna(0).sum()) if len(series) else 0}
-
-
-def gained_per_second(samples: pd.DataFrame, column: str, begin_ms: float, end_ms: float) -> float:
-    """How fast a cumulative column (CPU seconds, seconds paused for GC) grew between two instants: its gain between
-    the first and last samples inside them, per second. NaN with fewer than two samples there."""
-    inside = samples[samples.ts_ms.between(begin_ms, end_ms)].sort_values("ts_ms")
-    if len(inside) < 2:
-        return np.nan
-    first, last = inside.iloc[0], inside.iloc[-1]
-    return float((last[column] - first[column]) / ((last["ts_ms"] - first["ts_ms"]) / 1000))
 
 
 def steps_table(data: ChapterData) -> pd.DataFrame:

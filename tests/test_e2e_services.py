@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -76,6 +77,15 @@ def test_both_services_are_sampled_under_their_own_names(proxied):
     assert service["exit"] == 0 and service["ready_ms"] > 0 and service["version"]
     assert (step / "proxy.conf").exists() and (step / "proxy.log.gz").exists()
     assert not list(step.glob(".proxy-run"))  # nginx's pid and temp files are removed with it
+
+
+def test_a_chapter_reads_each_services_table_under_its_name(proxied):
+    data_dir, step, _ = proxied
+    with mock.patch.dict(os.environ, {"LAB_DATA_DIR": str(data_dir)}):
+        data = store.load(PROFILE.stem)
+    proxy = data.service("proxy", "proxy")
+    assert len(proxy) == len(pd.read_parquet(step / "proxy.parquet")) > 0
+    assert set(proxy["metric"]) == set(STUB_METRICS) and data.service("server").empty
 
 
 def test_k6_requests_went_through_nginx(proxied):

@@ -40,6 +40,7 @@ COLUMNS = {
     "outcomes": ["ts_ms", "second", "status", "error_code", "error", "requests"],
     "latency": ["ts_ms", "second", "bucket", "count"],  # harness.lab.histogram buckets of http_req_duration
 }
+SERVICE_COLUMNS = ["ts_ms", "metric", "value", "service", "step"]
 PHASES = ["http_req_duration_ms", "blocked_ms", "connecting_ms", "waiting_ms"]  # optional requests columns (ms)
 RECORDING_KEY = b"lab.recording"  # parquet metadata of a compact table: {"format": ..., "t0_ms": ...}
 
@@ -158,6 +159,8 @@ class ChapterData:
     series: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS["series"] + ["step"]))
     outcomes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS["outcomes"] + ["step"]))
     latency: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS["latency"] + ["step"]))
+    # Each [services.<name>]'s own metrics (<name>.parquet: pg_stat_*, stub_status …), long format, with `service`.
+    services: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SERVICE_COLUMNS))
 
     def meta(self, step_id: str) -> dict:
         return self.steps[step_id]
@@ -165,8 +168,13 @@ class ChapterData:
     def only(self, step_ids: list[str]) -> ChapterData:
         """The same chapter with just these steps (for a chart about some of them)."""
         keep = {s: self.steps[s] for s in step_ids}
-        tables = {name: getattr(self, name) for name in TABLES}
+        tables = {name: getattr(self, name) for name in (*TABLES, "services")}
         return ChapterData(self.chapter, keep, **{n: t[t["step"].isin(keep)] for n, t in tables.items()})
+
+    def service(self, name: str, step: str | None = None) -> pd.DataFrame:
+        """One service's metrics (ts_ms, metric, value, step), of one step or all."""
+        rows = self.services[self.services.service == name]
+        return rows[rows.step == step] if step is not None else rows
 
 
 def complete_steps(chapter: str) -> dict[str, dict]:
@@ -206,7 +214,15 @@ def load(chapter: str) -> ChapterData:
     for name in TABLES:  # a step without the file (a per-second step has no requests) adds no rows
         frames = [read_table(chapter, s, name).assign(step=s) for s in steps if (step_dir(chapter, s) / f"{name}.parquet").exists()]
         tables[name] = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS[name] + ["step"])
-    return ChapterData(chapter, steps, **tables)
+    return ChapterData(chapter, steps, **tables, services=_service_tables(chapter, steps))
+
+
+def _service_tables(chapter: str, steps: dict[str, dict]) -> pd.DataFrame:
+    """Every step's service tables, one long frame: the services step.json names that left a <name>.parquet."""
+    frames = [pd.read_parquet(path).assign(service=name, step=step)
+              for step, meta in steps.items() for name in meta.get("services", {})
+              if (path := step_dir(chapter, step) / f"{name}.parquet").exists()]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SERVICE_COLUMNS)
 
 
 # ---- the compact formats -------------------------------------------------------------------------------

@@ -62,8 +62,9 @@ def clusters():
         yield path
     finally:
         os.environ.pop("LAB_PG_CLUSTERS") if before is None else os.environ.update(LAB_PG_CLUSTERS=before)
-        assert postgres_pids(path) == [], "a postgres outlived the test"
-        shutil.rmtree(path, ignore_errors=True)
+        left = postgres_pids(path)
+        shutil.rmtree(path, ignore_errors=True)  # also when the test failed
+        assert left == [], f"a postgres outlived the test: {left}"
 
 
 def drive(workdir: Path, port: int, delete: bool) -> dict:

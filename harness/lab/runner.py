@@ -23,7 +23,7 @@ from harness.lab.load import load_tool
 from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts, summary_counts
 from harness.lab.load.recording import write_recording
 from harness.lab.samplers import Samplers, now_ms
-from harness.lab.services.deploy import Deployment, check_services, target
+from harness.lab.services.deploy import AFTER, BEFORE, Deployment, check_services, target
 from harness.lab.spec import Step, load_spec
 from harness.models import MODEL_VERSION, STARTUP_ALLOWANCE_MS, expected_step_ms, predict
 
@@ -138,20 +138,25 @@ def _finish(writer: store.StepWriter, meta: dict, began: float):
 
 
 def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: dict, dashboard: bool) -> None:
+    """Services the server connects to (a database) → the server, with what they tell it → the other services (a
+    proxy in front of it) → samplers and load; torn down in reverse: the proxy, the server, the database."""
     log = writer.path / "server.log"
     _ports_still_free(step)
-    server = server_backend.start(step, log)
-    services = Deployment(step, writer.path, server)  # [services.*]: after the server, in dependency order
+    services = Deployment(step, writer.path)
     if step.services:
         meta["services"] = services.meta
-    load_proc = None
-    samplers = None
+    server = load_proc = samplers = None
     try:
+        services.start(BEFORE)
+        extra_env = services.server_env()
+        if extra_env:
+            meta["server_env"] = extra_env  # beside config.server: given by the step's services, not the spec
+        server = services.server = server_backend.start(step, log, extra_env)
         meta["startup_ms"] = round(server.wait_healthy())
         _record_server(meta, server.info())
         meta |= server.step_meta()
         meta["launch"] = _launch_used(step, server_backend)
-        services.start()
+        services.start(AFTER)
         pids = {"server": server.pid} | services.pids()
         samplers = Samplers(step.system["sample_interval_ms"], services.port(target(step)), server.management_url,
                             lambda: dict(pids), server.cgroups(), enabled=step.system["sampling"],
@@ -176,12 +181,24 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         with interrupts.saving():  # a second Ctrl-C must not abandon the save
             if load_proc is not None:
                 terminate(load_proc, grace_s=5)
-            try:
-                services.stop()  # in reverse start order, before the server they may depend on
-            finally:
+            _tear_down(services, server, meta, lambda: (_write_tables(step, tool, writer, meta, samplers, dashboard),
+                                                        services.write(writer)))
+
+
+def _tear_down(services: Deployment, server, meta: dict, write) -> None:
+    """The services in front of the server, the server, the services it used; each even if one before failed; then
+    what was measured is written."""
+    try:
+        services.stop(AFTER)
+    finally:
+        try:
+            if server is not None:
                 meta["server_exit"] = server.stop()
-                _write_tables(step, tool, writer, meta, samplers, dashboard)
-                services.write(writer)
+        finally:
+            try:
+                services.stop(BEFORE)
+            finally:
+                write()
 
 
 def _measure_redeploys(step: Step, server_backend, writer: store.StepWriter, meta: dict) -> None:

@@ -76,7 +76,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NO_MEMORY_LIMIT_V1 = 2**62  # cgroup v1 reports "no limit" as a huge page-aligned number
-WRAPPERS = {"sh", "dash", "bash", "taskset"}  # what a placed process is before it execs into itself
+WRAPPERS = {"sh", "dash", "bash", "taskset", "setpriv"}  # what a placed process is before it execs into itself
 
 
 def now_ms() -> int:

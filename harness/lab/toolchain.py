@@ -1,4 +1,5 @@
-"""What `invoke setup` checks and builds: JDK ≥ 17, Python ≥ 3.11, the pinned k6, the server jar + CDS archive."""
+"""What `invoke setup` checks and builds: JDK ≥ 17, Python ≥ 3.11, the pinned k6, the pinned PostgreSQL binaries (the
+postgres kind: harness.lab.services.pgbinaries), the server jar + CDS archive."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,7 @@ from harness import ROOT, SERVER_DIR, TOOLS, LabError, say
 from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR
 from harness.lab.backends.local import java_command, java_major
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
+from harness.lab.services import pgbinaries
 from harness.lab.services.nginx import nginx_binary
 
 MIN_JAVA = 17
@@ -82,6 +84,7 @@ def setup() -> None:
     say(f"k6:   {ensure_k6()}")
     say(f"ab:   {shutil.which('ab') or 'missing (chapter 1 cross-checks with it: apt-get install apache2-utils)'}")
     say(f"nginx: {nginx_binary() or 'missing (only specs with an nginx service need it: apt-get install nginx)'}")
+    say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")
     build_server()
     say(f"server: {JAR} (+ CDS archive)")
     install_chart_libraries()

@@ -83,10 +83,11 @@ class RunningServer(RunningService):
 JVM_OPTIONS = ("-XX:MaxRAMPercentage=25",)
 
 
-def server_env(step: Step) -> dict[str, str]:
-    """The step's server settings as environment variables (booleans as Spring writes them), and the JVM options
-    (JAVA_TOOL_OPTIONS: read by any java launcher, local or in a container)."""
+def server_env(step: Step, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The step's server settings as environment variables (booleans as Spring writes them), what the services started
+    before it give it (`extra`: the database's SPRING_DATASOURCE_*), and the JVM options (JAVA_TOOL_OPTIONS: read by
+    any java launcher, local or in a container)."""
     env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
     if step.server.get("PAIR_ROOM"):
         env["SPRING_PROFILES_ACTIVE"] = PAIR_ROOM_PROFILE
-    return env | {"JAVA_TOOL_OPTIONS": " ".join(JVM_OPTIONS)}
+    return env | (extra or {}) | {"JAVA_TOOL_OPTIONS": " ".join(JVM_OPTIONS)}

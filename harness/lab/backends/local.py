@@ -25,8 +25,8 @@ class LocalProcessBackend:
         if not JAR.exists():
             raise LabError(f"the server jar {JAR.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
 
-    def start(self, step: Step, log: Path) -> RunningServer:
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step)
+    def start(self, step: Step, log: Path, extra_env: dict[str, str] | None = None) -> RunningServer:
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step, extra_env)
         started = time.monotonic()
         return RunningServer(step, spawn(placement.command(step, "server", server_command(step.system.get("launch", "auto"))), env, log), log, started)
 

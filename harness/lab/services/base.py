@@ -97,6 +97,7 @@ class ServiceKind:
     name = "kind"
     knobs: Knobs = {}
     defaults: dict = {}
+    before_server = False  # started before the sample server (which connects to it at start-up), stopped after it
 
     def resolve(self, service: str, values: dict, where: str, problems: list[str]) -> dict:
         """The spec's knobs typed and checked, defaults filled in (kind-specific checks in `check`)."""
@@ -107,6 +108,13 @@ class ServiceKind:
 
     def check(self, service: str, knobs: dict, where: str, problems: list[str]) -> None:
         """Kind-specific checks of one resolved service (e.g. an upstream that must exist)."""
+
+    def check_server(self, service: str, knobs: dict, server: dict, where: str, problems: list[str]) -> None:
+        """Checks of the step's resolved [server] against this service (e.g. a pool that must fit its connections)."""
+
+    def server_env(self, running: RunningService) -> dict[str, str]:
+        """Environment a before_server service gives the sample server (e.g. where its database is)."""
+        return {}
 
     def depends_on(self, knobs: dict) -> list[str]:
         return []

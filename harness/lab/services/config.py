@@ -9,8 +9,9 @@ import re
 from harness import LabError
 from harness.lab.services.base import ServiceKind
 from harness.lab.services.nginx import NginxKind
+from harness.lab.services.postgres import PostgresKind
 
-KINDS: dict[str, ServiceKind] = {"nginx": NginxKind()}  # what `kind = "…"` may name
+KINDS: dict[str, ServiceKind] = {"nginx": NginxKind(), "postgres": PostgresKind()}  # what `kind = "…"` may name
 SERVER = "server"  # the implicit service (the sample server, kind tomcat, set by [server]): the load's default target
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # Names a service may not take: they are other files of a step directory (<name>.parquet, <name>.log.gz).
@@ -47,6 +48,7 @@ def resolve_services(base: dict, step: dict, server: dict, load: dict, where: st
     if len(services) == len(merged):
         _check_graph(services, where, problems)
         _check_ports(services, {"server": server["SERVER_PORT"], "management": server["MANAGEMENT_PORT"]}, where, problems)
+        _check_database(services, server, where, problems)
     target = load.get("target", SERVER)
     if load and target != SERVER and target not in services:
         problems.append(f"{where}: load.target must be 'server' or one of the step's services "
@@ -67,16 +69,35 @@ def _check_graph(services: dict, where: str, problems: list[str]) -> None:
         problems.append(f"{where}: {err}")
 
 
+def _check_database(services: dict, server: dict, where: str, problems: list[str]) -> None:
+    """PAIR_ROOM needs the one database it connects to; a before_server service's own checks of [server]."""
+    databases = [n for n, k in services.items() if k["kind"] == "postgres"]
+    if server.get("PAIR_ROOM") and len(databases) != 1:
+        problems.append(f"{where}: PAIR_ROOM = true needs exactly one service of kind postgres (the database the "
+                        f"pair-room API connects to), the step has {len(databases)}"
+                        + (f" ({', '.join(databases)})" if databases else ""))
+    elif len(databases) > 1:
+        problems.append(f"{where}: at most one postgres service per step (the server gets one SPRING_DATASOURCE_URL), "
+                        f"got {', '.join(databases)}")
+    for name, knobs in services.items():
+        KINDS[knobs["kind"]].check_server(name, knobs, server, where, problems)
+
+
 def start_order(services: dict) -> list[str]:
-    """Service names in an order where each comes after what it depends on (the server always first)."""
-    order, left = [SERVER], dict(services)
-    while left:
-        ready = [n for n, k in left.items() if all(d in order for d in KINDS[k["kind"]].depends_on(k))]
+    """Service names in an order where each comes after what it depends on: the `before_server` services (a database
+    the server connects to at start-up), then the server, then the others (which may depend on the server)."""
+    first = [n for n, k in services.items() if KINDS[k["kind"]].before_server]
+    needs = {SERVER: first} | {n: KINDS[k["kind"]].depends_on(k) + ([] if n in first else [SERVER])
+                               for n, k in services.items()}
+    order: list[str] = []
+    while needs:
+        ready = [n for n, deps in needs.items() if all(d in order for d in deps)]
         if not ready:
-            raise LabError(f"services depend on each other in a cycle: {', '.join(sorted(left))}")
+            raise LabError(f"services depend on each other in a cycle: {', '.join(sorted(needs))}"
+                           + (f" ({', '.join(first)}: started before the server, so cannot need it)" if first else ""))
         for name in sorted(ready):
             order.append(name)
-            del left[name]
+            del needs[name]
     return order
 
 

@@ -1,7 +1,9 @@
 """A step's services besides the sample server, around the server the runner starts on its backend: checked before
-anything starts (tools, ports), started in dependency order after the server, each waited ready and checked to be the
-process started, sampled under its own name, and stopped in reverse order (also when a start fails, on Ctrl-C and
-SIGTERM: the runner stops them in its `finally`). Their tables (<name>.parquet) and logs (<name>.log.gz) go into the
+anything starts (tools, ports), started in dependency order in two groups around the server (BEFORE: the kinds the
+server connects to at start-up, e.g. postgres, whose `server_env` the server gets; AFTER: the rest, e.g. nginx in
+front of it), each waited ready and checked to be the process started, sampled under its own name, and stopped in
+reverse order: AFTER, then the server, then BEFORE (also when a start fails, on Ctrl-C and SIGTERM: the runner stops
+them in its `finally`). Their tables (<name>.parquet) and logs (<name>.log.gz) go into the
 step directory, also for a failed step.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ from harness.lab.services.tomcat import TomcatKind
 
 TOMCAT = TomcatKind()  # the implicit service `server`: its backend starts it, the runner passes it in
 
+BEFORE, AFTER = "before", "after"  # the groups of services started before and after the sample server
 LONG_COLUMNS = ["ts_ms", "metric", "value"]  # every service's metrics table: long format, like actuator.parquet
 
 
@@ -40,8 +43,17 @@ def check_services(steps, backend: str) -> None:
         check_ports_free(step)
 
 
-def check_ports_free(step, error: type[Exception] = LabError) -> None:
+def groups(step) -> dict[str, list[str]]:
+    """The step's services in start order, split around the server: {BEFORE: [...], AFTER: [...]}."""
+    order = start_order(step.services)
+    at = order.index(SERVER)
+    return {BEFORE: order[:at], AFTER: order[at + 1:]}
+
+
+def check_ports_free(step, error: type[Exception] = LabError, names=None) -> None:
     for name, knobs in step.services.items():
+        if names is not None and name not in names:
+            continue
         for what, port in KINDS[knobs["kind"]].ports(knobs).items():
             if port_in_use(knobs.get("address", "127.0.0.1"), port):
                 found = listener(port)
@@ -58,19 +70,23 @@ def _ephemeral(port: int) -> str:
 
 
 class Deployment:
-    """The services of one step (not the server itself, which the runner starts on its backend and passes in)."""
+    """The services of one step (not the server itself, which the runner starts on its backend and hands over once
+    started: `server`)."""
 
-    def __init__(self, step, workdir: Path, server):
+    def __init__(self, step, workdir: Path, server=None):
         self.step, self.workdir, self.server = step, workdir, server
         self.running: dict[str, RunningService] = {}  # in start order
         self.meta: dict[str, dict] = {}  # step.json's `services`
         self.sampling: dict = {}
 
-    def start(self) -> None:
-        """Start each service after what it depends on; wait until it answers and is the process started."""
-        check_ports_free(self.step, StepFailed)  # checked before the run too: something may have started since
-        ctx = Context(self.step, self.workdir, {SERVER: self.server}, endpoints(self.step))
-        for name in start_order(self.step.services)[1:]:
+    def start(self, group: str = AFTER) -> None:
+        """Start the group's services, each after what it depends on; wait until each answers and is the process
+        started. AFTER needs the server (`self.server`) running."""
+        names = groups(self.step)[group]
+        check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started since
+        running = dict(self.running) | ({SERVER: self.server} if self.server is not None else {})
+        ctx = Context(self.step, self.workdir, running, endpoints(self.step))
+        for name in names:
             knobs = self.step.services[name]
             service = KINDS[knobs["kind"]].start(name, knobs, ctx)
             self.running[name] = ctx.running[name] = service
@@ -78,6 +94,14 @@ class Deployment:
             self.meta[name]["ready_ms"] = round(service.wait_ready())
             self.meta[name] |= {"pid": service.pid, "processes": service.pids()}
             self.meta[name] |= service.info() | service.step_meta()
+
+    def server_env(self) -> dict[str, str]:
+        """What the BEFORE services tell the server (e.g. SPRING_DATASOURCE_URL of the step's database)."""
+        env: dict[str, str] = {}
+        for name in groups(self.step)[BEFORE]:
+            if name in self.running:
+                env |= KINDS[self.step.services[name]["kind"]].server_env(self.running[name])
+        return env
 
     def url(self, name: str) -> str:
         return self.server.url if name == SERVER else self.running[name].url
@@ -102,18 +126,20 @@ class Deployment:
                 raise StepFailed(f"{service.kind} '{name}' exited during the step ({service.exit_reason()}); "
                                  f"its log ends:\n{service.log_tail()}")
 
-    def stop(self) -> None:
-        """Stop in reverse start order, every one even if one fails (a failure is recorded as its exit); a second
-        Ctrl-C while stopping is re-raised once all were asked to stop."""
+    def stop(self, group: str | None = None) -> None:
+        """Stop the group's services (all without one) in reverse start order, every one even if one fails (a
+        failure is recorded as its exit); a second Ctrl-C while stopping is re-raised once all were asked to stop."""
         interrupted = None
-        for name, service in reversed(self.running.items()):
+        names = groups(self.step)[group] if group else list(self.running)
+        for name, service in reversed([(n, s) for n, s in self.running.items() if n in names]):
             try:
                 self.meta[name]["exit"] = service.stop()
             except Exception as err:
                 self.meta[name]["exit"] = f"not stopped cleanly: {err}"
             except BaseException as err:  # noqa: B036
                 interrupted = interrupted or err
-        self.running = {}
+            self.meta[name] |= service.step_meta()  # what stopping added (e.g. the clone dropped)
+        self.running = {n: s for n, s in self.running.items() if n not in names}
         if interrupted is not None:
             raise interrupted
 

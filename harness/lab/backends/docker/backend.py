@@ -22,7 +22,7 @@ def container_name(step: Step) -> str:
     return re.sub(r"[^a-zA-Z0-9_.-]", "-", f"lab-{step.chapter}-{step.id}")
 
 
-def run_argv(step: Step, image: str, nofile: int) -> list[str]:
+def run_argv(step: Step, image: str, nofile: int, extra_env: dict[str, str] | None = None) -> list[str]:
     """`docker run` arguments for a step: its server env, the host's network and the spec's limits.
 
     `nofile` is the open-files limit when the spec sets none (this machine's hard limit, as a local
@@ -38,7 +38,7 @@ def run_argv(step: Step, image: str, nofile: int) -> list[str]:
     if "memory" in limits:
         argv += ["--memory", limits["memory"], "--memory-swap", limits["memory"]]
     argv += placement.docker_args(step)  # [placement] server: --cpuset-cpus, --cpus
-    for key, value in server_env(step).items():
+    for key, value in server_env(step, extra_env).items():
         argv += ["--env", f"{key}={value}"]
     return argv + [image]
 
@@ -61,12 +61,12 @@ class DockerBackend:
             raise LabError(f"the server image {self.image} holds another build of the jar than "
                            f"{JAR.relative_to(SERVER_DIR.parent)}: {rebuild}")
 
-    def start(self, step: Step, log: Path) -> ContainerServer:
+    def start(self, step: Step, log: Path, extra_env: dict[str, str] | None = None) -> ContainerServer:
         name = container_name(step)
         docker("rm", "--force", name, check=False)  # a leftover of a run killed hard
         started = time.monotonic()
         try:
-            container = docker(*run_argv(step, self.image, system.nofile_limit())).stdout.strip()
+            container = docker(*run_argv(step, self.image, system.nofile_limit(), extra_env)).stdout.strip()
             return ContainerServer(step, container, self.image, log, started)
         except BaseException:  # Ctrl-C or a failed start: no container may outlive the step
             docker("rm", "--force", name, check=False)

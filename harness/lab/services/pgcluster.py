@@ -1,0 +1,144 @@
+"""The postgres kind's cluster and template database, made once and reused by every step that asks for the same data.
+
+A cluster lives in the cache `.tools/postgres/clusters/<key>/` (`LAB_PG_CLUSTERS` moves it; outside data/: it is a
+means, not a result): `data/` is the initdb'd cluster, `ready.json` is written once the template is loaded. The key
+holds the PostgreSQL version, the template's name, its row count and a hash of its SQL files (and of LOAD_FORMAT, the
+loading procedure below), so a change to any of them builds a new cluster; a cluster without `ready.json` (a load
+killed half-way) is rebuilt from scratch.
+
+The template `<template>_template` is loaded as the lab's user: <template>-schema.sql, then <template>-data.sql with
+`SET lab.rows = <rows>` (the data file reads `current_setting('lab.rows')::int`), then <template>-indexes.sql when
+there is one, then ANALYZE; it is then marked a template that accepts no connections, so no step can write to it.
+A step works on a clone, `CREATE DATABASE step_<n> TEMPLATE …`, dropped when the step ends (a clone a killed run
+left is dropped at the next start).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from harness import ROOT, TOOLS, LabError
+from harness.lab.services import pgbinaries
+
+LOAD_FORMAT = 1  # bump when the loading procedure changes: every cluster is rebuilt
+SUPERUSER = "postgres"
+LAB_USER, LAB_PASSWORD = "lab", "lab"  # the server's login (trust on loopback: the password is not checked)
+PARTS = ("schema", "data", "indexes", "drop-indexes")
+REQUIRED = ("schema", "data")
+
+
+def clusters_root() -> Path:
+    return Path(os.environ.get("LAB_PG_CLUSTERS") or TOOLS / "postgres" / "clusters")
+
+
+def sql_files(sql_dir: str, template: str) -> dict[str, Path]:
+    """The template's SQL files that exist, by part (schema, data, indexes, drop-indexes)."""
+    folder = Path(sql_dir) if Path(sql_dir).is_absolute() else ROOT / sql_dir
+    return {part: folder / f"{template}-{part}.sql" for part in PARTS if (folder / f"{template}-{part}.sql").is_file()}
+
+
+def cluster_key(template: str, rows: int, files: dict[str, Path]) -> str:
+    digest = hashlib.sha256(f"{LOAD_FORMAT}".encode())
+    for part in PARTS:
+        digest.update(f"\0{part}\0".encode() + (files[part].read_bytes() if part in files else b""))
+    return f"pg{pgbinaries.PG_VERSION}-{template}-{rows}-{digest.hexdigest()[:12]}"
+
+
+def template_db(template: str) -> str:
+    return re.sub(r"[^a-z0-9_]", "_", template) + "_template"
+
+
+def connect(port: int, dbname: str = "postgres", user: str = SUPERUSER, timeout_s: int = 2):
+    """A psycopg connection over loopback TCP (the cluster has no Unix socket), in autocommit."""
+    try:
+        import psycopg
+    except ImportError:
+        raise LabError("psycopg is missing: pip install -r requirements.lock") from None
+    return psycopg.connect(host="127.0.0.1", port=port, dbname=dbname, user=user, password=LAB_PASSWORD,
+                           connect_timeout=timeout_s, autocommit=True, application_name="lab-harness")
+
+
+class Cluster:
+    """One cached cluster: its directories, whether it is ready, and building it."""
+
+    def __init__(self, template: str, rows: int, files: dict[str, Path]):
+        self.template, self.rows, self.files = template, rows, files
+        self.dir = clusters_root() / cluster_key(template, rows, files)
+        self.data = self.dir / "data"
+        self.marker = self.dir / "ready.json"
+
+    def ready(self) -> bool:
+        return self.marker.is_file()
+
+    def initdb(self) -> float:
+        """A fresh cluster (what a half-built one left is removed first); returns milliseconds."""
+        began = time.monotonic()
+        for old in self.dir.parent.glob(f"pg*-{self.template}-{self.rows}-*"):  # this one half-built, or outdated
+            shutil.rmtree(old, ignore_errors=True)
+        self.data.mkdir(parents=True, mode=0o700)
+        pgbinaries.give_to_runner(self.data)
+        cmd = pgbinaries.run_as_prefix() + [
+            str(pgbinaries.binary("initdb")), "-D", str(self.data), "-U", SUPERUSER, "--auth=trust",
+            "--encoding=UTF8", "--locale=C", "--no-instructions"]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=pg_env(), cwd=self.dir)
+        if done.returncode != 0:
+            raise LabError(f"initdb failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
+        return (time.monotonic() - began) * 1000
+
+    def load_template(self, port: int) -> float:
+        """The template database loaded, analysed and frozen as a template; returns milliseconds."""
+        began = time.monotonic()
+        name = template_db(self.template)
+        with connect(port) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name}")
+            if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [LAB_USER]).fetchone():
+                admin.execute(f"CREATE ROLE {LAB_USER} LOGIN PASSWORD '{LAB_PASSWORD}'")
+            admin.execute(f"CREATE DATABASE {name} OWNER {LAB_USER}")
+        with connect(port, name, LAB_USER, timeout_s=10) as conn:  # the objects are the server's user's own
+            conn.execute(self.files["schema"].read_text())
+            conn.execute(f"SET lab.rows = '{self.rows}'")
+            conn.execute(self.files["data"].read_text())
+            if "indexes" in self.files:
+                conn.execute(self.files["indexes"].read_text())
+            conn.execute("ANALYZE")
+        with connect(port) as admin:
+            admin.execute(f"ALTER DATABASE {name} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")
+            admin.execute("CHECKPOINT")  # the clones copy clean files
+        self.marker.write_text(json.dumps({"template": self.template, "rows": self.rows, "database": name,
+                                           "files": {p: str(f) for p, f in self.files.items()}}, indent=1))
+        return (time.monotonic() - began) * 1000
+
+
+def clone(port: int, template: str, database: str) -> float:
+    """The step's database, copied from the template (leftover step_* clones of a killed run dropped first)."""
+    with connect(port) as admin:
+        for (old,) in admin.execute("SELECT datname FROM pg_database WHERE datname LIKE 'step\\_%'").fetchall():
+            admin.execute(f'DROP DATABASE "{old}" WITH (FORCE)')
+        began = time.monotonic()
+        # FILE_COPY: copy the template's files after a checkpoint, rather than WAL-logging every block (PostgreSQL
+        # 15+'s default), which at a million rows takes seconds longer.
+        admin.execute(f"CREATE DATABASE {database} TEMPLATE {template_db(template)} OWNER {LAB_USER} STRATEGY FILE_COPY")
+        return (time.monotonic() - began) * 1000
+
+
+def drop_indexes(port: int, database: str, sql: Path) -> float:
+    began = time.monotonic()
+    with connect(port, database, LAB_USER) as conn:
+        conn.execute(sql.read_text())
+    return (time.monotonic() - began) * 1000
+
+
+def drop(port: int, database: str) -> None:
+    with connect(port) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def pg_env() -> dict[str, str]:
+    """A plain environment: the C locale whatever the user's (the binaries carry no locales), nothing else leaks in."""
+    return {k: os.environ[k] for k in ("PATH", "TZ") if k in os.environ} | {"LC_ALL": "C", "LANG": "C"}

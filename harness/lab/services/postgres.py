@@ -1,0 +1,291 @@
+"""PostgreSQL as a kind: the database the pair-room API (chapter 5) works on, started BEFORE the sample server (the
+server connects to it at start-up and gets SPRING_DATASOURCE_URL/USERNAME/PASSWORD for the step's clone).
+
+The pinned binaries (harness.lab.services.pgbinaries) run `postgres -D <cluster>` in the foreground as a child of the
+harness (spawn/terminate/PR_SET_PDEATHSIG as for nginx; under the step's `[placement]` for the service's name, so its
+cgroup and CPU list hold the postmaster and every backend it forks), as `nobody` when the harness is root. It
+listens on 127.0.0.1 only, with no Unix socket. The cluster and its template database are made once and cached
+(harness.lab.services.pgcluster); each step gets a clone, dropped at its end. Readiness: psycopg connects and
+`SELECT 1` answers; identity: postmaster.pid names the pid started and the backend answering is its child.
+Metrics: pg_stat_activity, pg_stat_database and the process tree's CPU and memory in <name>.parquet.
+On the docker backend postgres still runs as a local process: the server's container uses the host's network, so it
+reaches 127.0.0.1:<port> as a local server does (an offline docker image of postgres is not made).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from harness import LabError
+from harness.lab import placement
+from harness.lab.samplers import CLOCK_TICKS, PAGE_SIZE, Sampler
+from harness.lab.services import pgbinaries, pgcluster
+from harness.lab.backends.process import spawn
+from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid
+
+TEMPLATE_SQL_DIR = "sample-server/src/main/resources/db"  # <template>-schema.sql, -data.sql, -indexes.sql, -drop-indexes.sql
+SUPERUSER_RESERVED = 3  # PostgreSQL's superuser_reserved_connections default
+SAMPLER_CONNECTIONS = 1  # the harness's own connection while the step runs
+HIKARI_DEFAULT_POOL = 10
+STATES = ("active", "idle", "idle in transaction")  # always reported (0 when none), others when seen
+WAIT_TYPES = ("Activity", "BufferPin", "Client", "Extension", "InjectionPoint", "IO", "IPC", "Lock", "LWLock", "Timeout")
+DATABASE_COUNTERS = ("xact_commit", "xact_rollback", "tup_returned", "tup_fetched", "tup_inserted", "tup_updated",
+                     "blks_read", "blks_hit")
+ACTIVITY_SQL = ("SELECT state, wait_event_type, count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                "AND datname = %s AND pid <> pg_backend_pid() GROUP BY 1, 2")
+DATABASE_SQL = f"SELECT {', '.join(DATABASE_COUNTERS)} FROM pg_stat_database WHERE datname = %s"
+
+
+class PostgresKind(ServiceKind):
+    name = "postgres"
+    before_server = True  # the server connects to it at start-up
+    knobs = {
+        "port": (int, 1),
+        "max_connections": (int, 1),
+        "shared_buffers": (str, None),  # PostgreSQL's own notation: "128MB", "1GB"
+        "template": (str, None),  # the SQL set: <sql_dir>/<template>-{schema,data,indexes,drop-indexes}.sql
+        "sql_dir": (str, None),  # where the template's files are (relative to the repository, or absolute)
+        "rows": (int, 1),  # rows per table, given to the data file as lab.rows
+        "indexes": (bool, None),  # false: the step's clone without the droppable indexes (<template>-drop-indexes.sql)
+    }
+    defaults = {"port": 5432, "max_connections": 100, "shared_buffers": "128MB", "template": "pair-room",
+                "sql_dir": TEMPLATE_SQL_DIR, "rows": 1000, "indexes": True}
+
+    def check(self, service: str, k: dict, where: str, problems: list[str]) -> None:
+        at = f"{where}: services.{service}"
+        if k["port"] > 65535:
+            problems.append(f"{at}.port must be ≤ 65535, got {k['port']}")
+        if k["max_connections"] <= SUPERUSER_RESERVED + SAMPLER_CONNECTIONS:
+            problems.append(f"{at}.max_connections must exceed the {SUPERUSER_RESERVED} connections PostgreSQL "
+                            f"reserves for superusers plus the harness's own, got {k['max_connections']}")
+        if not k["shared_buffers"].strip() or not k["shared_buffers"].replace(" ", "").isalnum():
+            problems.append(f"{at}.shared_buffers must be a size like \"128MB\", got {k['shared_buffers']!r}")
+        if not k["template"] or not k["template"].replace("-", "").replace("_", "").isalnum():
+            problems.append(f"{at}.template must be a name of letters, digits, '-' and '_', got {k['template']!r}")
+            return
+        files = pgcluster.sql_files(k["sql_dir"], k["template"])
+        needed = [*pgcluster.REQUIRED] + ([] if k["indexes"] else ["drop-indexes"])
+        for part in needed:
+            if part not in files:
+                problems.append(f"{at}: template '{k['template']}' needs {k['sql_dir']}/{k['template']}-{part}.sql, "
+                                f"which is missing")
+
+    def check_server(self, service: str, knobs: dict, server: dict, where: str, problems: list[str]) -> None:
+        """The server's connection pool must fit into the connections PostgreSQL lets a non-superuser open."""
+        pool = server.get("HIKARI_MAX_POOL_SIZE", HIKARI_DEFAULT_POOL)
+        usable = knobs["max_connections"] - SUPERUSER_RESERVED - SAMPLER_CONNECTIONS
+        if (server.get("PAIR_ROOM") or "HIKARI_MAX_POOL_SIZE" in server) and pool > usable:
+            problems.append(f"{where}: HIKARI_MAX_POOL_SIZE {pool} exceeds what services.{service}.max_connections "
+                            f"{knobs['max_connections']} leaves the server ({usable}: {SUPERUSER_RESERVED} are reserved "
+                            f"for superusers, {SAMPLER_CONNECTIONS} for the harness's sampler); raise max_connections "
+                            f"or lower the pool")
+
+    def endpoint(self, knobs: dict) -> tuple[str, int]:
+        return "127.0.0.1", knobs["port"]
+
+    def ports(self, knobs: dict) -> dict[str, int]:
+        return {"port": knobs["port"]}
+
+    def check_tools(self, backend: str) -> None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise LabError("psycopg is missing (the postgres kind's client): pip install -r requirements.lock") from None
+        pgbinaries.check_runnable(pgcluster.clusters_root())
+
+    def start(self, service: str, knobs: dict, ctx: Context) -> RunningPostgres:
+        files = pgcluster.sql_files(knobs["sql_dir"], knobs["template"])
+        cluster = pgcluster.Cluster(knobs["template"], knobs["rows"], files)
+        try:
+            initdb_ms = 0.0 if cluster.ready() else cluster.initdb()
+        except LabError as err:
+            raise StepFailed(f"postgres '{service}': {err}") from None
+        _clear_stale_pid(cluster.data)
+        cmd = pgbinaries.run_as_prefix() + [
+            str(pgbinaries.binary("postgres")), "-D", str(cluster.data),
+            "-c", f"port={knobs['port']}", "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+            "-c", f"max_connections={knobs['max_connections']}", "-c", f"shared_buffers={knobs['shared_buffers']}",
+            "-c", f"superuser_reserved_connections={SUPERUSER_RESERVED}"]
+        log = ctx.workdir / f"{service}.log"
+        started = time.monotonic()
+        proc = spawn(placement.command(ctx.step, service, cmd), pgcluster.pg_env(), log)
+        database = f"step_{getattr(ctx.step, 'index', 0)}"
+        return RunningPostgres(service, proc, log, started, knobs, cluster, database, initdb_ms)
+
+    def server_env(self, running: RunningPostgres) -> dict[str, str]:
+        return {"SPRING_DATASOURCE_URL": f"jdbc:postgresql://127.0.0.1:{running.port}/{running.database}",
+                "SPRING_DATASOURCE_USERNAME": pgcluster.LAB_USER, "SPRING_DATASOURCE_PASSWORD": pgcluster.LAB_PASSWORD}
+
+    def sampler(self, running: RunningPostgres, interval_ms: int):
+        return PgSampler(interval_ms, running.port, running.database, running.pid)
+
+
+def _clear_stale_pid(data: Path) -> None:
+    """A postmaster.pid left by a postgres killed with the harness: removed when its pid is gone (or reused by
+    another program); a postgres still running there is refused with its pid."""
+    pid_file = data / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        comm = ""
+    if comm == "postgres":
+        raise StepFailed(f"a postgres (pid {pid}) still runs on the cluster {data} (left by a killed run, or "
+                         f"another run uses it): stop it (`kill {pid}`)")
+    pid_file.unlink()
+
+
+class RunningPostgres(RunningService):
+    kind = "postgres"
+
+    def __init__(self, name, proc, log, started, knobs, cluster, database: str, initdb_ms: float):
+        super().__init__(name, proc, log, started, f"postgresql://127.0.0.1:{knobs['port']}/{database}")
+        self.knobs, self.cluster, self.database, self.port = knobs, cluster, database, knobs["port"]
+        self.times = {"initdb_ms": round(initdb_ms)} if initdb_ms else {}
+        self.cloned = False
+
+    def ready(self) -> bool:
+        try:
+            with pgcluster.connect(self.port, timeout_s=1) as conn:
+                return conn.execute("SELECT 1").fetchone() == (1,)
+        except Exception:  # psycopg.OperationalError while starting up ("the database system is starting up")
+            return False
+
+    def check_identity(self) -> None:
+        try:
+            master = int((self.cluster.data / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            raise StepFailed(f"postgres '{self.name}' answers but its cluster has no postmaster.pid: not the one started") from None
+        with pgcluster.connect(self.port) as conn:
+            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        if master != self.pid or ppid(backend) != self.pid:
+            raise StepFailed(f"postgres '{self.name}': another postgres answers on port {self.port} (postmaster.pid "
+                             f"names {master}, the backend's parent is {ppid(backend)}), not the one started ({self.pid})")
+
+    def wait_ready(self, timeout_s: float = 30) -> float:
+        """Ready and ours, then the template (loaded once per cluster) cloned into the step's database."""
+        ready_ms = super().wait_ready(timeout_s)
+        try:
+            self._prepare()
+        except Exception as err:  # psycopg's errors (an SQL file that fails) end the step, with the database's words
+            raise StepFailed(f"postgres '{self.name}': preparing the step's database {self.database} failed: "
+                             f"{type(err).__name__}: {err}; its log ends:\n{self.log_tail()}") from None
+        return ready_ms
+
+    def _prepare(self) -> None:
+        reused = self.cluster.ready()
+        self.times |= {"template_reused": reused, "template_load_ms": 0 if reused else
+                       round(self.cluster.load_template(self.port))}
+        self.cloned = True  # from here on a clone may exist: stop() drops it
+        self.times["clone_ms"] = round(pgcluster.clone(self.port, self.knobs["template"], self.database), 1)
+        if not self.knobs["indexes"]:
+            self.times["drop_indexes_ms"] = round(
+                pgcluster.drop_indexes(self.port, self.database, self.cluster.files["drop-indexes"]), 1)
+
+    def info(self) -> dict:
+        with pgcluster.connect(self.port) as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+            settings = dict(conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name IN "
+                                         "('max_connections', 'shared_buffers', 'superuser_reserved_connections')"))
+        return {"version": version, "database": self.database, "template": pgcluster.template_db(self.knobs["template"]),
+                "cluster": str(self.cluster.dir), "binaries": str(pgbinaries.home()), "settings": settings,
+                "os_user": pgbinaries.RUN_AS[0] if pgbinaries.as_root() else None}
+
+    def step_meta(self) -> dict:
+        return dict(self.times)
+
+    def stop(self) -> int:
+        """The clone dropped (the next step starts from the template again), then a fast shutdown (SIGINT: sessions
+        rolled back and closed), SIGTERM/SIGKILL to its process group if it does not end."""
+        try:
+            if self.cloned and self.alive():
+                pgcluster.drop(self.port, self.database)
+                self.times["clone_dropped"] = True
+        finally:
+            if self.alive():
+                os.kill(self.proc.pid, signal.SIGINT)
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+            code = super().stop()
+        return code
+
+
+# ---- the sampler ---------------------------------------------------------------------------------
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def tree_usage(root: int) -> dict[str, float]:
+    """CPU seconds and RSS of a postmaster and every process below it. A backend that ended is counted through the
+    postmaster's cutime/cstime (the times of the children it reaped), so the CPU total never goes back.
+    RSS is summed, so shared_buffers pages are counted once per process that touched them (an upper bound)."""
+    cpu, rss, count = 0.0, 0, 0
+    todo = [(root, True)]
+    while todo:
+        pid, is_root = todo.pop()
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if is_root else 0)
+        cpu, rss, count = cpu + ticks / CLOCK_TICKS, rss + pages * PAGE_SIZE, count + 1
+        todo += [(child, False) for child in children(pid)]
+    return {"pg.cpu_seconds": cpu, "pg.rss_bytes": float(rss), "pg.processes": float(count)}
+
+
+def metric_rows(ts_ms: int, activity: list[tuple], database: tuple | None, tree: dict[str, float]) -> list[dict]:
+    """One tick's rows (long format) from pg_stat_activity's (state, wait_event_type, count) groups, the step's
+    pg_stat_database row (DATABASE_COUNTERS, cumulative) and the process tree's usage."""
+    states = dict.fromkeys(STATES, 0)
+    waits = dict.fromkeys(WAIT_TYPES, 0)
+    for state, wait, n in activity:
+        states[state or "unknown"] = states.get(state or "unknown", 0) + n
+        if state == "active" and wait:
+            waits[wait] = waits.get(wait, 0) + n
+    values = {"pg.activity.connections": sum(states.values())}
+    values |= {f"pg.activity.{s.replace(' ', '_').replace('(', '').replace(')', '')}": n for s, n in states.items()}
+    values |= {f"pg.activity.wait.{w}": n for w, n in waits.items()}
+    if database is not None:
+        values |= {f"pg.database.{c}": v for c, v in zip(DATABASE_COUNTERS, database, strict=True)}
+    values |= tree
+    return [{"ts_ms": ts_ms, "metric": m, "value": float(v)} for m, v in values.items()]
+
+
+class PgSampler(Sampler):
+    """pg_stat_activity, pg_stat_database and the process tree, on one connection held for the step. It connects to
+    the `postgres` database, not the clone, so its own queries count in neither the clone's pg_stat_database nor its
+    connections."""
+
+    name_ = "pg"
+    cpu_budget = 0.02  # two small queries and /proc per backend: it skips ticks rather than cost more
+
+    def __init__(self, interval_ms: int, port: int, database: str, postmaster: int):
+        super().__init__(interval_ms)
+        self.port, self.database, self.postmaster = port, database, postmaster
+        self.conn = None
+
+    def take(self, ts_ms: int) -> list[dict]:
+        if self.conn is None or self.conn.closed:
+            self.conn = pgcluster.connect(self.port)
+        activity = self.conn.execute(ACTIVITY_SQL, [self.database]).fetchall()
+        database = self.conn.execute(DATABASE_SQL, [self.database]).fetchone()
+        return metric_rows(ts_ms, activity, database, tree_usage(self.postmaster))
+
+    def stop(self) -> None:
+        super().stop()
+        if self.conn is not None:
+            self.conn.close()

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS message_room_created;

@@ -1,0 +1,1 @@
+CREATE INDEX message_room_created ON message (room_id, created_at);

@@ -1,0 +1,211 @@
+"""End to end with the real PostgreSQL (the pinned binaries `invoke setup` unpacks) beside the real sample server.
+
+tests/profiles/postgres-scaled.toml's two short steps through the command line (the first builds the template, the
+second reuses it), then Ctrl-C in the middle of its long step; and the kind driven directly through a Deployment, as
+the harness's user and (when that is root) as `nobody`, the path a non-root user takes: there postgres runs as the
+user itself, with no setpriv. Each test's clusters live in a directory of its own (LAB_PG_CLUSTERS), so the first
+step really loads the template.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # also run as a script, by `nobody` (below)
+
+from harness.lab.services import pgbinaries, pgcluster  # noqa: E402
+from harness.lab.services.deploy import BEFORE, Deployment  # noqa: E402
+from harness.lab.spec import parse_spec  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+PROFILE = ROOT / "tests" / "profiles" / "postgres-scaled.toml"
+STANDIN = {"kind": "postgres", "template": "standin", "sql_dir": "tests/samples/postgres", "rows": 1000}
+
+
+def postgres_pids(clusters: Path) -> list[int]:
+    """Live postgres processes of clusters under `clusters` (the postmaster names its data directory; its
+    backends are its children)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "comm").read_text().strip() != "postgres":
+                continue
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        parent = Path(f"/proc/{stat[stat.rindex(')') + 2:].split()[1]}/cmdline")
+        cmdlines = [(proc / "cmdline").read_bytes(), parent.read_bytes() if parent.exists() else b""]
+        if any(str(clusters).encode() in c for c in cmdlines) and stat[stat.rindex(")") + 2] != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.fixture
+def clusters():
+    """A directory of its own for the test's clusters, one `nobody` can enter (postgres runs as nobody under root)."""
+    path = Path(tempfile.mkdtemp(prefix="lab-pg-clusters-"))
+    path.chmod(0o755)
+    before = os.environ.get("LAB_PG_CLUSTERS")
+    os.environ["LAB_PG_CLUSTERS"] = str(path)
+    try:
+        yield path
+    finally:
+        os.environ.pop("LAB_PG_CLUSTERS") if before is None else os.environ.update(LAB_PG_CLUSTERS=before)
+        left = postgres_pids(path)
+        shutil.rmtree(path, ignore_errors=True)  # also when the test failed
+        assert left == [], f"a postgres outlived the test: {left}"
+
+
+def drive(workdir: Path, port: int, delete: bool) -> dict:
+    """The kind on its own: started (template loaded or reused, cloned), the clone's rows counted and, with `delete`,
+    all its messages deleted; then stopped. Returns the service's step.json entry and what was seen."""
+    raw = {"defaults": {"load": {"vus": 1}, "services": {"db": {**STANDIN, "port": port}}}, "step": [{"id": "s"}]}
+    limits = {"nofile": 4096, "somaxconn": 4096, "can_raise_somaxconn": False, "cores": 2}
+    step = parse_spec("t", raw, workdir / "t.toml", limits).steps[0]
+    deployment = Deployment(step, workdir)
+    try:
+        deployment.start(BEFORE)
+        service = deployment.running["db"]
+        with pgcluster.connect(port, service.database, pgcluster.LAB_USER) as conn:
+            messages = conn.execute("SELECT count(*) FROM message").fetchone()[0]
+            if delete:
+                conn.execute("DELETE FROM message")
+        owner = Path(f"/proc/{service.pid}/status").read_text().split("Uid:")[1].split()[0]
+        env = deployment.server_env()
+    finally:
+        deployment.stop()
+    return {"meta": deployment.meta["db"], "messages": messages, "owner_uid": int(owner), "env": env}
+
+
+def test_a_template_is_loaded_once_and_no_step_changes_it(clusters, tmp_path):
+    first = drive(tmp_path, 38292, delete=True)  # a step that writes to its clone
+    second = drive(tmp_path, 38292, delete=False)
+    assert first["meta"]["template_reused"] is False and first["meta"]["template_load_ms"] > 0
+    assert second["meta"]["template_reused"] is True and second["meta"]["template_load_ms"] == 0
+    assert first["messages"] == second["messages"] == 1000  # the first step's DELETE went to its clone only
+    for run in (first, second):
+        meta = run["meta"]
+        assert meta["clone_ms"] > 0 and meta["clone_dropped"] and meta["exit"] == 0 and meta["version"] == "17.6"
+        assert run["env"]["SPRING_DATASOURCE_URL"] == "jdbc:postgresql://127.0.0.1:38292/step_1"
+    assert first["owner_uid"] == (65534 if os.geteuid() == 0 else os.geteuid())  # root: postgres runs as nobody
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"), reason="runs the non-root path as nobody: needs root")
+def test_the_non_root_path_runs_postgres_as_the_user_itself(tmp_path):
+    """What a user who is not root gets: no setpriv, initdb and postgres as that user, the cluster theirs."""
+    home = Path(tempfile.mkdtemp(prefix="lab-pg-nobody-"))
+    try:
+        shutil.chown(home, "nobody", "nogroup")
+        python, path = python_for_nobody()
+        env = {"PATH": os.environ["PATH"], "LAB_PG_CLUSTERS": str(home / "clusters"), "PYTHONPATH": path}
+        cmd = ["runuser", "-u", "nobody", "--", python, __file__, str(home), "38293"]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads(done.stdout.splitlines()[-1])
+        assert result["owner_uid"] == 65534 and result["meta"]["os_user"] is None  # itself, not via setpriv
+        assert result["messages"] == 1000 and result["meta"]["template_reused"] is False
+        assert postgres_pids(home) == []
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def python_for_nobody() -> tuple[str, str]:
+    """This interpreter when nobody may run it; else (a pyenv under /root) the system's of the same version, with
+    this environment's packages on its path."""
+    probe = ["runuser", "-u", "nobody", "--", sys.executable, "-c", "import psycopg"]
+    if subprocess.run(probe, capture_output=True).returncode == 0:
+        return sys.executable, ""
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if not system.exists():
+        pytest.skip(f"nobody cannot run {sys.executable} and there is no {system}")
+    return str(system), sysconfig.get_paths()["purelib"]
+
+
+@pytest.fixture
+def runs(lab_ready, clusters, tmp_path):  # noqa: F811 — lab_ready: the fixture from test_e2e
+    from test_e2e import finish, invoke
+
+    code, out = finish(invoke(tmp_path, "run", str(PROFILE), "--step", "first", "--step", "second"), timeout=300)
+    print(out)
+    assert code == 0, out
+    return {s: json.loads((tmp_path / PROFILE.stem / s / "step.json").read_text()) for s in ("first", "second")}, tmp_path
+
+
+from test_e2e import lab_ready  # noqa: E402, F401 — a fixture
+
+
+def test_steps_with_a_database_clone_the_template_and_sample_it(runs, clusters):
+    metas, data = runs
+    first, second = metas["first"]["services"]["db"], metas["second"]["services"]["db"]
+    assert (first["template_reused"], second["template_reused"]) == (False, True)
+    assert first["template_load_ms"] > 0 and second["clone_ms"] > 0 and second["clone_dropped"]
+    assert metas["first"]["server_env"]["SPRING_DATASOURCE_URL"] == "jdbc:postgresql://127.0.0.1:8192/step_1"
+    assert metas["second"]["server_env"]["SPRING_DATASOURCE_URL"] == "jdbc:postgresql://127.0.0.1:8192/step_2"
+    assert first["version"] == "17.6" and first["settings"]["max_connections"] == "20"
+    pg = pd.read_parquet(data / PROFILE.stem / "first" / "db.parquet")
+    assert list(pg.columns) == ["ts_ms", "metric", "value"]
+    metrics = set(pg["metric"])
+    assert {"pg.activity.connections", "pg.activity.active", "pg.activity.wait.Lock", "pg.database.xact_commit",
+            "pg.database.blks_hit", "pg.cpu_seconds", "pg.rss_bytes"} <= metrics
+    cpu = pg[pg["metric"] == "pg.cpu_seconds"]["value"]
+    assert len(cpu) >= 10 and cpu.is_monotonic_increasing and cpu.iloc[-1] > 0
+    assert pg[pg["metric"] == "pg.activity.connections"]["value"].max() == 0  # the server never connects (no PAIR_ROOM)
+    assert (data / PROFILE.stem / "first" / "db.log.gz").exists()
+    assert metas["first"]["requests"]["issued"] > 0 and postgres_pids(clusters) == []
+
+
+def test_ctrl_c_mid_step_leaves_no_postgres_and_the_template_intact(lab_ready, clusters, tmp_path):  # noqa: F811
+    from test_e2e import finish, invoke, wait_for
+
+    proc = invoke(tmp_path, "run", str(PROFILE), "--step", "held", start_new_session=True)
+    try:
+        wait_for(lambda: {"java", "k6", "postgres"} <= {_comm(p) for p in _descendants(proc.pid)}, 120,
+                 "postgres, the server and k6 to run")
+        assert postgres_pids(clusters)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal
+        code, out = finish(proc, timeout=90)
+        print(out)
+    assert code == 130, out
+    assert postgres_pids(clusters) == [], out
+    failed = json.loads((tmp_path / PROFILE.stem / "held" / "step.json").read_text())
+    assert failed["status"] == "failed" and "interrupted" in failed["reason"]
+    assert failed["services"]["db"]["exit"] == 0 and failed["services"]["db"]["clone_dropped"]
+    again = drive(tmp_path, 8192, delete=False)  # the next step: the template reused, whole
+    assert again["meta"]["template_reused"] is True and again["messages"] == 1000
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:  # ended since it was listed
+        return ""
+
+
+def _descendants(root: int) -> list[int]:
+    from test_e2e import lab_children
+
+    found, todo = [], [root]
+    while todo:
+        children = lab_children(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
+if __name__ == "__main__":  # run by `nobody` in test_the_non_root_path_runs_postgres_as_the_user_itself
+    workdir = Path(sys.argv[1]) / "step"
+    workdir.mkdir()
+    assert not pgbinaries.as_root()
+    print(json.dumps(drive(workdir, int(sys.argv[2]), delete=False), default=str))

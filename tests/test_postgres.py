@@ -1,0 +1,224 @@
+"""The postgres kind without a database: its knobs and the spec checks made before anything starts, the start order
+around the server, the argv that runs it as `nobody` under root, the sampler's rows from a captured query result, the
+process-tree reading on real processes, and a stale postmaster.pid. The real PostgreSQL runs in
+tests/test_e2e_postgres.py."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import LabError
+from harness.lab import runner
+from harness.lab.backends.base import server_env
+from harness.lab.backends.docker.backend import run_argv
+from harness.lab.services import deploy, pgbinaries, pgcluster, postgres
+from harness.lab.services.base import StepFailed
+from harness.lab.services.config import start_order
+from harness.lab.spec import parse_spec
+
+from conftest import LIMITS
+
+DB = {"kind": "postgres", "port": 38192, "template": "standin", "sql_dir": "tests/samples/postgres"}
+
+
+def parse(raw):
+    return parse_spec("t", raw, Path("t.toml"), LIMITS)
+
+
+def spec_with(services: dict, server: dict | None = None) -> dict:
+    return {"defaults": {"load": {"vus": 2}, "services": services, "server": server or {}}, "step": [{"id": "s"}]}
+
+
+def problems_of(raw) -> str:
+    with pytest.raises(LabError) as err:
+        parse(raw)
+    return str(err.value)
+
+
+def test_knobs_have_their_defaults():
+    db = parse(spec_with({"db": DB})).steps[0].services["db"]
+    assert db == {"kind": "postgres", "port": 38192, "max_connections": 100, "shared_buffers": "128MB",
+                  "template": "standin", "sql_dir": "tests/samples/postgres", "rows": 1000, "indexes": True}
+
+
+def test_unknown_and_mistyped_knobs_are_listed_together():
+    text = problems_of(spec_with({"db": {**DB, "colour": "blue", "rows": "many", "indexes": 1}}))
+    assert "services.db: unknown knob 'colour' (allowed: indexes, max_connections, port, rows, shared_buffers, sql_dir, template)" in text
+    assert "services.db.rows must be int, got 'many'" in text and "services.db.indexes must be bool, got 1" in text
+
+
+def test_a_pool_larger_than_the_connections_left_is_refused_naming_both():
+    raw = spec_with({"db": {**DB, "max_connections": 20}}, {"PAIR_ROOM": True, "HIKARI_MAX_POOL_SIZE": 17})
+    assert ("HIKARI_MAX_POOL_SIZE 17 exceeds what services.db.max_connections 20 leaves the server (16: 3 are "
+            "reserved for superusers, 1 for the harness's sampler)") in problems_of(raw)
+    raw = spec_with({"db": {**DB, "max_connections": 20}}, {"PAIR_ROOM": True, "HIKARI_MAX_POOL_SIZE": 16})
+    assert parse(raw).steps[0].server["HIKARI_MAX_POOL_SIZE"] == 16
+
+
+def test_hikaris_default_pool_counts_too():
+    raw = spec_with({"db": {**DB, "max_connections": 12}}, {"PAIR_ROOM": True})
+    assert "HIKARI_MAX_POOL_SIZE 10 exceeds what services.db.max_connections 12 leaves the server (8" in problems_of(raw)
+
+
+def test_pair_room_needs_exactly_one_postgres():
+    text = problems_of(spec_with({}, {"PAIR_ROOM": True}))
+    assert "PAIR_ROOM = true needs exactly one service of kind postgres" in text and "the step has 0" in text
+    two = {"db": DB, "other": {**DB, "port": 38193}}
+    assert "the step has 2 (db, other)" in problems_of(spec_with(two, {"PAIR_ROOM": True}))
+    assert "at most one postgres service per step" in problems_of(spec_with(two))
+
+
+def test_missing_sql_files_and_port_conflicts_are_named_before_anything_starts(tmp_path):
+    raw = spec_with({"db": {**DB, "sql_dir": str(tmp_path), "indexes": False, "port": 8080}})
+    text = problems_of(raw)
+    for part in ("schema", "data", "drop-indexes"):
+        assert f"template 'standin' needs {tmp_path}/standin-{part}.sql, which is missing" in text
+    assert "services.db.port 8080 is also the server's server port" in text
+
+
+def test_the_database_starts_before_the_server_and_a_proxy_after_it():
+    services = {"proxy": {"kind": "nginx", "mode": "proxy", "upstream": "server"}, "db": {"kind": "postgres"}}
+    assert start_order(services) == ["db", "server", "proxy"]
+    step = parse(spec_with({"db": DB, "proxy": {"kind": "nginx", "port": 38094, "status_port": 38095}})).steps[0]
+    assert deploy.groups(step) == {deploy.BEFORE: ["db"], deploy.AFTER: ["proxy"]}
+
+
+def test_a_service_started_before_the_server_cannot_need_it():
+    class NeedsServer(postgres.PostgresKind):
+        def depends_on(self, knobs):
+            return ["server"]
+
+    kinds = dict(deploy.KINDS)
+    deploy.KINDS["needy"] = NeedsServer()
+    try:
+        with pytest.raises(LabError, match=r"cycle: db, server \(db: started before the server, so cannot need it\)"):
+            start_order({"db": {"kind": "needy"}})
+    finally:
+        deploy.KINDS.clear()
+        deploy.KINDS.update(kinds)
+
+
+def test_teardown_stops_the_proxy_then_the_server_then_the_database():
+    stopped = []
+
+    class Services:
+        def stop(self, group):
+            stopped.append(group)
+
+    class Server:
+        def stop(self):
+            stopped.append("server")
+            raise RuntimeError("the server would not stop")
+
+    meta = {}
+    with pytest.raises(RuntimeError):
+        runner._tear_down(Services(), Server(), meta, lambda: stopped.append("written"))
+    assert stopped == [deploy.AFTER, "server", deploy.BEFORE, "written"]  # each even after a failure
+
+
+def test_the_server_gets_the_databases_address_on_both_backends():
+    step = parse(spec_with({"db": DB})).steps[0]
+    extra = {"SPRING_DATASOURCE_URL": "jdbc:postgresql://127.0.0.1:38192/step_1", "SPRING_DATASOURCE_USERNAME": "lab",
+             "SPRING_DATASOURCE_PASSWORD": "lab"}
+    assert server_env(step, extra).items() >= extra.items()
+    argv = run_argv(step, "img", 1024, extra)
+    assert "SPRING_DATASOURCE_URL=jdbc:postgresql://127.0.0.1:38192/step_1" in argv and "host" in argv
+
+
+def test_as_root_postgres_runs_as_nobody_without_a_new_process():
+    prefix = pgbinaries.run_as_prefix(root=True)
+    assert prefix[1:] == ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--pdeathsig", "keep"]
+    assert Path(prefix[0]).name == "setpriv"  # changes the user and execs: the pid started is postgres's
+    assert pgbinaries.run_as_prefix(root=False) == []
+
+
+@pytest.mark.skipif(not shutil.which("setpriv") or not pgbinaries.as_root(), reason="needs root and setpriv")
+def test_the_prefix_really_runs_a_command_as_nobody_keeping_the_parent_death_signal():
+    """setpriv's change of user clears the parent-death signal (the kernel does on any change of credentials);
+    `--pdeathsig keep` sets it again, so a postgres started this way still dies with the harness."""
+    probe = ("import ctypes, os; sig = ctypes.c_int(); ctypes.CDLL('libc.so.6').prctl(2, ctypes.byref(sig)); "
+             "print(os.geteuid(), os.getegid(), sig.value)")
+    out = subprocess.run(pgbinaries.run_as_prefix() + ["/usr/bin/python3", "-c", probe],
+                         capture_output=True, text=True, preexec_fn=_pdeathsig_kill, check=True).stdout
+    assert out.split() == ["65534", "65534", "9"]
+
+
+def _pdeathsig_kill():
+    import ctypes
+    import signal
+
+    ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
+
+
+def test_missing_binaries_name_invoke_setup(monkeypatch, tmp_path):
+    monkeypatch.setattr(pgbinaries, "TOOLS", tmp_path)
+    with pytest.raises(LabError, match=r"the PostgreSQL 17.6.0 binaries are missing .*: run `invoke setup`"):
+        pgbinaries.check_runnable(tmp_path / "clusters")
+    with pytest.raises(LabError, match=r"no pinned PostgreSQL binaries for this machine's architecture 'riscv64'"):
+        pgbinaries.artifact("riscv64")
+
+
+def test_the_cluster_key_changes_with_the_sql_the_rows_and_the_version(tmp_path):
+    for part in ("schema", "data"):
+        (tmp_path / f"t-{part}.sql").write_text(f"-- {part}\n")
+    files = pgcluster.sql_files(str(tmp_path), "t")
+    key = pgcluster.cluster_key("t", 1000, files)
+    assert key.startswith("pg17.6.0-t-1000-") and key != pgcluster.cluster_key("t", 1001, files)
+    (tmp_path / "t-data.sql").write_text("-- other data\n")
+    assert pgcluster.cluster_key("t", 1000, files) != key
+
+
+def test_sampler_rows_from_a_captured_query_result():
+    activity = [("active", "Lock", 2), ("active", None, 3), ("active", "IO", 1), ("idle", "Client", 5),
+                ("idle in transaction", "Client", 1), ("idle in transaction (aborted)", "Client", 1)]
+    database = (120, 3, 5000, 400, 10, 7, 30, 9000)
+    rows = postgres.metric_rows(1700000000000, activity, database, {"pg.cpu_seconds": 1.5, "pg.rss_bytes": 2e6})
+    values = {r["metric"]: r["value"] for r in rows}
+    assert {r["ts_ms"] for r in rows} == {1700000000000}
+    assert values["pg.activity.connections"] == 13 and values["pg.activity.active"] == 6
+    assert values["pg.activity.idle"] == 5 and values["pg.activity.idle_in_transaction"] == 1
+    assert values["pg.activity.idle_in_transaction_aborted"] == 1
+    assert values["pg.activity.wait.Lock"] == 2 and values["pg.activity.wait.IO"] == 1
+    assert values["pg.activity.wait.Client"] == 0  # idle sessions wait on the client; only active ones are counted
+    assert values["pg.database.xact_commit"] == 120 and values["pg.database.blks_hit"] == 9000
+    assert values["pg.cpu_seconds"] == 1.5 and all(isinstance(v, float) for v in values.values())
+    empty = {r["metric"]: r["value"] for r in postgres.metric_rows(0, [], None, {})}
+    assert empty["pg.activity.connections"] == 0 and empty["pg.activity.wait.LWLock"] == 0
+    assert not any(m.startswith("pg.database.") for m in empty)  # the clone gone: no counters, not zeros
+
+
+def test_tree_usage_counts_the_children_and_those_already_reaped():
+    code = "import subprocess,sys,time; sum(range(3*10**7)); p=subprocess.Popen(['sleep','30']); print(p.pid, flush=True); time.sleep(30)"
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        parent.stdout.readline()
+        usage = postgres.tree_usage(parent.pid)
+        assert usage["pg.processes"] == 2 and usage["pg.rss_bytes"] > 0 and usage["pg.cpu_seconds"] > 0.1
+    finally:
+        parent.kill()
+        parent.wait()
+    assert postgres.tree_usage(parent.pid) == {"pg.cpu_seconds": 0.0, "pg.rss_bytes": 0.0, "pg.processes": 0.0}
+
+
+def test_a_stale_postmaster_pid_is_removed_and_a_live_postgres_refused(tmp_path):
+    (tmp_path / "postmaster.pid").write_text("999999999\n/data\n")
+    postgres._clear_stale_pid(tmp_path)
+    assert not (tmp_path / "postmaster.pid").exists()
+    fake = tmp_path / "postgres"  # a process whose name is postgres, as a leftover postmaster's is
+    shutil.copy(shutil.which("sleep"), fake)
+    proc = subprocess.Popen([str(fake), "30"])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{proc.pid}/comm").read_text().strip() != "postgres" and time.monotonic() < deadline:
+            time.sleep(0.01)  # forked, not exec'd yet
+        (tmp_path / "postmaster.pid").write_text(f"{proc.pid}\n")
+        with pytest.raises(StepFailed, match=rf"a postgres \(pid {proc.pid}\) still runs on the cluster .*`kill {proc.pid}`"):
+            postgres._clear_stale_pid(tmp_path)
+    finally:
+        proc.kill()
+        proc.wait()

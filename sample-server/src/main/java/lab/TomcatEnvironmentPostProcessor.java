@@ -12,8 +12,8 @@ import org.springframework.core.env.MutablePropertySources;
 import org.springframework.core.env.StandardEnvironment;
 
 /**
- * Maps the experiments' env var names (TOMCAT_MAX_THREADS, ...) onto Spring Boot's own
- * {@code server.tomcat.*} properties, but only for variables that are set: an unset variable adds
+ * Maps the experiments' env var names (TOMCAT_MAX_THREADS, ..., and the pair-room API's HIKARI_* and
+ * JPA_OPEN_IN_VIEW) onto Spring Boot's own properties, but only for variables that are set: an unset variable adds
  * nothing, so Spring Boot's / Tomcat's own default stays in force.
  */
 public class TomcatEnvironmentPostProcessor implements EnvironmentPostProcessor {
@@ -30,6 +30,10 @@ public class TomcatEnvironmentPostProcessor implements EnvironmentPostProcessor 
         KNOBS.put("TOMCAT_CONNECTION_TIMEOUT", "server.tomcat.connection-timeout");
         KNOBS.put("TOMCAT_KEEP_ALIVE_TIMEOUT", "server.tomcat.keep-alive-timeout");
         KNOBS.put("TOMCAT_MAX_KEEP_ALIVE_REQUESTS", "server.tomcat.max-keep-alive-requests");
+        // The pair-room API's pool (profile pair-room).
+        KNOBS.put("HIKARI_MAX_POOL_SIZE", "spring.datasource.hikari.maximum-pool-size");
+        KNOBS.put("HIKARI_CONNECTION_TIMEOUT", "spring.datasource.hikari.connection-timeout");
+        KNOBS.put("JPA_OPEN_IN_VIEW", "spring.jpa.open-in-view");
     }
 
     private static final Pattern INTEGER = Pattern.compile("[+-]?\\d+");
@@ -43,7 +47,7 @@ public class TomcatEnvironmentPostProcessor implements EnvironmentPostProcessor 
                 return;
             }
             value = value.trim();
-            if (property.endsWith("-timeout") && INTEGER.matcher(value).matches()) {
+            if (property.startsWith("server.tomcat.") && property.endsWith("-timeout") && INTEGER.matcher(value).matches()) {
                 value = value + "ms"; // the env vars are plain milliseconds
             }
             mapped.put(property, value);

@@ -99,10 +99,10 @@ def plateau_stats(data: ChapterData, step: str, first: int, last: int) -> dict:
     series = data.series[(data.series.step == step) & data.series.second.between(first, last - 1)]
     ok = outcomes[answered(outcomes)]["requests"].sum()
     counts = latency.groupby("bucket")["count"].sum()
-    quantiles = histogram.quantiles(latency, by=None) if len(latency) else pd.DataFrame([{"p50": np.nan, "p99": np.nan}])
+    quantiles = histogram.quantiles(latency, by=None) if len(latency) else pd.DataFrame([{"p50": np.nan, "p90": np.nan, "p99": np.nan}])
     mean = float((histogram.value_of(counts.index) * counts.to_numpy()).sum() / counts.sum()) if counts.sum() else np.nan
     return {"tps": ok / seconds, "mean_ms": mean, "p50_ms": float(quantiles["p50"].iloc[0]),
-            "p99_ms": float(quantiles["p99"].iloc[0]), "errors": int(outcomes["requests"].sum() - ok),
+            "p90_ms": float(quantiles["p90"].iloc[0]), "p99_ms": float(quantiles["p99"].iloc[0]), "errors": int(outcomes["requests"].sum() - ok),
             "dropped": int(series["dropped_iterations"].fillna(0).sum()) if len(series) else 0}
 
 

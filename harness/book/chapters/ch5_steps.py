@@ -23,7 +23,7 @@ PEAK_S = 10  # the peak: the best run of this many seconds
 API, SCENARIO, TOMCAT = "single API", "scenario", "tomcat"  # the step kinds, by the findings they test
 
 COLUMNS = ["step", "kind", "findings", "users", "pool", "threads_max", "max_connections", "accept_count", "db_quota",
-           "open_in_view", "indexes", "seconds", "tps", "peak_tps", "success", "errors", "mean_ms", "p50_ms", "p99_ms",
+           "open_in_view", "indexes", "seconds", "tps", "peak_tps", "success", "errors", "mean_ms", "p50_ms", "p90_ms", "p99_ms",
            "pending_max", "active_max", "hold_ms", "wait_ms", "pool_timeouts", "pending_from_users", "db_cpu_cores",
            "db_cpu_ms", "server_cpu_cores", "gc_pause_max_ms", "gc_pause_ms", "db_active_max", "db_commits"]
 
@@ -59,7 +59,7 @@ def step_row(data: ChapterData, step: str) -> dict:
            "db_quota": db_quota(meta), "open_in_view": server.get("JPA_OPEN_IN_VIEW", True),
            "indexes": db.get("indexes", True), "seconds": seconds, "tps": stats["tps"],
            "peak_tps": peak_tps(data, step, seconds), "success": success(data, step, seconds), "errors": stats["errors"], "mean_ms": stats["mean_ms"], "p50_ms": stats["p50_ms"],
-           "p99_ms": stats["p99_ms"]}
+           "p90_ms": stats["p90_ms"], "p99_ms": stats["p99_ms"]}
     return row | pool_numbers(data, step, begin, end) | database_numbers(data, step, begin, end, row["tps"]) | {
         "pending_from_users": pending_from_users(data, step),
         "server_cpu_cores": gained_per_second(_process(data, step, "server"), "cpu_seconds", begin, end)}

@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from harness import LabError
+from harness import LabError, say
 from harness.lab import placement
 from harness.lab.samplers import CLOCK_TICKS, PAGE_SIZE, Sampler
 from harness.lab.services import pgbinaries, pgcluster
@@ -122,6 +122,9 @@ class PostgresKind(ServiceKind):
         under a tenth of a CPU, loading a million rows a table or copying the template would take minutes that the
         step does not measure. Stopped once done, keeping the clone; the step's own postgres starts placed, so every
         process it forks is inside its quota. Returns the times for step.json."""
+        if not cluster.ready():
+            say(f"    {service}: loading the template '{knobs['template']}' ({knobs['rows']:,} rows a table) into "
+                f"{cluster.dir}; once, later steps and runs clone it")
         preparing = RunningPostgres(service, spawn(cmd, pgcluster.pg_env(), log), log, time.monotonic(), knobs, cluster,
                                     database, initdb_ms)
         try:

@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from harness.book.chapters.ch5_steps import API, DB, SCENARIO, TOMCAT
+from harness.book.chapters.ch5_steps import API, DB, SCENARIO, TOMCAT, pool_steps
 from harness.book.charts import PALETTE, WIDTH, faded_unless, legend_highlight
 from harness.lab import histogram
 from harness.lab.store import ChapterData, answered
@@ -76,8 +76,10 @@ def apis_chart(table: pd.DataFrame, article: pd.DataFrame) -> alt.Chart:
 
 def pool_chart(table: pd.DataFrame) -> alt.LayerChart:
     """The scenario's throughput against pool size, one line per database CPU quota; HikariCP's rule as a rule."""
-    rows = table[(table["kind"] == SCENARIO) & table["open_in_view"] & table["indexes"]].copy()
-    rows["database"] = rows["db_quota"].map(lambda q: f"database {q:g} CPU")
+    rows = pool_steps(table).copy()
+    rows["database"] = [f"database {q:g} CPU, open-in-view {'on' if o else 'off'}"
+                        for q, o in zip(rows["db_quota"], rows["open_in_view"], strict=True)]
+    rows = rows[rows.groupby("database")["pool"].transform("nunique") > 1]  # a line needs two pool sizes
     pick = legend_highlight()
     x = alt.X("pool:Q", scale=alt.Scale(type="log"), title="HikariCP maximum-pool-size (log)")
     lines = alt.Chart(rows).mark_line(point=True).encode(
@@ -86,10 +88,11 @@ def pool_chart(table: pd.DataFrame) -> alt.LayerChart:
         tooltip=["step:N", "pool:Q", alt.Tooltip("tps:Q", format=",.1f"), alt.Tooltip("peak_tps:Q", format=",.1f"),
                  alt.Tooltip("success:Q", format=".1%"), alt.Tooltip("pending_max:Q", title="waiting at most")],
     ).add_params(pick)
-    rules = pd.DataFrame({"database": rows["database"].unique()})
-    rules["pool"] = [max(pool.hikari_pool_size(float(d.split()[1])), 1) for d in rules["database"]]
-    marks = alt.Chart(rules).mark_rule(strokeDash=[4, 3]).encode(
-        x, alt.Color("database:N"), tooltip=["database:N", alt.Tooltip("pool:Q", title="HikariCP's rule")])
+    quotas = sorted(rows["db_quota"].unique())
+    rules = pd.DataFrame({"rule": [f"HikariCP's rule, database {q:g} CPU" for q in quotas],
+                          "pool": [pool.hikari_pool_size(q) for q in quotas]})
+    marks = alt.Chart(rules).mark_rule(strokeDash=[4, 3], color=PALETTE["model"]).encode(
+        x, tooltip=["rule:N", alt.Tooltip("pool:Q", title="connections")])
     return (lines + marks).properties(width=WIDTH, height=260)
 
 

@@ -32,6 +32,11 @@ def kind_of(findings: list[str]) -> str:
     return API if "F001-b" in findings else TOMCAT if {"F001-d", "F001-e", "F001-f"} & set(findings) else SCENARIO
 
 
+def pool_steps(table: pd.DataFrame) -> pd.DataFrame:
+    """The pool sweep (F001-c's scenario steps with the indexes), on both databases, open-in-view on and off."""
+    return table[(table["kind"] == SCENARIO) & table["indexes"] & table["findings"].str.contains("F001-c")]
+
+
 def load_seconds(load: dict) -> int:
     """The stages' length: the users' whole ramp and hold (what the article's TPS averages over)."""
     return sum(duration_ms(s["duration"]) for s in load["stages"]) // 1000

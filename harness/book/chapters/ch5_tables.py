@@ -22,8 +22,9 @@ def article_tables() -> Markdown:
 
 
 def model_table(table: pd.DataFrame) -> Markdown:
-    """Per step: the pool's bound from its measured hold time (pool / hold), the best ten seconds measured, and
-    Little's law's busy connections (throughput × hold) against the pool."""
+    """Per step: the pool's bound from its measured hold time (pool / hold), the database's (its CPU quota / the CPU
+    each answered request cost it), the best ten seconds measured, and Little's law's busy connections (throughput ×
+    hold) against the most the pool had active."""
     rows = table.assign(
         bound=lambda t: [pool.pool_bound_tps(p, h) if h == h and h > 0 else float("nan")
                          for p, h in zip(t["pool"], t["hold_ms"], strict=True)],
@@ -32,6 +33,7 @@ def model_table(table: pd.DataFrame) -> Markdown:
         "step": rows["step"], "pool": rows["pool"], "database CPU": rows["db_quota"].map("{:g}".format),
         "held ms / use": rows["hold_ms"].map("{:,.0f}".format),
         "pool's bound /s": rows["bound"].map("{:,.0f}".format),
+        "database's bound /s": (rows["db_quota"] * 1000 / rows["db_cpu_ms"]).map("{:,.0f}".format),
         "best 10 s /s": rows["peak_tps"].map("{:,.0f}".format),
         "busy (X × hold)": rows["busy"].map("{:.1f}".format),
         "active at most": rows["active_max"].map("{:.0f}".format)})

@@ -83,3 +83,9 @@ def test_load_words_names_every_executors_load():
         == "constant-arrival-rate, 3000 per 1s, up to 400 VUs"
     assert words(executor="ramping-arrival-rate", stages=[{"duration": "30s", "target": 1000}], pre_allocated_vus=50) \
         == "ramping-arrival-rate, 1000 per 1s, up to 50 VUs"
+
+
+def test_versions_name_the_services_a_step_ran():
+    step = {"versions": {"k6": "v1.8.1", "java": "17.0.15"},
+            "services": {"db": {"kind": "postgres", "version": "17.6"}, "proxy": {"kind": "nginx", "version": "1.22.1"}}}
+    assert versions_of(step) == "Java 17.0.15, k6 v1.8.1, PostgreSQL 17.6, nginx 1.22.1"

@@ -18,6 +18,7 @@ from harness.lab.store import complete_steps, data_root
 
 # The versions a step records, in the order they are shown, with their names for people.
 VERSION_NAMES = {"java": "Java", "spring_boot": "Spring Boot", "k6": "k6", "ab": "ab", "python": "Python"}
+SERVICE_NAMES = {"postgres": "PostgreSQL", "nginx": "nginx"}  # a step's [services.*] by kind, with the version each reported
 
 
 def reproduce_box(chapter: str) -> Markdown:
@@ -73,7 +74,10 @@ def machine_of(meta: dict) -> str:
 def versions_of(meta: dict) -> str:
     """The versions one step ran with: only the tools it used (an ab step has no k6)."""
     versions = meta.get("versions", {})
-    return ", ".join(f"{name} {versions[key]}" for key, name in VERSION_NAMES.items() if key in versions)
+    tools = [f"{name} {versions[key]}" for key, name in VERSION_NAMES.items() if key in versions]
+    services = [f"{SERVICE_NAMES.get(s['kind'], s['kind'])} {s['version']}" for s in meta.get("services", {}).values()
+                if s.get("version")]
+    return ", ".join(tools + sorted(set(services)))
 
 
 def machine_text(steps: dict[str, dict]) -> str:

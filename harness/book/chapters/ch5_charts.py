@@ -54,12 +54,13 @@ def timeline_chart(data: ChapterData, step: str) -> alt.VConcatChart:
     panels = []
     for panel in ("users", "requests per second", "latency (ms)", "connections"):
         rows = long[long.panel == panel]
-        y = alt.Y("value:Q", title=panel, scale=alt.Scale(type="symlog") if panel == "latency (ms)" else alt.Scale())
+        y = alt.Y("value:Q", title=panel + (", log" if panel == "latency (ms)" else ""),
+                  scale=alt.Scale(type="log") if panel == "latency (ms)" else alt.Scale())
         panels.append(alt.Chart(rows).mark_line(interpolate="step-after").encode(
             x, y, alt.Color("what:N", title=None), opacity=faded_unless(pick),
             tooltip=["what:N", "second:Q", alt.Tooltip("value:Q", format=",.0f")],
         ).add_params(pick).properties(width=WIDTH, height=PANEL_HEIGHT))
-    return alt.vconcat(*panels).resolve_scale(color="independent")
+    return alt.vconcat(*panels).resolve_scale(x="shared", color="independent")
 
 
 def apis_chart(table: pd.DataFrame, article: pd.DataFrame) -> alt.Chart:
@@ -77,13 +78,14 @@ def apis_chart(table: pd.DataFrame, article: pd.DataFrame) -> alt.Chart:
 def pool_chart(table: pd.DataFrame) -> alt.LayerChart:
     """The scenario's throughput against pool size, one line per database CPU quota; HikariCP's rule as a rule."""
     rows = pool_steps(table).copy()
-    rows["database"] = [f"database {q:g} CPU, open-in-view {'on' if o else 'off'}"
+    rows["database"] = [f"database {q:g} CPU, OSIV {'on' if o else 'off'}"
                         for q, o in zip(rows["db_quota"], rows["open_in_view"], strict=True)]
     rows = rows[rows.groupby("database")["pool"].transform("nunique") > 1]  # a line needs two pool sizes
     pick = legend_highlight()
     x = alt.X("pool:Q", scale=alt.Scale(type="log"), title="HikariCP maximum-pool-size (log)")
     lines = alt.Chart(rows).mark_line(point=True).encode(
-        x, alt.Y("tps:Q", title="answered requests per second"), alt.Color("database:N", title=None),
+        x, alt.Y("tps:Q", title="answered requests per second"),
+        alt.Color("database:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=320, columns=1)),
         opacity=faded_unless(pick),
         tooltip=["step:N", "pool:Q", alt.Tooltip("tps:Q", format=",.1f"), alt.Tooltip("peak_tps:Q", format=",.1f"),
                  alt.Tooltip("success:Q", format=".1%"), alt.Tooltip("pending_max:Q", title="waiting at most")],

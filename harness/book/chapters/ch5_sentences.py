@@ -168,7 +168,7 @@ def meaning_list(table: pd.DataFrame) -> str:
         f"{held['hold_ms']:,.0f} ms against {freed['hold_ms']:,.0f} ms once open-in-view was off) means something "
         "other than the database holds it: open-in-view, a slow remote call inside a transaction, a stream.",
         "- **Turn `spring.jpa.open-in-view` off** in any service with long-lived requests (event streams, long polls, "
-        "slow downloads). Spring Boot warns about it at start-up for this reason.",
+        "slow downloads). Spring Boot logs a warning at start-up as long as it is left at its default.",
         "- **A pool cannot fix a query.** A missing index turns a lookup into a scan; that costs database CPU, which no "
         "pool size gives back.",
         "- **Plan for the peak, not the day's average.** An even spread of the day's page views understates the busy "

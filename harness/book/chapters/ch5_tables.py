@@ -41,15 +41,19 @@ def model_table(table: pd.DataFrame) -> Markdown:
 
 
 def measured_table(table: pd.DataFrame) -> Markdown:
-    """Every step: its settings, throughput, success, latency, the pool and the database."""
-    shown = pd.DataFrame({
-        "step": table["step"], "users": table["users"], "pool": table["pool"],
-        "open-in-view": table["open_in_view"].map({True: "on", False: "off"}),
+    """Every step in two tables: what the users got (throughput, share answered, latency), then what happened inside
+    (the pool's queue and hold time, the database's and the server's CPU, the longest GC pause)."""
+    names = table["step"]
+    outcome = pd.DataFrame({
+        "step": names, "pool": table["pool"], "open-in-view": table["open_in_view"].map({True: "on", False: "off"}),
         "database CPU": table["db_quota"].map("{:g}".format), "answered /s": table["tps"].map("{:.1f}".format),
         "best 10 s /s": table["peak_tps"].map("{:.0f}".format), "answered": table["success"].map("{:.1%}".format),
-        "p50 ms": table["p50_ms"].map("{:,.0f}".format), "p90 ms": table["p90_ms"].map("{:,.0f}".format),
-        "waiting at most": table["pending_max"].map("{:.0f}".format),
-        "held ms": table["hold_ms"].map("{:,.0f}".format), "database cores": table["db_cpu_cores"].map("{:.2f}".format),
+        "p50 ms": table["p50_ms"].map("{:,.0f}".format), "p90 ms": table["p90_ms"].map("{:,.0f}".format)})
+    inside = pd.DataFrame({
+        "step": names, "waiting at most": table["pending_max"].map("{:.0f}".format),
+        "held ms": table["hold_ms"].map("{:,.0f}".format), "waited ms": table["wait_ms"].map("{:,.0f}".format),
+        "database cores": table["db_cpu_cores"].map("{:.3f}".format),
+        "database ms / answer": table["db_cpu_ms"].map("{:.2f}".format),
         "server cores": table["server_cpu_cores"].map("{:.2f}".format),
         "longest GC ms": table["gc_pause_max_ms"].map(lambda v: "–" if v != v else f"{v:.0f}")})
-    return Markdown(markdown_table(shown))
+    return Markdown(markdown_table(outcome) + "\n\n" + markdown_table(inside))

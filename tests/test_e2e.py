@@ -54,6 +54,16 @@ def lab_children(parent: int) -> list[int]:
     return found
 
 
+def descendants(root: int) -> list[int]:
+    """Every live process below `root` (the harness): the server, k6 and each service's processes."""
+    found, todo = [], [root]
+    while todo:
+        children = lab_children(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
 def wait_for(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

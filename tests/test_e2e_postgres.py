@@ -166,11 +166,11 @@ def test_steps_with_a_database_clone_the_template_and_sample_it(runs, clusters):
 
 
 def test_ctrl_c_mid_step_leaves_no_postgres_and_the_template_intact(lab_ready, clusters, tmp_path):  # noqa: F811
-    from test_e2e import finish, invoke, wait_for
+    from test_e2e import descendants, finish, invoke, wait_for
 
     proc = invoke(tmp_path, "run", str(PROFILE), "--step", "held", start_new_session=True)
     try:
-        wait_for(lambda: {"java", "k6", "postgres"} <= {_comm(p) for p in _descendants(proc.pid)}, 120,
+        wait_for(lambda: {"java", "k6", "postgres"} <= {_comm(p) for p in descendants(proc.pid)}, 120,
                  "postgres, the server and k6 to run")
         assert postgres_pids(clusters)
     finally:
@@ -193,15 +193,6 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def _descendants(root: int) -> list[int]:
-    from test_e2e import lab_children
-
-    found, todo = [], [root]
-    while todo:
-        children = lab_children(todo.pop())
-        found += children
-        todo += children
-    return found
 
 
 if __name__ == "__main__":  # run by `nobody` in test_the_non_root_path_runs_postgres_as_the_user_itself

@@ -22,7 +22,7 @@ from harness import ROOT
 from harness.lab.services.base import Context, StepFailed, port_in_use
 from harness.lab.services.nginx import STUB_METRICS, NginxKind, nginx_binary
 
-from test_e2e import finish, invoke, lab_children, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
+from test_e2e import descendants, finish, invoke, lab_children, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
 
 pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "services-scaled.toml"
@@ -34,16 +34,6 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def descendants(root: int) -> list[int]:
-    """Every live process below `root` (the harness): the server, k6, nginx's master and its workers."""
-    found, todo = [], [root]
-    while todo:
-        children = lab_children(todo.pop())
-        found += children
-        todo += children
-    return found
 
 
 def ports_free() -> None:

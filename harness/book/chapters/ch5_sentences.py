@@ -113,7 +113,6 @@ def pool_sentence(table: pd.DataFrame) -> str:
             "while the database works for them.")
 
 
-
 def osiv_sentence(table: pd.DataFrame) -> str:
     held, freed = _step(table, "pool-10"), _step(table, "no-osiv")
     return (f"The article saw connections that were \"not returned\". Spring Boot turns *open-in-view* on by default "

@@ -22,8 +22,9 @@ def timeline_frame(data: ChapterData, step: str) -> pd.DataFrame:
     the database's active sessions (the latest sample in each second), long format (second, panel, what, value)."""
     t0 = data.steps[step]["recording"]["t0_ms"]
     outcomes = data.outcomes[data.outcomes.step == step]
-    rows = [outcomes[answered(outcomes)].groupby("second")["requests"].sum().rename("answered/s").to_frame()
-            .assign(panel="requests per second")]
+    seconds = range(int(outcomes["second"].max()) + 1) if len(outcomes) else range(0)
+    per_second = outcomes[answered(outcomes)].groupby("second")["requests"].sum().reindex(seconds, fill_value=0)
+    rows = [per_second.rename("answered/s").to_frame().assign(panel="requests per second")]  # a second without: 0
     latency = data.latency[data.latency.step == step]
     if len(latency):
         q = histogram.quantiles(latency).set_index("second")

@@ -356,9 +356,10 @@ def answer_table(ch1: ChapterData, ch3: ChapterData, ch2: ChapterData | None = N
 # ---- the knobs' glossary ---------------------------------------------------------------------------------
 
 def server_env_vars(source=KNOBS_SOURCE) -> dict[str, str]:
-    """Spring Boot property → the env var the sample server takes for it (its TomcatEnvironmentPostProcessor.KNOBS)."""
+    """Tomcat's Spring Boot property → the env var the sample server takes for it (its TomcatEnvironmentPostProcessor
+    .KNOBS; the pair-room API's HikariCP and JPA knobs there are chapter 5's, not Tomcat's)."""
     pairs = re.findall(r'KNOBS\.put\("(\w+)",\s*"([\w.-]+)"\)', source.read_text())
-    return {prop: env for env, prop in pairs}
+    return {prop: env for env, prop in pairs if prop.startswith("server.tomcat.")}
 
 
 def most_common(values):

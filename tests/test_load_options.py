@@ -34,13 +34,15 @@ RAMP_RATE = {"executor": "ramping-arrival-rate", "start_rate": 10, "pre_allocate
 
 def test_committed_specs_resolve_as_before_the_move():
     """Every committed spec's steps: the same resolved load, requests asked and stop time as before load validation
-    moved into harness/lab/load/options.py (captured then in tests/samples/resolved-loads.json)."""
+    moved into harness/lab/load/options.py (captured then in tests/samples/resolved-loads.json). Steps added to a
+    spec since (chapter 2's batch-N) are not in the capture; none of the captured ones may be gone."""
     before = json.loads((SAMPLES / "resolved-loads.json").read_text())
     assert len(before) == 7 and sum(map(len, before.values())) == 98
     for path, steps in before.items():
         now = {s.id: {"load": s.load, "requests_asked": s.requests_asked, "stop_ms": s.stop_ms if s.kind == "load" else None}
                for s in load_spec(str(ROOT / path), LIMITS).steps}
-        assert json.loads(json.dumps(now)) == steps, path
+        assert steps.keys() <= now.keys(), path
+        assert json.loads(json.dumps({k: now[k] for k in steps})) == steps, path
 
 
 def test_ramping_vus():

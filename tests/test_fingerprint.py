@@ -203,7 +203,8 @@ def test_leftovers_of_dead_runs_are_removed_and_a_live_runs_kept(data_dir, capsy
 
 
 def test_java_home_without_java_is_named(tmp_path, monkeypatch):
-    from harness.lab.backends.local import LocalProcessBackend, java_command
+    from harness.lab.backends.local import LocalProcessBackend
+    from harness.lab.jdk import java_command
 
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nope"))
     with pytest.raises(LabError, match=f"JAVA_HOME={tmp_path}/nope is not a directory"):

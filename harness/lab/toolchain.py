@@ -10,7 +10,7 @@ import time
 
 from harness import ROOT, SERVER_DIR, TOOLS, LabError, say
 from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR
-from harness.lab.backends.local import java_command, java_major
+from harness.lab.jdk import java_command, java_major
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
 from harness.lab.services import pgbinaries
 from harness.lab.services.nginx import nginx_binary

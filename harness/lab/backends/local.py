@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
 from harness import SERVER_DIR, LabError
 from harness.lab import placement
 from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR, PASSED_ENV, RunningServer, server_env, spawn
+from harness.lab.jdk import check_java_home, java_command
 from harness.lab.spec import Step
 
 
@@ -29,42 +27,6 @@ class LocalProcessBackend:
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step, extra_env)
         started = time.monotonic()
         return RunningServer(step, spawn(placement.command(step, "server", server_command(step.system.get("launch", "auto"))), env, log), log, started)
-
-
-def java_command() -> str:
-    home = os.environ.get("JAVA_HOME")
-    if home:  # set: it must be usable, never silently replaced by another java
-        java = Path(home) / "bin" / "java"
-        if not Path(home).is_dir():
-            raise LabError(f"JAVA_HOME={home} is not a directory: point it at a JDK 17 or newer, or unset it")
-        if not java.is_file() or not os.access(java, os.X_OK):
-            raise LabError(f"JAVA_HOME={home} has no executable bin/java: point it at a JDK 17 or newer, or unset it")
-        return str(java)
-    java = shutil.which("java")
-    if not java:
-        raise LabError("no java found (JAVA_HOME is unset and no java is on PATH): install a JDK 17 or newer "
-                       "(e.g. `apt-get install openjdk-17-jdk-headless`)")
-    return str(java)
-
-
-def check_java_home(java: str) -> None:
-    """The java found must run and be 17 or newer; said with where it came from, before anything starts."""
-    source = f"JAVA_HOME={os.environ['JAVA_HOME']}" if os.environ.get("JAVA_HOME") else "the java on PATH"
-    try:
-        major = java_major(java)
-    except (OSError, LabError) as err:
-        raise LabError(f"{java} ({source}) does not run: {err}") from None
-    if major < 17:
-        raise LabError(f"{java} ({source}) is Java {major}; the sample server needs JDK 17 or newer")
-
-
-def java_major(java: str) -> int:
-    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    if not match:
-        raise LabError(f"cannot read the Java version from `{java} -version`: {out.strip()[:200]}")
-    major = int(match.group(1))
-    return int(match.group(2)) if major == 1 else major
 
 
 def cds_ready() -> bool:

@@ -151,9 +151,17 @@ def serve(c, port=4242):
         server.server_close()
 
 
-@task(help={"data": "also delete data/ results (the committed reference data comes back with git checkout)"})
-def clean(c, data=False):
-    """Remove build output and tools (and, with --data, results)."""
+@task(help={"data": "also delete data/ results (the committed reference data comes back with git checkout)",
+            "clusters": "only the cached PostgreSQL clusters (.tools/postgres/clusters/) that no run is using"})
+def clean(c, data=False, clusters=False):
+    """Remove build output and tools (and, with --data, results); --clusters removes only unused database clusters."""
+    if clusters:
+        from harness.lab.services.pgcluster import clusters_root, remove_unused
+
+        removed, kept = remove_unused()
+        print(f"removed {len(removed)} cluster(s) from {clusters_root()}"
+              + "".join(f"\nkept {k.name}: a run is using it" for k in kept))
+        return
     for path in (ROOT / "sample-server" / "target", ROOT / "_book", TOOLS, *(ROOT.glob(".pytest_cache"))):
         shutil.rmtree(path, ignore_errors=True)
     if data:

@@ -222,3 +222,78 @@ def test_a_stale_postmaster_pid_is_removed_and_a_live_postgres_refused(tmp_path)
     finally:
         proc.kill()
         proc.wait()
+
+
+LOCK_HOLDER = ("import sys, time; from pathlib import Path; from harness.lab.services.pgcluster import ClusterLock; "
+               "held = ClusterLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)")
+
+
+def hold_lock_in_another_process(cluster_dir: Path) -> subprocess.Popen:
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(cluster_dir)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_cluster_held_by_another_run_is_refused_naming_its_pid_until_that_run_dies(tmp_path):
+    cluster_dir = tmp_path / "pg17.6.0-t-1000-abc"
+    holder = hold_lock_in_another_process(cluster_dir)
+    try:
+        with pytest.raises(LabError, match=rf"is in use by another lab run \(pid {holder.pid}\).*LAB_PG_CLUSTERS"):
+            pgcluster.ClusterLock(cluster_dir).acquire()
+        assert pgcluster.in_use(cluster_dir)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not pgcluster.in_use(cluster_dir)  # the kernel dropped a killed holder's lock: nothing to clear by hand
+    mine = pgcluster.ClusterLock(cluster_dir).acquire()
+    with pytest.raises(LabError, match=rf"pid {__import__('os').getpid()}"):  # one process, two steps: refused too
+        pgcluster.ClusterLock(cluster_dir).acquire()
+    mine.release()
+    assert not pgcluster.in_use(cluster_dir)
+
+
+def test_a_step_on_a_cluster_another_run_holds_fails_before_touching_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_PG_CLUSTERS", str(tmp_path))
+    knobs = parse(spec_with({"db": DB})).steps[0].services["db"]
+    files = pgcluster.sql_files(knobs["sql_dir"], knobs["template"])
+    cluster = pgcluster.Cluster(knobs["template"], knobs["rows"], files)
+    holder = hold_lock_in_another_process(cluster.dir)
+    try:
+        with pytest.raises(StepFailed, match=rf"postgres 'db': the PostgreSQL cluster .* in use by another lab run \(pid {holder.pid}\)"):
+            postgres.PostgresKind().start("db", knobs, None)
+        assert not cluster.dir.exists()  # no initdb, nothing removed or written
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_initdb_replaces_outdated_clusters_but_not_one_another_run_holds(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_PG_CLUSTERS", str(tmp_path))
+    files = pgcluster.sql_files(DB["sql_dir"], DB["template"])
+    cluster = pgcluster.Cluster(DB["template"], 1000, files)
+    outdated = tmp_path / f"pg17.5.0-{DB['template']}-1000-aaa"  # another version's
+    held = tmp_path / f"pg17.6.0-{DB['template']}-1000-bbb"  # other SQL, and a run is on it
+    other_rows = tmp_path / f"pg17.6.0-{DB['template']}-2000-ccc"  # not this cluster's kind: kept
+    for d in (cluster.dir, outdated, held, other_rows):
+        d.mkdir()
+    holder = hold_lock_in_another_process(held)
+    try:
+        assert sorted(cluster.replaced()) == sorted([cluster.dir, outdated])
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_clean_clusters_removes_those_no_run_holds_and_keeps_the_held_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_PG_CLUSTERS", str(tmp_path))
+    free, held = tmp_path / "pg17.6.0-a-10-x", tmp_path / "pg17.6.0-b-10-y"
+    for d in (free, held):
+        (d / "data").mkdir(parents=True)
+    holder = hold_lock_in_another_process(held)
+    try:
+        removed, kept = pgcluster.remove_unused()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert removed == [free] and kept == [held]
+    assert not free.exists() and not (tmp_path / "pg17.6.0-a-10-x.lock").exists() and (held / "data").is_dir()

@@ -11,9 +11,15 @@ The template `<template>_template` is loaded as the lab's user: <template>-schem
 there is one, then ANALYZE; it is then marked a template that accepts no connections, so no step can write to it.
 A step works on a clone, `CREATE DATABASE step_<n> TEMPLATE …`, dropped when the step ends (a clone a killed run
 left is dropped at the next start).
+
+One run at a time uses a cluster: a step holds an exclusive lock (`<key>.lock` beside the cluster, flock, with the
+holder's pid in it) from before it looks at the cluster until its postgres has stopped. Without it, a second run
+would see a cluster still loading as half-built and delete it under the first. The kernel drops the lock when its
+holder dies, so a killed run leaves nothing to clear. `invoke clean --clusters` removes every cluster no run holds.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -77,9 +83,10 @@ class Cluster:
         return self.marker.is_file()
 
     def initdb(self) -> float:
-        """A fresh cluster (what a half-built one left is removed first); returns milliseconds."""
+        """A fresh cluster (what a half-built one left is removed first, and outdated ones of the same template and
+        rows that no run holds); returns milliseconds. The caller holds this cluster's lock."""
         began = time.monotonic()
-        for old in self.dir.parent.glob(f"pg*-{self.template}-{self.rows}-*"):  # this one half-built, or outdated
+        for old in self.replaced():
             shutil.rmtree(old, ignore_errors=True)
         self.data.mkdir(parents=True, mode=0o700)
         pgbinaries.give_to_runner(self.data)
@@ -90,6 +97,12 @@ class Cluster:
         if done.returncode != 0:
             raise LabError(f"initdb failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
         return (time.monotonic() - began) * 1000
+
+    def replaced(self) -> list[Path]:
+        """What initdb removes: this cluster half-built, and outdated ones (other SQL, another version) of the same
+        template and rows, unless another run holds them."""
+        same = self.dir.parent.glob(f"pg*-{self.template}-{self.rows}-*")
+        return [old for old in same if old.is_dir() and (old == self.dir or not in_use(old))]
 
     def load_template(self, port: int) -> float:
         """The template database loaded, analysed and frozen as a template; returns milliseconds."""
@@ -113,6 +126,69 @@ class Cluster:
         self.marker.write_text(json.dumps({"template": self.template, "rows": self.rows, "database": name,
                                            "files": {p: str(f) for p, f in self.files.items()}}, indent=1))
         return (time.monotonic() - began) * 1000
+
+
+class ClusterLock:
+    """Exclusive use of one cluster directory by this process, until release() or the process's end."""
+
+    def __init__(self, cluster_dir: Path):
+        self.path = cluster_dir.with_name(cluster_dir.name + ".lock")
+        self.file = None
+
+    def acquire(self) -> ClusterLock:
+        """Taken at once, or LabError naming the run that holds it (no waiting: that run may take an hour)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise LabError(f"the PostgreSQL cluster {self.path.with_suffix('')} is in use by another lab run (pid "
+                           f"{holder}): wait for it to end, or give this run clusters of its own with "
+                           f"LAB_PG_CLUSTERS=<another folder>") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self.file = handle
+        return self
+
+    def release(self) -> None:
+        if self.file is not None:
+            fcntl.flock(self.file, fcntl.LOCK_UN)
+            self.file.close()
+            self.file = None
+
+
+def in_use(cluster_dir: Path) -> bool:
+    """Whether a run holds the cluster now (its lock is taken)."""
+    try:
+        ClusterLock(cluster_dir).acquire().release()
+    except LabError:
+        return True
+    return False
+
+
+def remove_unused() -> tuple[list[Path], list[Path]]:
+    """Every cached cluster that no run holds removed, with its lock file; returns (removed, kept because in use)."""
+    root = clusters_root()
+    removed, kept = [], []
+    for cluster_dir in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
+        lock = ClusterLock(cluster_dir)
+        try:
+            lock.acquire()
+        except LabError:
+            kept.append(cluster_dir)
+            continue
+        try:
+            shutil.rmtree(cluster_dir)
+            lock.path.unlink(missing_ok=True)
+            removed.append(cluster_dir)
+        finally:
+            lock.release()
+    return removed, kept
 
 
 def clone(port: int, template: str, database: str) -> float:

@@ -100,6 +100,17 @@ class PostgresKind(ServiceKind):
         files = pgcluster.sql_files(knobs["sql_dir"], knobs["template"])
         cluster = pgcluster.Cluster(knobs["template"], knobs["rows"], files)
         try:
+            lock = pgcluster.ClusterLock(cluster.dir).acquire()  # held until this step's postgres has stopped
+        except LabError as err:
+            raise StepFailed(f"postgres '{service}': {err}") from None
+        try:
+            return self._start_locked(service, knobs, ctx, cluster, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    def _start_locked(self, service: str, knobs: dict, ctx: Context, cluster, lock) -> RunningPostgres:
+        try:
             initdb_ms = 0.0 if cluster.ready() else cluster.initdb()
         except LabError as err:
             raise StepFailed(f"postgres '{service}': {err}") from None
@@ -114,7 +125,7 @@ class PostgresKind(ServiceKind):
         prepared = self._prepare(service, cmd, log, knobs, cluster, database, initdb_ms)
         started = time.monotonic()
         proc = spawn(placement.command(ctx.step, service, cmd), pgcluster.pg_env(), log)
-        return RunningPostgres(service, proc, log, started, knobs, cluster, database, initdb_ms, prepared)
+        return RunningPostgres(service, proc, log, started, knobs, cluster, database, initdb_ms, prepared, lock)
 
     @staticmethod
     def _prepare(service, cmd, log, knobs, cluster, database, initdb_ms) -> dict:
@@ -164,8 +175,9 @@ class RunningPostgres(RunningService):
     kind = "postgres"
 
     def __init__(self, name, proc, log, started, knobs, cluster, database: str, initdb_ms: float,
-                 prepared: dict | None = None):
+                 prepared: dict | None = None, lock: pgcluster.ClusterLock | None = None):
         super().__init__(name, proc, log, started, f"postgresql://127.0.0.1:{knobs['port']}/{database}")
+        self.lock = lock  # the cluster's, released once this postgres has stopped (None: the preparing one's)
         self.knobs, self.cluster, self.database, self.port = knobs, cluster, database, knobs["port"]
         self.times = dict(prepared) if prepared else {"initdb_ms": round(initdb_ms)} if initdb_ms else {}
         self.prepared = prepared is not None  # the template and the clone exist already (PostgresKind._prepare)
@@ -237,7 +249,11 @@ class RunningPostgres(RunningService):
                     self.proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     pass
-            code = super().stop()
+            try:
+                code = super().stop()
+            finally:
+                if self.lock is not None:
+                    self.lock.release()
         return code
 
 

@@ -1,5 +1,5 @@
 """What `invoke setup` checks and builds: JDK ≥ 17, Python ≥ 3.11, the pinned k6, the pinned PostgreSQL binaries (the
-postgres kind: harness.lab.services.pgbinaries), the server jar + CDS archive."""
+postgres kind: harness.lab.services.pgbinaries), the server jar + CDS archive, chapter 6's Netty service jar."""
 from __future__ import annotations
 
 import os
@@ -13,6 +13,7 @@ from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR
 from harness.lab.jdk import java_command, java_major
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
 from harness.lab.services import pgbinaries
+from harness.lab.services.netty import NETTY_DIR, NETTY_JAR
 from harness.lab.services.nginx import nginx_binary
 
 MIN_JAVA = 17
@@ -57,6 +58,12 @@ def build_server(skip_tests: bool = True) -> None:
     build_cds_archive()
 
 
+def build_netty_server() -> None:
+    """Package chapter 6's Netty REST service (netty-server/) with the sample server's Maven wrapper."""
+    say("building the Netty service (Maven wrapper) …")
+    _run([str(SERVER_DIR / "mvnw"), "-B", "-q", "-f", str(NETTY_DIR / "pom.xml"), "package"], cwd=NETTY_DIR)
+
+
 def build_cds_archive() -> None:
     """Spring Boot's documented CDS recipe: extract the jar, run once to refresh, dump the archive."""
     shutil.rmtree(CDS_JAR.parent, ignore_errors=True)
@@ -87,6 +94,8 @@ def setup() -> None:
     say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")
     build_server()
     say(f"server: {JAR} (+ CDS archive)")
+    build_netty_server()
+    say(f"netty: {NETTY_JAR}")
     install_chart_libraries()
     say(f"setup done in {time.monotonic() - started:.0f} s; tools in {TOOLS}")
 

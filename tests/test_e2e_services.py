@@ -20,7 +20,7 @@ import pytest
 from harness.lab import store
 from harness import ROOT
 from harness.lab.services.base import Context, StepFailed, port_in_use
-from harness.lab.services.nginx import STUB_METRICS, NginxKind, nginx_binary
+from harness.lab.services.nginx import ERROR_METRICS, STUB_METRICS, UPSTREAM_METRICS, NginxKind, nginx_binary
 
 from test_e2e import descendants, finish, invoke, lab_children, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
 
@@ -57,7 +57,10 @@ def test_both_services_are_sampled_under_their_own_names(proxied):
     _, step, meta = proxied
     proxy = pd.read_parquet(step / "proxy.parquet")
     assert list(proxy.columns) == ["ts_ms", "metric", "value"]
-    assert set(proxy["metric"]) == set(STUB_METRICS) and len(proxy) >= 5 * len(STUB_METRICS)
+    metrics = {*STUB_METRICS, *UPSTREAM_METRICS, *ERROR_METRICS}  # in proxy mode: its upstream sockets and errors too
+    assert set(proxy["metric"]) == metrics and len(proxy) >= 5 * len(metrics)
+    upstream = proxy[proxy["metric"] == "upstream.estab"]["value"]
+    assert 1 <= upstream.max() <= 8  # keepalive 8: nginx's pooled connections to the server, seen from its side
     actuator = pd.read_parquet(step / "actuator.parquet")
     assert {"tomcat.threads.busy", "tomcat.global.request.count"} <= set(actuator["metric"])
     processes = set(pd.read_parquet(step / "process.parquet")["process"])
@@ -75,7 +78,7 @@ def test_a_chapter_reads_each_services_table_under_its_name(proxied):
         data = store.load(PROFILE.stem)
     proxy = data.service("proxy", "proxy")
     assert len(proxy) == len(pd.read_parquet(step / "proxy.parquet")) > 0
-    assert set(proxy["metric"]) == set(STUB_METRICS) and data.service("server").empty
+    assert set(STUB_METRICS) <= set(proxy["metric"]) and data.service("server").empty
 
 
 def test_k6_requests_went_through_nginx(proxied):

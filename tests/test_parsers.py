@@ -95,12 +95,36 @@ def test_sock_diag_reply_counts_what_ss_showed_at_the_same_moment():
 
 
 def test_sock_diag_filter_is_sport_ge_then_le_and_a_failed_test_jumps_past_the_end():
-    from harness.lab.kernel import diag_request, sport_filter
+    from harness.lab.kernel import diag_request, port_filter
 
-    assert sport_filter(8080) == bytes([2, 8, 20, 0, 0, 0]) + (8080).to_bytes(2, "little") + \
+    assert port_filter(8080) == bytes([2, 8, 20, 0, 0, 0]) + (8080).to_bytes(2, "little") + \
         bytes([3, 8, 12, 0, 0, 0]) + (8080).to_bytes(2, "little")
     request = diag_request(2, 8080)
     assert int.from_bytes(request[:4], "little") == len(request) == 16 + 56 + 4 + 16
+    assert port_filter(8080, remote=True) == bytes([4, 8, 20, 0, 0, 0]) + (8080).to_bytes(2, "little") + \
+        bytes([5, 8, 12, 0, 0, 0]) + (8080).to_bytes(2, "little")  # dport: the sockets connected to the port
+
+
+def test_the_socket_counter_counts_a_ports_own_sockets_or_those_connected_to_it():
+    import socket
+
+    from harness.lab.kernel import LISTEN, SocketCounter
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        accepted = [server.accept()[0] for _ in clients]
+        own, connected = SocketCounter(port), SocketCounter(port, remote=True)
+        try:
+            (mine, queues), (theirs, _) = own.counts(), connected.counts()
+        finally:
+            own.close(), connected.close()
+            for sock in clients + accepted:
+                sock.close()
+    assert mine[1] == 3 and mine[LISTEN] == 1 and queues[0] == 0  # the accepted three, the listener (queue empty)
+    assert theirs[1] == 3 and theirs[LISTEN] == 0  # the clients' three, each on its own ephemeral port
 
 
 def test_proc_net_counters_are_nstats():

@@ -149,3 +149,46 @@ def test_a_service_never_ready_fails_the_step_with_its_log_tail(tmp_path):
     service = Never("edge", None, log, time.monotonic())
     with pytest.raises(StepFailed, match=r"(?s)nginx 'edge' not ready after 0 s; its log ends:\nline 1\nbind\(\) to"):
         service.wait_ready(timeout_s=0.2)
+
+
+# ---- nginx's upstream side: sockets by state and its error log --------------------------------------------------
+
+NGINX_ERRORS = """\
+2026/11/24 15:47:31 [notice] 1#1: start worker processes
+2026/11/24 15:47:32 [crit] 7#7: *5678 connect() to 127.0.0.1:8232 failed (99: Cannot assign requested address) while connecting to upstream, client: 127.0.0.1, server: , request: "GET /hello HTTP/1.1", upstream: "http://127.0.0.1:8232/hello", host: "127.0.0.1:8234"
+2026/11/24 15:47:32 [error] 7#7: *5679 upstream prematurely closed connection while reading response header from upstream, client: 127.0.0.1, server: , request: "GET /hello HTTP/1.1", upstream: "http://127.0.0.1:8232/hello", host: "127.0.0.1:8234"
+2026/11/24 15:47:33 [warn] 7#7: *5680 an upstream response is buffered to a temporary file
+"""
+
+
+def test_error_lines_are_counted_by_level_and_eaddrnotavail():
+    from harness.lab.services.nginx import count_error_lines
+
+    assert count_error_lines(NGINX_ERRORS) == {"errors.logged": 2, "errors.eaddrnotavail": 1}
+    assert count_error_lines("") == {"errors.logged": 0, "errors.eaddrnotavail": 0}
+
+
+def test_the_error_log_is_read_as_it_grows_whole_lines_only(tmp_path):
+    from harness.lab.services.nginx import ErrorLogCounter
+
+    log = tmp_path / "edge.log"
+    counter = ErrorLogCounter(tmp_path / "missing.log")
+    assert counter.read() == {"errors.logged": 0, "errors.eaddrnotavail": 0}
+    counter = ErrorLogCounter(log)
+    first, second = NGINX_ERRORS.splitlines(keepends=True)[:2], NGINX_ERRORS.splitlines(keepends=True)[2:]
+    log.write_text("".join(first) + second[0][:40])  # the third line half-written
+    assert counter.read() == {"errors.logged": 1, "errors.eaddrnotavail": 1}
+    log.write_text("".join(first) + "".join(second))
+    assert counter.read() == {"errors.logged": 2, "errors.eaddrnotavail": 1}  # each line counted once
+    assert counter.read() == {"errors.logged": 2, "errors.eaddrnotavail": 1}
+
+
+def test_upstream_sockets_by_state_count_every_socket_once():
+    from harness.lab.services.nginx import UPSTREAM_METRICS, upstream_values
+
+    counts = [0] * 16
+    counts[1], counts[2], counts[6], counts[8] = 5, 1, 40, 2  # ESTAB, SYN-SENT, TIME-WAIT, CLOSE-WAIT
+    values = upstream_values(counts)
+    assert set(values) == set(UPSTREAM_METRICS)
+    assert values == {"upstream.estab": 5, "upstream.syn_sent": 1, "upstream.time_wait": 40, "upstream.other": 2,
+                      "upstream.sockets": 48}

@@ -27,7 +27,7 @@ TCPDIAG_GETSOCK = 18  # the inet_diag_req (v1) dump: family AF_UNSPEC, both fami
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 INET_DIAG_REQ_BYTECODE = 1
-INET_DIAG_BC_S_GE, INET_DIAG_BC_S_LE = 2, 3
+INET_DIAG_BC_S_GE, INET_DIAG_BC_S_LE, INET_DIAG_BC_D_GE, INET_DIAG_BC_D_LE = 2, 3, 4, 5
 ALL_STATES = 0x1FFF  # every TCP state, as `ss -a` asks
 # The kernel's TCP state numbers (include/net/tcp_states.h) → ss's names.
 TCP_STATES = {1: "ESTAB", 2: "SYN-SENT", 3: "SYN-RECV", 4: "FIN-WAIT-1", 5: "FIN-WAIT-2", 6: "TIME-WAIT",
@@ -39,23 +39,26 @@ DIAG_QUEUES_AT = 16 + 56  # its idiag_rqueue, idiag_wqueue (a listener: accept q
 QUEUES = struct.Struct("<II")
 
 
-def sport_filter(port: int) -> bytes:
-    """inet_diag bytecode for `sport = :port`: sport ≥ port, then sport ≤ port; a failed test jumps past the end."""
-    return struct.pack("<BBHBBH BBHBBH", INET_DIAG_BC_S_GE, 8, 20, 0, 0, port, INET_DIAG_BC_S_LE, 8, 12, 0, 0, port)
+def port_filter(port: int, remote: bool = False) -> bytes:
+    """inet_diag bytecode for `sport = :port` (or, `remote`, `dport = :port`: a client's sockets to that port):
+    port ≥ port, then port ≤ port; a failed test jumps past the end."""
+    ge, le = (INET_DIAG_BC_D_GE, INET_DIAG_BC_D_LE) if remote else (INET_DIAG_BC_S_GE, INET_DIAG_BC_S_LE)
+    return struct.pack("<BBHBBH BBHBBH", ge, 8, 20, 0, 0, port, le, 8, 12, 0, 0, port)
 
 
-def diag_request(family: int, port: int, seq: int = 1) -> bytes:
-    """A SOCK_DIAG_BY_FAMILY dump request for the TCP sockets of one local port, in every state."""
-    bytecode = sport_filter(port)
+def diag_request(family: int, port: int, seq: int = 1, remote: bool = False) -> bytes:
+    """A SOCK_DIAG_BY_FAMILY dump request for the TCP sockets of one local (or remote) port, in every state."""
+    bytecode = port_filter(port, remote)
     body = struct.pack("<BBBBI", family, socket.IPPROTO_TCP, 0, 0, ALL_STATES) + bytes(48)  # any socket id
     attribute = struct.pack("<HH", 4 + len(bytecode), INET_DIAG_REQ_BYTECODE) + bytecode
     length = NLMSG_HEADER.size + len(body) + len(attribute)
     return NLMSG_HEADER.pack(length, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body + attribute
 
 
-def compat_request(port: int, seq: int = 1) -> bytes:
-    """A TCPDIAG_GETSOCK dump request (struct inet_diag_req) for the TCP sockets of one local port, IPv4 and IPv6."""
-    bytecode = sport_filter(port)
+def compat_request(port: int, seq: int = 1, remote: bool = False) -> bytes:
+    """A TCPDIAG_GETSOCK dump request (struct inet_diag_req) for the TCP sockets of one local (or remote) port, IPv4
+    and IPv6."""
+    bytecode = port_filter(port, remote)
     body = bytes(4) + bytes(48) + struct.pack("<II", ALL_STATES, 0)  # family, lengths, ext; socket id; states, dbs
     attribute = struct.pack("<HH", 4 + len(bytecode), INET_DIAG_REQ_BYTECODE) + bytecode
     length = NLMSG_HEADER.size + len(body) + len(attribute)
@@ -106,10 +109,11 @@ def _count_uniform(data, counts: list[int], listener: list[int]) -> int:
 
 
 class SocketCounter:
-    """Counts the TCP sockets of one local port per state (IPv4 and IPv6) on one netlink socket kept open."""
+    """Counts the TCP sockets of one local port per state (IPv4 and IPv6) on one netlink socket kept open; `remote`:
+    the sockets connected to that port instead (a proxy's connections to its upstream)."""
 
-    def __init__(self, port: int):
-        self.port = port
+    def __init__(self, port: int, remote: bool = False):
+        self.port, self.remote = port, remote
         self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
         self.buffer = bytearray(1 << 16)
@@ -120,10 +124,11 @@ class SocketCounter:
         """[sockets per kernel state number], [accept queue, backlog] of the listener (zeros when none)."""
         if self.compat:
             try:
-                return self._dump([compat_request(self.port, self.seq + 1)])
+                return self._dump([compat_request(self.port, self.seq + 1, self.remote)])
             except OSError:
                 self.compat = False
-        return self._dump([diag_request(family, self.port, self.seq + 1) for family in (socket.AF_INET, socket.AF_INET6)])
+        return self._dump([diag_request(family, self.port, self.seq + 1, self.remote)
+                           for family in (socket.AF_INET, socket.AF_INET6)])
 
     def _dump(self, requests: list[bytes]) -> tuple[list[int], list[int]]:
         counts, listener = [0] * 16, [0, 0]

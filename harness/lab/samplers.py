@@ -37,6 +37,8 @@ NSTAT_COUNTERS = {
     "TcpEstabResets": "estab_resets",
     "TcpExtTCPAbortOnData": "aborts_on_data",
     "TcpExtTCPTimeouts": "tcp_timeouts",
+    "TcpActiveOpens": "active_opens",  # connections opened by connect(): k6's, and a proxy's to its upstream
+    "TcpPassiveOpens": "passive_opens",  # connections accepted
 }
 # Prometheus names from /actuator/prometheus → Micrometer names stored in actuator.parquet.
 # Tomcat metrics are kept for the main connector only (the management port is a second Tomcat).

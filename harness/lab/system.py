@@ -46,6 +46,10 @@ def machine() -> dict:
         "nofile_limit": nofile_limit(),
         "somaxconn": somaxconn(),
         "local_port_range": Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split(),
+        # TIME_WAIT reuse (1 for all connections, 2, the default, for loopback only) and its ceiling: what a proxy
+        # without upstream keep-alive runs into
+        "tcp_tw_reuse": int(Path("/proc/sys/net/ipv4/tcp_tw_reuse").read_text()),
+        "tcp_max_tw_buckets": int(Path("/proc/sys/net/ipv4/tcp_max_tw_buckets").read_text()),
         "pid_max": int(Path("/proc/sys/kernel/pid_max").read_text()),  # threads count against it, system-wide
         "threads_max": int(Path("/proc/sys/kernel/threads-max").read_text()),
         "kernel": platform.release(),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.lab import placement
 from harness.lab.backends.process import PASSED_ENV, listener, spawn
+from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid, require
 
@@ -29,6 +30,11 @@ STUB_STATUS = re.compile(
     r"Active connections:\s*(\d+)\s+server accepts handled requests\s+(\d+)\s+(\d+)\s+(\d+)\s+"
     r"Reading:\s*(\d+)\s+Writing:\s*(\d+)\s+Waiting:\s*(\d+)")
 STUB_METRICS = ("active", "accepts", "handled", "requests", "reading", "writing", "waiting")
+UPSTREAM_STATES = {"ESTAB": "estab", "SYN-SENT": "syn_sent", "TIME-WAIT": "time_wait"}  # the rest: upstream.other
+ERROR_LEVELS = ("[error]", "[crit]", "[alert]", "[emerg]")
+EADDRNOTAVAIL = "(99: "  # connect() failed (99: Cannot assign requested address): no local port left to the upstream
+UPSTREAM_METRICS = (*(f"upstream.{c}" for c in UPSTREAM_STATES.values()), "upstream.other", "upstream.sockets")
+ERROR_METRICS = ("errors.logged", "errors.eaddrnotavail")
 
 
 def parse_stub_status(text: str) -> dict[str, int]:
@@ -165,18 +171,20 @@ class NginxKind(ServiceKind):
         started = time.monotonic()
         url = f"http://{knobs['address']}:{knobs['port']}"
         proc = spawn(placement.command(ctx.step, service, cmd), env, log)  # pinned like k6 and the server when asked
-        return RunningNginx(service, proc, log, started, url, knobs, run_dir, binary, bool(isolated))
+        return RunningNginx(service, proc, log, started, url, knobs, run_dir, binary, bool(isolated), upstream)
 
     def sampler(self, running: RunningNginx, interval_ms: int):
-        return StubStatusSampler(interval_ms, running.status_url)
+        return StubStatusSampler(interval_ms, running.status_url, running.upstream, running.log)
 
 
 class RunningNginx(RunningService):
     kind = "nginx"
 
-    def __init__(self, name, proc, log, started, url, knobs, run_dir: Path, binary: str, isolated: bool = False):
+    def __init__(self, name, proc, log, started, url, knobs, run_dir: Path, binary: str, isolated: bool = False,
+                 upstream: tuple[str, int] | None = None):
         super().__init__(name, proc, log, started, url)
         self.knobs, self.run_dir, self.binary, self.isolated = knobs, run_dir, binary, isolated
+        self.upstream = upstream  # (address, port) proxied to, None in return mode
         self.status_url = f"http://{knobs['address']}:{knobs['status_port']}{STATUS_PATH}"
         self._master: int | None = None
 
@@ -253,15 +261,71 @@ def _children(pid: int) -> list[str]:
 
 
 class StubStatusSampler(Sampler):
-    """nginx's stub_status page, one row per counter per tick (long format: ts_ms, metric, value)."""
+    """nginx's stub_status page, one row per counter per tick (long format: ts_ms, metric, value); in proxy mode also
+    its connections to the upstream by state (sock_diag of the sockets connected to the upstream's port: each holds
+    one local port, so `upstream.sockets` is the ephemeral ports in use) and the error log's lines so far
+    (`errors.logged` at level error or worse, `errors.eaddrnotavail` for connect() failed (99: …))."""
 
     name_ = "stub_status"
 
-    def __init__(self, interval_ms: int, url: str):
+    def __init__(self, interval_ms: int, url: str, upstream: tuple[str, int] | None = None, log: Path | None = None):
         super().__init__(interval_ms)
-        self.url = url
+        self.url, self.upstream, self.log = url, upstream, log
+        self.counter: SocketCounter | None = None
+        self.error_log = ErrorLogCounter(log) if log is not None and upstream is not None else None
 
     def take(self, ts_ms: int) -> list[dict]:
         with urllib.request.urlopen(self.url, timeout=max(self.interval_s * 2, 1.0)) as reply:
-            values = parse_stub_status(reply.read().decode())
-        return [{"ts_ms": ts_ms, "metric": m, "value": float(v)} for m, v in values.items()]
+            values = {m: float(v) for m, v in parse_stub_status(reply.read().decode()).items()}
+        if self.upstream is not None:
+            if self.counter is None:
+                self.counter = SocketCounter(self.upstream[1], remote=True)
+            values |= upstream_values(self.counter.counts()[0])
+        if self.error_log is not None:
+            values |= self.error_log.read()
+        return [{"ts_ms": ts_ms, "metric": m, "value": v} for m, v in values.items()]
+
+    def stop(self) -> None:
+        super().stop()
+        if self.counter is not None:
+            self.counter.close()
+
+
+def upstream_values(counts: list[int]) -> dict[str, float]:
+    """Sockets per kernel state number → upstream.estab, .syn_sent, .time_wait, .other and .sockets (all of them)."""
+    named = {f"upstream.{column}": 0.0 for column in UPSTREAM_STATES.values()}
+    other = 0
+    for state, n in enumerate(counts):
+        column = UPSTREAM_STATES.get(TCP_STATES.get(state, ""))
+        if column:
+            named[f"upstream.{column}"] += n
+        else:
+            other += n
+    return named | {"upstream.other": float(other), "upstream.sockets": float(sum(counts))}
+
+
+def count_error_lines(text: str) -> dict[str, int]:
+    """nginx error-log lines → how many are at level error or worse, and how many say EADDRNOTAVAIL (99)."""
+    lines = text.splitlines()
+    return {"errors.logged": sum(any(level in line for level in ERROR_LEVELS) for line in lines),
+            "errors.eaddrnotavail": sum(EADDRNOTAVAIL in line for line in lines)}
+
+
+class ErrorLogCounter:
+    """Running totals of count_error_lines over a log that grows: reads only what was appended, whole lines only."""
+
+    def __init__(self, log: Path):
+        self.log, self.offset, self.totals = log, 0, dict.fromkeys(ERROR_METRICS, 0.0)
+
+    def read(self) -> dict[str, float]:
+        try:
+            with open(self.log, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return dict(self.totals)
+        whole = chunk[:chunk.rfind(b"\n") + 1]  # a line still being written is read next time
+        self.offset += len(whole)
+        for key, n in count_error_lines(whole.decode(errors="replace")).items():
+            self.totals[key] += n
+        return dict(self.totals)

@@ -12,10 +12,11 @@ keep-alive) and K the CPU both ends spend to open and close it. So X = C / per r
 busiest process's CPU per request bounds X ≤ cores / (CPU per request).
 
 Without reuse, every request leaves a socket in TIME_WAIT for 60 s (Linux's fixed TCP_TIMEWAIT_LEN) on the side
-that closed first. When that is the proxy, each new connection needs an ephemeral port that is not in TIME_WAIT to the
-same upstream address and port, so new connections per second ≤ ports / 60 s unless the kernel may reuse them
-(net.ipv4.tcp_tw_reuse: 1 everywhere, 2 — the default — for loopback only). When the upstream closes first (HTTP/1.0
-without keep-alive: it closes once it has answered), TIME_WAIT lands on the upstream and the proxy's ports are free.
+that closed first. With `Connection: close` both ends close, the upstream once it has answered and the proxy once it
+has read the answer, so which side keeps the TIME_WAIT is a race (the nginx kind's sampler counts the proxy's side,
+the ss table the upstream's). On the proxy's side each new connection needs an ephemeral port that is not in TIME_WAIT
+to the same upstream address and port, so new connections per second ≤ ports / 60 s for the share that lands there,
+unless the kernel may reuse them (net.ipv4.tcp_tw_reuse: 1 everywhere, 2, the default, for loopback only).
 """
 from __future__ import annotations
 

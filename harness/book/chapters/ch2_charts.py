@@ -41,7 +41,7 @@ def spread_chart(starts: pd.DataFrame, spike_s: float, wave_s: float) -> alt.Lay
     points = alt.Chart(starts).mark_line(point=True).encode(
         alt.X("users:Q", scale=alt.Scale(type="log"), title="users N (log)"),
         alt.Y("spread_s:Q", title="seconds until the last user started"),
-        alt.Color("series:N", title=None), opacity=faded_unless(pick),
+        alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=3)), opacity=faded_unless(pick),
         tooltip=["step:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("spread_s:Q", title="last start s", format=".2f"),
                  alt.Tooltip("p95_s:Q", title="95 % started by s", format=".2f"),
                  alt.Tooltip("started_1s:Q", title="started in 1 s", format=",")],
@@ -63,7 +63,7 @@ def issued_chart(starts: pd.DataFrame) -> alt.LayerChart:
     return alt.Chart(frame).mark_line(point=True).encode(
         alt.X("users:Q", scale=alt.Scale(type="log"), title="users N (log)"),
         alt.Y("requests:Q", title="requests"),
-        alt.Color("series:N", title=None), opacity=faded_unless(pick),
+        alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=3)), opacity=faded_unless(pick),
         strokeDash=alt.condition(alt.datum.series == "asked (one per user)", alt.value([4, 3]), alt.value([1, 0])),
         tooltip=["series:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("requests:Q", format=",")],
     ).add_params(pick).properties(width=WIDTH, height=260)
@@ -79,14 +79,15 @@ def memory_chart(table: pd.DataFrame) -> alt.LayerChart:
     pick = legend_highlight()
     points = alt.Chart(frame).mark_line(point=True).encode(
         alt.X("users:Q", title="users held at once"), alt.Y("mib:Q", title="peak memory (RSS, MiB)"),
-        alt.Color("series:N", title=None), opacity=faded_unless(pick),
+        alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=3)), opacity=faded_unless(pick),
         tooltip=["series:N", alt.Tooltip("users:Q", format=","), alt.Tooltip("mib:Q", title="MiB", format=",.0f")],
     ).add_params(pick)
     batch = "" if costs["k6_per_batch_user_kib"] != costs["k6_per_batch_user_kib"] else \
         f" ({costs['k6_per_batch_user_kib']:.0f} with http.batch)"
-    title = (f"k6 {costs['k6_per_user_kib']:.0f} KiB per user{batch}; server {costs['server_per_connection_kib']:.0f} KiB per "
-             f"connection, {costs['server_per_thread_kib']:.0f} KiB more with its own thread")
-    return points.properties(width=WIDTH, height=280, title=title)
+    title = [f"k6 {costs['k6_per_user_kib']:.0f} KiB per user{batch};",  # two lines: one would run past the chart
+             f"server {costs['server_per_connection_kib']:.0f} KiB per connection, "
+             f"{costs['server_per_thread_kib']:.0f} KiB more with its own thread"]
+    return points.properties(width=WIDTH, height=280, title=alt.TitleParams(title, anchor="start"))
 
 
 def redeploy_chart(data: ChapterData, goal_ms: float) -> alt.LayerChart:
@@ -124,7 +125,7 @@ def noise_chart(table: pd.DataFrame) -> alt.LayerChart:
     pick = legend_highlight()
     runs = alt.Chart(frame).mark_point(filled=False, size=70).encode(
         alt.X("wave:O", title="wave (threads.max answers each)"), alt.Y("t_s:Q", title=T_TITLE),
-        alt.Color("series:N", title=None), opacity=faded_unless(pick),
+        alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=3)), opacity=faded_unless(pick),
         tooltip=["step:N", "wave:O", alt.Tooltip("t_s:Q", title="measured s", format=".2f"),
                  alt.Tooltip("model_s:Q", title="model s", format=".2f")],
     )

@@ -8,6 +8,7 @@ with the same spawn/terminate as the server (own session, PR_SET_PDEATHSIG), wha
 """
 from __future__ import annotations
 
+import ipaddress
 import socket
 import subprocess
 import time
@@ -143,6 +144,21 @@ def typed_knobs(knobs: Knobs, values: dict, where: str, problems: list[str]) -> 
     for key in values.keys() - knobs.keys():
         problems.append(f"{where}: unknown knob '{key}' (allowed: {', '.join(sorted(knobs))})")
     return typed_values(knobs, {k: v for k, v in values.items() if k in knobs}, where, problems)
+
+
+def check_listening(knobs: dict, port_names: tuple[str, ...], where: str, problems: list[str]) -> None:
+    """A service's `address` must be a loopback one (the lab sends its traffic nowhere else) and its ports (the knobs
+    `port_names`) distinct and ≤ 65535."""
+    try:
+        loopback = ipaddress.ip_address(knobs["address"]).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        problems.append(f"{where}.address must be a loopback address, got {knobs['address']!r}")
+    ports = [knobs[name] for name in port_names]
+    if max(ports) > 65535 or len(set(ports)) < len(ports):
+        problems.append(f"{where}: {' and '.join(port_names)} must differ and be ≤ 65535, got "
+                        f"{', '.join(map(str, ports))}")
 
 
 def port_in_use(address: str, port: int) -> bool:

@@ -9,7 +9,6 @@ the service port so that the lab's probes never count among the connections a ch
 """
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import time
@@ -20,7 +19,7 @@ from harness.lab import placement
 from harness.lab.backends.process import PASSED_ENV, spawn
 from harness.lab.jdk import check_java_home, java_command
 from harness.lab.samplers import Sampler
-from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed
+from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, check_listening
 
 NETTY_DIR = ROOT / "netty-server"
 NETTY_JAR = NETTY_DIR / "target" / "netty-server.jar"
@@ -53,16 +52,7 @@ class NettyKind(ServiceKind):
                 "backlog": 128}
 
     def check(self, service: str, k: dict, where: str, problems: list[str]) -> None:
-        at = f"{where}: services.{service}"
-        try:
-            loopback = ipaddress.ip_address(k["address"]).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            problems.append(f"{at}.address must be a loopback address, got {k['address']!r}")
-        if max(k["port"], k["management_port"]) > 65535 or k["port"] == k["management_port"]:
-            problems.append(f"{at}: port and management_port must differ and be ≤ 65535, got {k['port']}, "
-                            f"{k['management_port']}")
+        check_listening(k, ("port", "management_port"), f"{where}: services.{service}", problems)
 
     def endpoint(self, knobs: dict) -> tuple[str, int]:
         return knobs["address"], knobs["port"]

@@ -7,7 +7,6 @@ server's container uses the host's network, so nginx reaches it on the same loop
 """
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import shutil
@@ -20,7 +19,8 @@ from harness.lab import placement
 from harness.lab.backends.process import PASSED_ENV, listener, spawn
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
-from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid, require
+from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, ppid,
+                                       require)
 
 PACKAGE = "nginx"
 STATUS_PATH = "/nginx_status"
@@ -132,14 +132,7 @@ class NginxKind(ServiceKind):
         elif k["keepalive"] and (k["proxy_http_version"] != "1.1" or k["connection_header"].lower() == "close"):
             problems.append(f"{where}: keepalive {k['keepalive']} needs proxy_http_version \"1.1\" and a "
                             f"connection_header other than \"close\" (nginx would close every upstream connection)")
-        try:
-            loopback = ipaddress.ip_address(k["address"]).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            problems.append(f"{where}.address must be a loopback address, got {k['address']!r}")
-        if max(k["port"], k["status_port"]) > 65535 or k["port"] == k["status_port"]:
-            problems.append(f"{where}: port and status_port must differ and be ≤ 65535, got {k['port']}, {k['status_port']}")
+        check_listening(k, ("port", "status_port"), where, problems)
         if '"' in k["connection_header"] or "\n" in k["connection_header"]:
             problems.append(f"{where}.connection_header must not contain quotes or newlines")
 

@@ -34,8 +34,9 @@ NAME = re.compile(r"^[a-z][a-z0-9]{0,7}$")  # short: interface names are at most
 OWNED = re.compile(rf"^{PREFIX}(\d+)-([a-z0-9]+)$")
 
 
-def namespace(host: str, pid: int | None = None) -> str:
-    return f"{PREFIX}{pid or os.getpid()}-{host}"
+def namespace(host: str) -> str:
+    """This harness's namespace for `host`: lab<pid>-<host>."""
+    return f"{PREFIX}{os.getpid()}-{host}"
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -87,12 +88,9 @@ class Hosts:
     def address(self, host: str) -> str:
         return f"{SUBNET}.{self.names.index(host) + 1}"
 
-    def namespace(self, host: str) -> str:
-        return namespace(host)
-
     def command(self, host: str, cmd: list[str]) -> list[str]:
         """`cmd` run on `host`: `ip netns exec` enters the namespace and execs it, so the pid is the command's own."""
-        return ["ip", "netns", "exec", self.namespace(host), *cmd]
+        return ["ip", "netns", "exec", namespace(host), *cmd]
 
     def __enter__(self) -> Hosts:
         check_can_make_hosts()
@@ -108,12 +106,12 @@ class Hosts:
         self._remove()
 
     def _make(self) -> None:
-        switch = self.namespace(SWITCH)
+        switch = namespace(SWITCH)
         self._add(switch)
         _ip("-n", switch, "link", "add", "br0", "type", "bridge")
         _ip("-n", switch, "link", "set", "br0", "up")
         for host in self.names:
-            ns = self.namespace(host)
+            ns = namespace(host)
             self._add(ns)
             # One veth pair: eth0 inside the host, its peer (named after the host) a port of the switch's bridge.
             _ip("link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", host, "netns", switch)
@@ -135,7 +133,7 @@ class Hosts:
     @contextmanager
     def inside(self, host: str):
         """The calling thread in `host`'s network namespace for the block (sockets made there stay there)."""
-        with entered(NETNS_DIR / self.namespace(host)):
+        with entered(NETNS_DIR / namespace(host)):
             yield
 
 

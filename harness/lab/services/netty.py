@@ -3,20 +3,19 @@ Netty 4 server, the stack of seed 003's netty-rest-simple, built by `invoke setu
 
 It runs as a local child process (`java -jar`, spawn/terminate/PDEATHSIG as for the sample server, under the step's
 `[placement]` for its name). Its knobs become NETTY_* environment variables. Readiness: its management port's
-`/health` answers UP; identity: the pid /health reports is the pid started; metrics: `/metrics` (requests, connections
+`/health` answers UP (with the pid, versions and thread counts); identity: the pid /health reports is the pid
+started; metrics: `/metrics` (requests, connections
 the service port opened and closed, as Netty saw them) sampled into <name>.parquet. The management port is apart from
 the service port so that the lab's probes never count among the connections a chapter measures.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
-import urllib.request
 
 from harness import ROOT, LabError
 from harness.lab import placement
-from harness.lab.backends.process import PASSED_ENV, spawn
+from harness.lab.backends.process import PASSED_ENV, http_json, spawn
 from harness.lab.jdk import check_java_home, java_command
 from harness.lab.samplers import Sampler
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, check_listening
@@ -31,11 +30,6 @@ COUNTERS = ("requests", "connections_opened", "connections_closed")
 def service_env(knobs: dict) -> dict[str, str]:
     """NETTY_* for the service; a thread count of 0 is left unset, so RESTEasy's own default applies."""
     return {var: str(knobs[knob]) for knob, var in ENV.items() if knobs[knob] != 0}
-
-
-def get_json(url: str, timeout_s: float) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout_s) as reply:
-        return json.loads(reply.read().decode())
 
 
 class NettyKind(ServiceKind):
@@ -82,13 +76,12 @@ class RunningNetty(RunningService):
 
     def __init__(self, name, proc, log, started, knobs):
         super().__init__(name, proc, log, started, f"http://{knobs['address']}:{knobs['port']}")
-        self.knobs = knobs
         self.management_url = f"http://{knobs['address']}:{knobs['management_port']}"
         self._health: dict = {}
 
     def ready(self) -> bool:
         try:
-            self._health = get_json(f"{self.management_url}/health", 1.0)
+            self._health = http_json(f"{self.management_url}/health", 1.0)
         except (OSError, ValueError):
             return False
         return self._health.get("status") == "UP"
@@ -99,10 +92,10 @@ class RunningNetty(RunningService):
                              f"netty '{self.name}' (pid {self.pid})")
 
     def info(self) -> dict:
-        metrics = get_json(f"{self.management_url}/metrics", 2.0)
-        return {"version": self._health.get("resteasy"), "netty": self._health.get("netty"),
-                "java": self._health.get("java"), "io_threads": metrics.get("io_threads"),
-                "executor_threads": metrics.get("executor_threads")}
+        """Versions and thread counts as the service reported them on /health."""
+        health = self._health
+        return {"version": health.get("resteasy"), "netty": health.get("netty"), "java": health.get("java"),
+                "io_threads": health.get("io_threads"), "executor_threads": health.get("executor_threads")}
 
 
 class NettySampler(Sampler):
@@ -115,7 +108,7 @@ class NettySampler(Sampler):
         self.url = f"{management_url}/metrics"
 
     def take(self, ts_ms: int) -> list[dict]:
-        return metric_rows(ts_ms, get_json(self.url, max(self.interval_s * 2, 1.0)))
+        return metric_rows(ts_ms, http_json(self.url, max(self.interval_s * 2, 1.0)))
 
 
 def metric_rows(ts_ms: int, metrics: dict) -> list[dict]:

@@ -167,7 +167,8 @@ class NginxKind(ServiceKind):
         return RunningNginx(service, proc, log, started, url, knobs, run_dir, binary, bool(isolated), upstream)
 
     def sampler(self, running: RunningNginx, interval_ms: int):
-        return StubStatusSampler(interval_ms, running.status_url, running.upstream, running.log)
+        return StubStatusSampler(interval_ms, running.status_url,
+                                 running.upstream[1] if running.upstream else None, running.log)
 
 
 class RunningNginx(RunningService):
@@ -261,18 +262,18 @@ class StubStatusSampler(Sampler):
 
     name_ = "stub_status"
 
-    def __init__(self, interval_ms: int, url: str, upstream: tuple[str, int] | None = None, log: Path | None = None):
+    def __init__(self, interval_ms: int, url: str, upstream_port: int | None = None, log: Path | None = None):
         super().__init__(interval_ms)
-        self.url, self.upstream, self.log = url, upstream, log
+        self.url, self.upstream_port = url, upstream_port
         self.counter: SocketCounter | None = None
-        self.error_log = ErrorLogCounter(log) if log is not None and upstream is not None else None
+        self.error_log = ErrorLogCounter(log) if log is not None and upstream_port is not None else None
 
     def take(self, ts_ms: int) -> list[dict]:
         with urllib.request.urlopen(self.url, timeout=max(self.interval_s * 2, 1.0)) as reply:
             values = {m: float(v) for m, v in parse_stub_status(reply.read().decode()).items()}
-        if self.upstream is not None:
+        if self.upstream_port is not None:
             if self.counter is None:
-                self.counter = SocketCounter(self.upstream[1], remote=True)
+                self.counter = SocketCounter(self.upstream_port, remote=True)
             values |= upstream_values(self.counter.counts()[0])
         if self.error_log is not None:
             values |= self.error_log.read()

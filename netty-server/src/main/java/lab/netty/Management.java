@@ -11,14 +11,14 @@ import java.util.function.Supplier;
 /**
  * Health and counters on a port of their own (the JDK's HTTP server, one thread), like Spring's management port: the
  * lab's probes and samples never count among the service port's connections or requests.
- * GET /health → {"status":"UP","pid":N, versions}; GET /metrics → the counters as one JSON object.
+ * GET /health → {"status":"UP","pid":N, versions, thread counts}; GET /metrics → the counters as one JSON object.
  */
 final class Management {
     private final HttpServer server;
 
-    Management(String address, int port, String versions, Supplier<String> metrics) throws IOException {
+    Management(String address, int port, String about, Supplier<String> metrics) throws IOException {
         server = HttpServer.create(new InetSocketAddress(address, port), 16);
-        String health = "{\"status\":\"UP\",\"pid\":" + ProcessHandle.current().pid() + "," + versions + "}";
+        String health = "{\"status\":\"UP\",\"pid\":" + ProcessHandle.current().pid() + "," + about + "}";
         server.createContext("/health", exchange -> reply(exchange, health));
         server.createContext("/metrics", exchange -> reply(exchange, metrics.get()));
     }

@@ -48,10 +48,11 @@ public final class NettyRestServer {
         server.setChannelHandlers(List.of(connections));
         server.setSecurityDomain(null);
 
-        Management management = new Management(settings.address(), settings.managementPort(), versions(),
+        String about = versions() + ",\"io_threads\":" + settings.ioThreads() + ",\"executor_threads\":"
+                + settings.executorThreads();
+        Management management = new Management(settings.address(), settings.managementPort(), about,
                 () -> "{\"requests\":" + hello.requests() + ",\"connections_opened\":" + connections.opened()
-                        + ",\"connections_closed\":" + connections.closed() + ",\"io_threads\":" + settings.ioThreads()
-                        + ",\"executor_threads\":" + settings.executorThreads() + "}");
+                        + ",\"connections_closed\":" + connections.closed() + "}");
         server.start();
         management.start();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -98,3 +98,66 @@ def test_hosts_of_a_killed_harness_are_removed_by_the_next():
 def test_the_netem_probe_leaves_no_namespace_behind():
     netns.netem_available()
     assert not {p.name for p in netns.NETNS_DIR.glob("lab*netemprobe")}
+
+
+def test_a_host_named_like_an_ip_keyword_is_still_an_interface_name():
+    """`ip link set a …` reads "a" as "address": the switch's ports are named with `dev`."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root (CI runs as root)")
+    with netns.Hosts(["a", "up"]) as hosts:
+        shown = subprocess.run(hosts.command("a", ["ip", "-o", "-4", "addr", "show", "eth0"]), capture_output=True,
+                               text=True, check=True).stdout
+        assert "10.77.0.1/24" in shown
+
+
+def spec_problems(system: dict, services: dict, load: dict) -> str:
+    from pathlib import Path
+
+    from conftest import LIMITS
+    from harness.lab.spec import parse_spec
+
+    raw = {"defaults": {"load": {"executor": "constant-vus", "vus": 2, "duration": "1s", **load}, "system": system,
+                        "services": services}, "step": [{"id": "s"}]}
+    with pytest.raises(LabError) as err:
+        parse_spec("t", raw, Path("t.toml"), LIMITS)
+    return str(err.value)
+
+
+NETTY = {"kind": "netty", "port": 9001, "management_port": 9002}
+
+
+def test_a_step_on_hosts_is_checked_before_anything_starts():
+    out = spec_problems({"network": "wires"}, {}, {})
+    assert "system.network must be one of loopback, hosts, got 'wires'" in out
+    out = spec_problems({"link_delay_ms": 5}, {}, {})
+    assert "system.link_delay_ms needs system.network = \"hosts\"" in out
+    out = spec_problems({"network": "hosts"}, {"edge": {"kind": "nginx", "address": "127.0.0.1"}}, {"target": "edge"})
+    assert "services.edge.address is its host's" in out and "proxies to the sample server, which stays on loopback" in out
+    out = spec_problems({"network": "hosts"}, {"db": {"kind": "postgres"}, "api_server": NETTY}, {})
+    assert "a postgres service does not run on a host of its own (kinds that do: nginx, netty)" in out
+    assert "a service's name is its host's" in out and "got 'api_server'" in out
+    assert "the load goes to a service of the step (load.target), not the sample server" in out
+
+
+def test_a_step_on_hosts_gets_its_hosts_addresses():
+    from pathlib import Path
+
+    from conftest import LIMITS
+    from harness.lab.spec import parse_spec
+
+    raw = {"defaults": {"load": {"executor": "constant-vus", "vus": 2, "duration": "1s", "target": "edge"},
+                        "system": {"network": "hosts"},
+                        "services": {"api": NETTY, "edge": {"kind": "nginx", "upstream": "api", "port": 9003,
+                                                            "status_port": 9004}}}, "step": [{"id": "s"}]}
+    step = parse_spec("t", raw, Path("t.toml"), LIMITS).steps[0]
+    assert netns.step_hosts(step.services) == ["client", "api", "edge"]
+    assert step.services["api"]["address"] == "10.77.0.2" and step.services["edge"]["address"] == "10.77.0.3"
+
+
+def test_link_delay_is_refused_where_the_kernel_has_no_netem():
+    if netns.netem_available():
+        pytest.skip("this kernel has netem: the delay is possible here")
+    with pytest.raises(LabError, match=r"link_delay_ms = 5 needs tc's netem qdisc, which this kernel lacks "
+                                       r"\(CONFIG_NET_SCH_NETEM is not set"):
+        netns.check_delay_possible(5)
+    netns.check_delay_possible(0)  # no delay asked: nothing to refuse

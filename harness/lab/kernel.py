@@ -177,7 +177,9 @@ def parse_net_counters(*texts: str) -> dict[str, int]:
 
 
 def read_net_counters() -> dict[str, int]:
-    return parse_net_counters(Path("/proc/net/netstat").read_text(), Path("/proc/net/snmp").read_text())
+    """The calling thread's network namespace's counters (/proc/net would be the process's main thread's)."""
+    net = Path("/proc/thread-self/net")
+    return parse_net_counters((net / "netstat").read_text(), (net / "snmp").read_text())
 
 
 # ---- processes and CPUs --------------------------------------------------------------------------

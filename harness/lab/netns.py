@@ -28,8 +28,11 @@ from harness import LabError
 SUBNET = "10.77.0"  # the switch's /24: host n is SUBNET.(n + 1); the bridge itself has no address
 PREFIX = "lab"
 SWITCH = "switch"
+CLIENT = "client"  # a step's load tool runs on this host; each of its services on a host named after the service
 NETNS_DIR = Path("/run/netns")  # where `ip netns add` pins namespaces
 CLONE_NEWNET = 0x40000000
+HOST_SYSCTLS = {"tcp_tw_reuse": "ipv4/tcp_tw_reuse", "ip_local_port_range": "ipv4/ip_local_port_range",
+                "somaxconn": "core/somaxconn", "tcp_max_tw_buckets": "ipv4/tcp_max_tw_buckets"}
 NAME = re.compile(r"^[a-z][a-z0-9]{0,7}$")  # short: interface names are at most 15 characters
 OWNED = re.compile(rf"^{PREFIX}(\d+)-([a-z0-9]+)$")
 
@@ -37,6 +40,22 @@ OWNED = re.compile(rf"^{PREFIX}(\d+)-([a-z0-9]+)$")
 def namespace(host: str) -> str:
     """This harness's namespace for `host`: lab<pid>-<host>."""
     return f"{PREFIX}{os.getpid()}-{host}"
+
+
+def step_hosts(services) -> list[str]:
+    """The hosts of a step on network = "hosts": the client, then one per service, in the spec's order."""
+    return [CLIENT, *services]
+
+
+def address_of(names: list[str], host: str) -> str:
+    """`host`'s address on the switch: host n of `names` is SUBNET.(n + 1)."""
+    return f"{SUBNET}.{names.index(host) + 1}"
+
+
+def _run(cmd: list[str]) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LabError(f"`{' '.join(cmd)}` failed: {done.stderr.strip() or done.stdout.strip()}")
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -75,7 +94,7 @@ def remove_leftovers() -> list[str]:
 class Hosts:
     """Hosts on one switch, made on entry and removed on exit."""
 
-    def __init__(self, names: list[str]):
+    def __init__(self, names: list[str], delay_ms: int = 0):
         bad = [n for n in names if not NAME.match(n) or n == SWITCH]
         if bad or len(set(names)) != len(names) or not names:
             raise LabError(f"host names must be distinct, 1-8 lower-case letters and digits starting with a letter, "
@@ -83,10 +102,15 @@ class Hosts:
         if len(names) > 250:
             raise LabError(f"at most 250 hosts on one switch, got {len(names)}")
         self.names = list(names)
+        self.delay_ms = delay_ms  # added to every packet leaving each host (tc netem): a round trip gets 2 × delay
         self.made: list[str] = []
 
     def address(self, host: str) -> str:
-        return f"{SUBNET}.{self.names.index(host) + 1}"
+        return address_of(self.names, host)
+
+    def path(self, host: str) -> Path:
+        """Where `host`'s namespace is pinned (for `entered`)."""
+        return NETNS_DIR / namespace(host)
 
     def command(self, host: str, cmd: list[str]) -> list[str]:
         """`cmd` run on `host`: `ip netns exec` enters the namespace and execs it, so the pid is the command's own."""
@@ -117,8 +141,11 @@ class Hosts:
             _ip("link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", host, "netns", switch)
             _ip("-n", ns, "addr", "add", f"{self.address(host)}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
-            _ip("-n", switch, "link", "set", host, "master", "br0")
-            _ip("-n", switch, "link", "set", host, "up")
+            if self.delay_ms:
+                _run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "eth0", "root", "netem", "delay",
+                      f"{self.delay_ms}ms"])
+            _ip("-n", switch, "link", "set", "dev", host, "master", "br0")
+            _ip("-n", switch, "link", "set", "dev", host, "up")
 
     def _add(self, ns: str) -> None:
         _ip("netns", "add", ns)
@@ -130,16 +157,31 @@ class Hosts:
             _ip("netns", "del", ns, check=False)
         self.made = []
 
+    def sysctls(self, host: str) -> dict:
+        """The host's own TCP settings (each network namespace has its own, at the kernel's defaults)."""
+        with self.inside(host):
+            return {name: Path(f"/proc/sys/net/{path}").read_text().split() for name, path in HOST_SYSCTLS.items()}
+
+    def describe(self) -> dict:
+        """step.json's `hosts`: each host's address and TCP settings, and the links' delay."""
+        return {"delay_ms": self.delay_ms, "hosts": {h: {"address": self.address(h), **{k: " ".join(v) for k, v in
+                                                                                           self.sysctls(h).items()}}
+                                                     for h in self.names}}
+
     @contextmanager
     def inside(self, host: str):
         """The calling thread in `host`'s network namespace for the block (sockets made there stay there)."""
-        with entered(NETNS_DIR / namespace(host)):
+        with entered(self.path(host)):
             yield
 
 
 @contextmanager
-def entered(ns_file: Path):
-    """This thread in the network namespace pinned at `ns_file`, then back in its own (setns affects one thread)."""
+def entered(ns_file: Path | None):
+    """This thread in the network namespace pinned at `ns_file` (None: where it is), then back in its own (setns
+    affects one thread)."""
+    if ns_file is None:
+        yield
+        return
     libc = ctypes.CDLL(None, use_errno=True)
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     target = os.open(ns_file, os.O_RDONLY)
@@ -154,6 +196,14 @@ def entered(ns_file: Path):
     finally:
         os.close(target)
         os.close(own)
+
+
+def check_delay_possible(delay_ms: int) -> None:
+    """A step asking for link delay on a kernel without netem: one clear error before anything starts."""
+    if delay_ms and not netem_available():
+        raise LabError(f"system.link_delay_ms = {delay_ms} needs tc's netem qdisc, which this kernel lacks "
+                       f"(CONFIG_NET_SCH_NETEM is not set: `tc qdisc add … netem` says \"Specified qdisc kind is "
+                       f"unknown\"); run the step on a kernel with netem, or set link_delay_ms = 0")
 
 
 def netem_available() -> bool:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness import LabError, say
-from harness.lab import fingerprint, interrupts, placement, preflight, store, system
+from harness.lab import fingerprint, interrupts, netns, placement, preflight, store, system
 from harness.lab.backends import backend as make_backend
 from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, spawn, terminate
 from harness.lab.backends.local import cds_ready, check_launches
@@ -60,6 +60,7 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     if server_backend.name == "local":
         check_launches(todo)
     placement.preflight(todo, server_backend.name)  # names it starts, and root for a local quota
+    _check_hosts(todo)
     skipped = len(steps) - len(todo)
     if skipped:
         say(f"{skipped} step(s) already complete in {store.data_root() / chapter} (use --force to redo them)")
@@ -109,12 +110,12 @@ def run_step(step: Step, server_backend, tool, dashboard: bool = False, spec_fil
     began = time.monotonic()
     try:
         local = [n for n in step.placement if not (n == "server" and server_backend.name == "docker")]
-        with _somaxconn_for(step, meta), placement.local_cgroups(step, local) as quotas:
+        with _somaxconn_for(step, meta), placement.local_cgroups(step, local) as quotas, _hosts_for(step, meta) as hosts:
             meta |= {"placement": placement.asked(step, quotas)} if step.placement else {}
             if step.kind == "redeploy":
                 _measure_redeploys(step, server_backend, writer, meta)
             else:
-                _measure(step, server_backend, tool, writer, meta, dashboard)
+                _measure(step, server_backend, tool, writer, meta, dashboard, hosts)
         meta["status"] = "complete"
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
@@ -137,12 +138,14 @@ def _finish(writer: store.StepWriter, meta: dict, began: float):
     return writer.finish(meta)
 
 
-def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: dict, dashboard: bool) -> None:
+def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: dict, dashboard: bool,
+             hosts: netns.Hosts | None = None) -> None:
     """Services the server connects to (a database) → the server, with what they tell it → the other services (a
-    proxy in front of it) → samplers and load; torn down in reverse: the proxy, the server, the database."""
+    proxy in front of it) → samplers and load; torn down in reverse: the proxy, the server, the database. With
+    `hosts`, each service and the load tool run on a host of their own (the sample server stays on loopback)."""
     log = writer.path / "server.log"
     _ports_still_free(step)
-    services = Deployment(step, writer.path)
+    services = Deployment(step, writer.path, hosts=hosts)
     if step.services:
         meta["services"] = services.meta
     server = load_proc = samplers = None
@@ -162,10 +165,14 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
                             lambda: dict(pids), server.cgroups(), enabled=step.system["sampling"],
                             extra=services.samplers(step.system["sample_interval_ms"]), server_port=step.port,
                             placed=step.placement)
+        if hosts is not None:  # the target's sockets and TCP counters are its host's
+            samplers.all["ss"].netns = hosts.path(target(step))
         with samplers:
             cmd, env = tool.command(step, services.url(target(step)), writer.path, dashboard)
+            cmd = placement.command(step, tool.name, cmd)
             meta["load_started_ms"] = now_ms()
-            load_proc = spawn(placement.command(step, tool.name, cmd), _k6_env(env), writer.path / f"{tool.name}.log")
+            load_proc = spawn(hosts.command(netns.CLIENT, cmd) if hosts else cmd, _k6_env(env),
+                              writer.path / f"{tool.name}.log")
             pids[tool.name] = load_proc.pid
             _wait_load(load_proc, tool.name, step, samplers, meta["model"]["min_duration_ms"])
             meta["load_ended_ms"] = now_ms()
@@ -311,6 +318,33 @@ def _base_meta(step: Step, backend_name: str, tool) -> dict:
         "machine": system.machine(),
         "git_commit": system.git_commit(),
     }
+
+
+def _check_hosts(steps: list[Step]) -> None:
+    """Steps on network = "hosts": root and `ip`, and netem where a step asks for link delay (a clear error first)."""
+    on_hosts = [s for s in steps if s.system["network"] == "hosts"]
+    if on_hosts:
+        netns.check_can_make_hosts()
+        for delay in sorted({s.system["link_delay_ms"] for s in on_hosts}):
+            netns.check_delay_possible(delay)
+
+
+@contextmanager
+def _hosts_for(step: Step, meta: dict):
+    """The step's hosts (network = "hosts"), made before its services and removed after them; None on loopback."""
+    if step.system["network"] != "hosts" or step.kind != "load":
+        yield None
+        return
+    hosts = netns.Hosts(netns.step_hosts(step.services), step.system["link_delay_ms"])
+    try:
+        hosts.__enter__()
+    except LabError as err:
+        raise StepFailed(f"could not make the step's hosts: {err}") from None
+    try:
+        meta["hosts"] = hosts.describe()
+        yield hosts
+    finally:
+        hosts.__exit__(None, None, None)
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.lab import placement
+from harness.lab.netns import entered
 from harness.lab.kernel import SocketCounter, count_fds, parse_proc_stat, read_net_counters, ss_row
 
 # ss state names → ss.parquet columns; every other state is summed into other_states.
@@ -78,7 +79,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NO_MEMORY_LIMIT_V1 = 2**62  # cgroup v1 reports "no limit" as a huge page-aligned number
-WRAPPERS = {"sh", "dash", "bash", "taskset", "setpriv"}  # what a placed process is before it execs into itself
+WRAPPERS = {"sh", "dash", "bash", "taskset", "setpriv", "ip"}  # what a placed process is before it execs into itself
 
 
 def now_ms() -> int:
@@ -254,12 +255,18 @@ class Sampler(threading.Thread):
         self.errors: Counter[str] = Counter()
         self.child_cpu_s = 0.0
         self.thread_cpu_s = 0.0
+        self.netns: Path | None = None  # a host's network namespace to sample from (network = "hosts")
         self._stop_event = threading.Event()
 
     def take(self, ts_ms: int) -> list[dict]:
         raise NotImplementedError
 
     def run(self) -> None:
+        with entered(self.netns):  # this thread only: its sockets and /proc/thread-self/net are the host's
+            self._loop()
+        self.thread_cpu_s = time.thread_time()
+
+    def _loop(self) -> None:
         start = time.monotonic()
         tick = 0
         while not self._stop_event.is_set():
@@ -271,7 +278,6 @@ class Sampler(threading.Thread):
             cost = self._cpu_used() - cpu_before
             tick = next_tick(tick, began, time.monotonic() - start, cost, self.interval_s, self.cpu_budget)
             self._stop_event.wait(max(0.0, start + tick * self.interval_s - time.monotonic()))
-        self.thread_cpu_s = time.thread_time()
 
     def _cpu_used(self) -> float:
         return time.thread_time() + self.child_cpu_s

@@ -61,10 +61,13 @@ SYSTEM_KEYS: dict[str, tuple[type, int | None]] = {
     "sampling": (bool, None),  # false: no ss/Actuator/process samplers (chapter 2: do they change results?)
     "launch": (str, None),  # how the local JVM starts: auto (CDS when `invoke setup` made it), cds, jar
     "record": (str, None),  # per-request rows or per-second series (harness.lab.load.recording); auto: by size
+    "network": (str, None),  # loopback, or hosts: the load tool and each service on a host of its own (lab.netns)
+    "link_delay_ms": (int, 0),  # hosts: a delay on every host's link (tc netem; refused where the kernel lacks it)
 }
 SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500,
-                   "sampling": True, "launch": "auto", "record": "auto"}
+                   "sampling": True, "launch": "auto", "record": "auto", "network": "loopback", "link_delay_ms": 0}
 LAUNCHES = ("auto", "cds", "jar")
+NETWORKS = ("loopback", "hosts")
 RECORDS = ("auto", "requests", "seconds")
 # Resource limits of the server's container (the docker backend only; the local backend ignores them).
 CONTAINER_KEYS: dict[str, tuple[type, int | None]] = {
@@ -295,10 +298,13 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
     _check_server(merged["server"], where, problems)
     from harness.lab.services.config import resolve_services  # lazily: services → backends → this module
-    services = resolve_services(base["services"], table, {**SERVER_DEFAULTS, **merged["server"]}, load, where, problems)
-    for key, allowed in (("launch", LAUNCHES), ("record", RECORDS)):
+    services = resolve_services(base["services"], table, {**SERVER_DEFAULTS, **merged["server"]}, load, where, problems,
+                                system_["network"])
+    for key, allowed in (("launch", LAUNCHES), ("record", RECORDS), ("network", NETWORKS)):
         if system_[key] not in allowed:
             problems.append(f"{where}: system.{key} must be one of {', '.join(allowed)}, got {system_[key]!r}")
+    if system_["link_delay_ms"] and system_["network"] != "hosts":
+        problems.append(f"{where}: system.link_delay_ms needs system.network = \"hosts\" (loopback has no link to delay)")
     if len(problems) > before:
         return None
     return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import LabError
+from harness.lab import placement
+from harness.lab.netns import entered
 from harness.lab.typed import typed_values
 from harness.lab.backends.process import StepFailed, terminate
 
@@ -31,6 +33,12 @@ class Context:
     workdir: Path
     running: dict  # name → RunningService, in start order
     endpoints: dict  # name → (address, port) the load (or a proxy) reaches each service on
+    hosts: object = None  # harness.lab.netns.Hosts on network = "hosts", else None
+
+    def command(self, service: str, cmd: list[str]) -> list[str]:
+        """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts."""
+        cmd = placement.command(self.step, service, cmd)
+        return self.hosts.command(service, cmd) if self.hosts is not None else cmd
 
 
 class RunningService:
@@ -40,6 +48,7 @@ class RunningService:
 
     def __init__(self, name: str, proc: subprocess.Popen | None, log: Path, started: float, url: str = ""):
         self.name, self.proc, self.log, self.started, self.url = name, proc, log, started, url
+        self.netns: Path | None = None  # its host's network namespace (network = "hosts"): probes are made from there
 
     @property
     def pid(self) -> int:
@@ -66,10 +75,11 @@ class RunningService:
             if not self.alive():
                 raise StepFailed(f"{self.kind} '{self.name}' exited during start-up ({self.exit_reason()}); "
                                  f"its log ends:\n{self.log_tail()}")
-            if self.ready():
-                ready_ms = (time.monotonic() - self.started) * 1000
-                self.check_identity()
-                return ready_ms
+            with entered(self.netns):  # the probes, and any command they run, on the service's host
+                if self.ready():
+                    ready_ms = (time.monotonic() - self.started) * 1000
+                    self.check_identity()
+                    return ready_ms
             time.sleep(0.05)
         raise StepFailed(f"{self.kind} '{self.name}' not ready after {timeout_s:.0f} s; its log ends:\n{self.log_tail()}")
 
@@ -99,6 +109,7 @@ class ServiceKind:
     knobs: Knobs = {}
     defaults: dict = {}
     before_server = False  # started before the sample server (which connects to it at start-up), stopped after it
+    on_hosts = False  # may run on a host of its own (network = "hosts": started through ctx.command)
 
     def resolve(self, service: str, values: dict, where: str, problems: list[str]) -> dict:
         """The spec's knobs typed and checked, defaults filled in (kind-specific checks in `check`)."""

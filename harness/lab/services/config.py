@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from harness import LabError
+from harness.lab import netns
 from harness.lab.services.base import ServiceKind
 from harness.lab.services.netty import NettyKind
 from harness.lab.services.nginx import NginxKind
@@ -19,10 +20,12 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 RESERVED = {SERVER, "ss", "actuator", "process", "requests", "series", "startup", "k6", "ab", "step", "tomcat"}
 
 
-def resolve_services(base: dict, step: dict, server: dict, load: dict, where: str, problems: list[str]) -> dict:
+def resolve_services(base: dict, step: dict, server: dict, load: dict, where: str, problems: list[str],
+                     network: str = "loopback") -> dict:
     """The step's services: `base` (the defaults' tables, or a same_as step's services) updated per name by the
     step table's own [services.<name>]; kinds, knobs, dependencies, ports (none shared, none of the sample server's:
-    `server` is its resolved [server]) and `load.target` checked. A redeploy step takes none."""
+    `server` is its resolved [server]) and `load.target` checked. A redeploy step takes none. On network = "hosts"
+    each service listens on the address of its own host (netns.step_hosts)."""
     table = step.get("services", {})
     if step.get("kind") == "redeploy":
         if base or table:
@@ -46,6 +49,8 @@ def resolve_services(base: dict, step: dict, server: dict, load: dict, where: st
             continue
         knobs = KINDS[kind].resolve(name, {k: v for k, v in values.items() if k != "kind"}, where, problems)
         services[name] = {"kind": kind, **knobs}
+    if network == "hosts" and len(services) == len(merged):
+        _place_on_hosts(services, merged, load, where, problems)
     if len(services) == len(merged):
         _check_graph(services, where, problems)
         _check_ports(services, {"server": server["SERVER_PORT"], "management": server["MANAGEMENT_PORT"]}, where, problems)
@@ -55,6 +60,27 @@ def resolve_services(base: dict, step: dict, server: dict, load: dict, where: st
         problems.append(f"{where}: load.target must be 'server' or one of the step's services "
                         f"({', '.join(services) or 'none declared'}), got {target!r}")
     return services
+
+
+def _place_on_hosts(services: dict, asked: dict, load: dict, where: str, problems: list[str]) -> None:
+    """network = "hosts": each service on its own host, listening on that host's address; the sample server stays on
+    this machine's loopback, which no host reaches, so neither the load nor a proxy may go to it."""
+    for name, knobs in services.items():
+        if not KINDS[knobs["kind"]].on_hosts:
+            problems.append(f"{where}: services.{name}: a {knobs['kind']} service does not run on a host of its own "
+                            f"(kinds that do: {', '.join(k for k, kind in KINDS.items() if kind.on_hosts)})")
+        if not netns.NAME.match(name) or name in (netns.CLIENT, netns.SWITCH):
+            problems.append(f"{where}: on network = \"hosts\" a service's name is its host's: 1-8 lower-case letters "
+                            f"and digits, not '{netns.CLIENT}' or '{netns.SWITCH}', got {name!r}")
+        if "address" in asked[name]:
+            problems.append(f"{where}: services.{name}.address is its host's on network = \"hosts\"; leave it out")
+        knobs["address"] = netns.address_of(netns.step_hosts(services), name)
+        if knobs.get("upstream") == SERVER:
+            problems.append(f"{where}: services.{name} proxies to the sample server, which stays on loopback on "
+                            f"network = \"hosts\": proxy to a service of the step")
+    if load and load.get("target", SERVER) == SERVER:
+        problems.append(f"{where}: on network = \"hosts\" the load goes to a service of the step (load.target), not "
+                        f"the sample server, which stays on loopback")
 
 
 def _check_graph(services: dict, where: str, problems: list[str]) -> None:

@@ -40,7 +40,8 @@ def check_services(steps, backend: str) -> None:
     for kind in sorted({k["kind"] for step in steps for k in step.services.values()}):
         KINDS[kind].check_tools(backend)
     for step in steps:
-        check_ports_free(step)
+        if step.system["network"] == "loopback":  # hosts are made for the step: nothing listens on them yet
+            check_ports_free(step)
 
 
 def groups(step) -> dict[str, list[str]]:
@@ -73,8 +74,8 @@ class Deployment:
     """The services of one step (not the server itself, which the runner starts on its backend and hands over once
     started: `server`)."""
 
-    def __init__(self, step, workdir: Path, server=None):
-        self.step, self.workdir, self.server = step, workdir, server
+    def __init__(self, step, workdir: Path, server=None, hosts=None):
+        self.step, self.workdir, self.server, self.hosts = step, workdir, server, hosts  # hosts: netns.Hosts or None
         self.running: dict[str, RunningService] = {}  # in start order
         self.meta: dict[str, dict] = {}  # step.json's `services`
         self.sampling: dict = {}
@@ -83,12 +84,14 @@ class Deployment:
         """Start the group's services, each after what it depends on; wait until each answers and is the process
         started. AFTER needs the server (`self.server`) running."""
         names = groups(self.step)[group]
-        check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started since
+        if self.hosts is None:  # a host made for the step has nothing on it yet
+            check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started since
         running = dict(self.running) | ({SERVER: self.server} if self.server is not None else {})
-        ctx = Context(self.step, self.workdir, running, endpoints(self.step))
+        ctx = Context(self.step, self.workdir, running, endpoints(self.step), self.hosts)
         for name in names:
             knobs = self.step.services[name]
             service = KINDS[knobs["kind"]].start(name, knobs, ctx)
+            service.netns = self.hosts.path(name) if self.hosts is not None else None
             self.running[name] = ctx.running[name] = service
             self.meta[name] = {"kind": knobs["kind"], "url": service.url}
             self.meta[name]["ready_ms"] = round(service.wait_ready())
@@ -117,6 +120,7 @@ class Deployment:
         for name, service in self.running.items():
             sampler = KINDS[self.step.services[name]["kind"]].sampler(service, interval_ms)
             if sampler is not None:
+                sampler.netns = service.netns
                 self.sampling[name] = sampler
         return dict(self.sampling)
 

@@ -14,7 +14,6 @@ import os
 import time
 
 from harness import ROOT, LabError
-from harness.lab import placement
 from harness.lab.backends.process import PASSED_ENV, http_json, spawn
 from harness.lab.jdk import check_java_home, java_command
 from harness.lab.samplers import Sampler
@@ -34,6 +33,7 @@ def service_env(knobs: dict) -> dict[str, str]:
 
 class NettyKind(ServiceKind):
     name = "netty"
+    on_hosts = True
     knobs = {
         "address": (str, None),
         "port": (int, 1),
@@ -64,7 +64,7 @@ class NettyKind(ServiceKind):
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | service_env(knobs)
         log = ctx.workdir / f"{service}.log"
         started = time.monotonic()
-        proc = spawn(placement.command(ctx.step, service, cmd), env, log)
+        proc = spawn(ctx.command(service, cmd), env, log)
         return RunningNetty(service, proc, log, started, knobs)
 
     def sampler(self, running: RunningNetty, interval_ms: int):

@@ -15,7 +15,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness.lab import placement
 from harness.lab.backends.process import PASSED_ENV, listener, spawn
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
@@ -94,6 +93,7 @@ http {{
 
 class NginxKind(ServiceKind):
     name = "nginx"
+    on_hosts = True
     knobs = {
         "mode": (str, None),  # proxy (to `upstream`) or return (answer `return_status` itself, no upstream)
         "upstream": (str, None),  # the service proxied to: "server" (the sample server) or another service's name
@@ -163,7 +163,7 @@ class NginxKind(ServiceKind):
         log = ctx.workdir / f"{service}.log"
         started = time.monotonic()
         url = f"http://{knobs['address']}:{knobs['port']}"
-        proc = spawn(placement.command(ctx.step, service, cmd), env, log)  # pinned like k6 and the server when asked
+        proc = spawn(ctx.command(service, cmd), env, log)  # pinned like k6 and the server when asked
         return RunningNginx(service, proc, log, started, url, knobs, run_dir, binary, bool(isolated), upstream)
 
     def sampler(self, running: RunningNginx, interval_ms: int):

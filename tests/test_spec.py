@@ -55,7 +55,7 @@ def test_defaults_merge_into_steps():
     (one_step(load={"duration": "1s"}), "load.duration does not apply to per-vu-iterations"),
     (one_step(load={"request_timeout": "soon"}), "load.request_timeout: 'soon' is not a duration"),
     (one_step(load={"path": "hello"}), "load.path must start with '/'"),
-    (one_step(load={"tool": "wrk"}), "load.tool must be one of k6, ab"),
+    (one_step(load={"tool": "gatling"}), "load.tool must be one of k6, ab, wrk"),
     (one_step(load={"tool": "ab"}), "ab can only run shared-iterations"),
     (one_step(load={"tool": "ab", "executor": "shared-iterations", "iterations": 20, "request_timeout": "1500ms"}),
      "ab takes whole seconds"),

@@ -17,7 +17,7 @@ from harness.book.tables import folded, markdown_table
 from harness.lab.store import complete_steps, data_root
 
 # The versions a step records, in the order they are shown, with their names for people.
-VERSION_NAMES = {"java": "Java", "spring_boot": "Spring Boot", "k6": "k6", "ab": "ab", "python": "Python"}
+VERSION_NAMES = {"java": "Java", "spring_boot": "Spring Boot", "k6": "k6", "ab": "ab", "wrk": "wrk", "python": "Python"}
 SERVICE_NAMES = {"postgres": "PostgreSQL", "nginx": "nginx", "netty": "RESTEasy (Netty)"}  # a step's [services.*] by kind, with the version each reported
 
 

@@ -45,9 +45,12 @@ def scripts() -> dict[str, str]:
 
 
 def record_format(step) -> str | None:
-    """What the step's recording will be: `requests` (one row each) or `seconds` (per-second series)."""
+    """What the step's recording will be: `requests` (one row each), `seconds` (per-second series) or, for wrk,
+    `summary` (its end-of-run totals only)."""
     if step.kind != "load":
         return None
+    if step.load.get("tool") == "wrk":
+        return "summary"
     return record_mode(step.system.get("record", "requests"), step.requests_asked)  # before lab v2: one row each
 
 

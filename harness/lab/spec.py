@@ -68,6 +68,7 @@ SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "samp
                    "sampling": True, "launch": "auto", "record": "auto", "network": "loopback", "link_delay_ms": 0}
 LAUNCHES = ("auto", "cds", "jar")
 NETWORKS = ("loopback", "hosts")
+LOAD_TOOL = "load"  # [placement]'s name for the step's load tool, whichever it is
 RECORDS = ("auto", "requests", "seconds")
 # Resource limits of the server's container (the docker backend only; the local backend ignores them).
 CONTAINER_KEYS: dict[str, tuple[type, int | None]] = {
@@ -296,6 +297,8 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     kind, starts = _check_kind(table, where, problems)
     placement = merge_placement(base["placement"], table.get("placement", {}), where, problems)
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
+    if LOAD_TOOL in placement:  # `load`: whichever tool the step runs (k6, ab, wrk), under its own name from here on
+        placement[load.get("tool", "k6")] = placement.pop(LOAD_TOOL)
     _check_server(merged["server"], where, problems)
     from harness.lab.services.config import resolve_services  # lazily: services → backends → this module
     services = resolve_services(base["services"], table, {**SERVER_DEFAULTS, **merged["server"]}, load, where, problems,

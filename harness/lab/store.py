@@ -114,6 +114,10 @@ class StepWriter:
         for name in SERIES_TABLES:
             _write_compact(tables[name], self.path / f"{name}.parquet", self.recording)
 
+    def summary(self) -> None:
+        """No table: the load tool gave totals only (wrk, in step.json's `requests`)."""
+        self.recording = {"format": "summary"}
+
     def gzip(self, source: Path, name: str) -> None:
         """Compress a log into the step directory as <name>.gz and drop the original."""
         if source.exists():

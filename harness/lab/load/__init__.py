@@ -1,10 +1,13 @@
-"""Load tools for a step (k6, or the articles' ab) behind one interface: `load_tool(name)`; each gives one row
-per request. `options` holds the [load] keys and checks (imported by the spec, hence the tools load lazily here)."""
+"""Load tools for a step (k6, the articles' ab, wrk as a closed-loop cross-check) behind one interface:
+`load_tool(name)`. k6 and ab give one row per request (k6 per-second series for big steps), wrk its end-of-test
+totals only (a "summary" recording). `options` holds the [load] keys and checks (imported by the spec, hence the
+tools load lazily here)."""
 from __future__ import annotations
 
 
 def load_tool(name: str):
     from harness.lab.load.ab import AbTool
     from harness.lab.load.k6 import K6Tool
+    from harness.lab.load.wrk import WrkTool
 
-    return {"k6": K6Tool, "ab": AbTool}[name]()
+    return {"k6": K6Tool, "ab": AbTool, "wrk": WrkTool}[name]()

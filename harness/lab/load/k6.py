@@ -103,7 +103,10 @@ def summary_counts(summary_path: Path) -> dict:
 
 def request_counts(recorded: Recording | pd.DataFrame, asked: int) -> dict:
     """step.json's `requests`: asked, issued, succeeded, failed, interrupted, errors (by message), dropped iterations;
-    from per-request rows (a Recording of them, or ab's frame) or from a per-second recording's totals."""
+    from per-request rows (a Recording of them, or ab's frame) or from a per-second recording's totals; a summary
+    recording (wrk) carries them whole but for asked (no interrupted: wrk does not count them)."""
+    if isinstance(recorded, Recording) and recorded.format == "summary":
+        return {"asked": asked} | recorded.totals
     if isinstance(recorded, Recording) and recorded.format == "seconds":
         totals = recorded.totals
         interrupted = totals["started"] - totals["ended"]

@@ -25,11 +25,11 @@ from harness.lab.units import duration_ms
 
 LEGACY = ("per-vu-iterations", "constant-vus", "shared-iterations")  # today's: their resolved load is unchanged
 EXECUTORS = (*LEGACY, "ramping-vus", "constant-arrival-rate", "ramping-arrival-rate")
-TOOLS = ("k6", "ab")
+TOOLS = ("k6", "ab", "wrk")
 SPIKE_MODES = ("vus", "batch")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 LOAD_KEYS: dict[str, tuple[type, int | None]] = {
-    "tool": (str, None),  # k6 (default) or ab, the articles' other load generator
+    "tool": (str, None),  # k6 (default), ab (the articles' other load generator) or wrk (constant-vus cross-check)
     "executor": (str, None),
     "vus": (int, 1),
     "iterations": (int, 1),
@@ -176,6 +176,20 @@ def _check_tool(load: dict, where: str, problems: list[str]) -> None:
         problems.append(f"{where}: ab takes whole seconds for load.request_timeout, got {load['request_timeout']!r}")
     elif load["tool"] == "ab" and "requests" in load:
         problems.append(f"{where}: ab sends one GET of load.path; load.requests (a scenario) needs tool = \"k6\"")
+    elif load["tool"] == "wrk":
+        _check_wrk(load, where, problems)
+
+
+def _check_wrk(load: dict, where: str, problems: list[str]) -> None:
+    """wrk: `vus` connections in a closed loop for a whole number of seconds, each sending GET load.path."""
+    if load["executor"] != "constant-vus":
+        problems.append(f"{where}: wrk can only run constant-vus (wrk -c vus -d duration: a closed loop for a fixed "
+                        f"time), not {load['executor']}")
+    if "requests" in load:
+        problems.append(f"{where}: wrk sends one GET of load.path; load.requests (a scenario) needs tool = \"k6\"")
+    for key in ("duration", "request_timeout"):  # wrk's -d and --timeout: whole seconds, like ab's -s
+        if key in load and not re.fullmatch(r"[1-9]\d*s", str(load[key])):
+            problems.append(f"{where}: wrk takes whole seconds for load.{key} (like \"30s\"), got {load[key]!r}")
 
 
 def _check_spike_mode(load: dict, where: str, problems: list[str]) -> None:

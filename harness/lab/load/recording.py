@@ -46,7 +46,8 @@ _DTYPES = {"metric_name": "string", "timestamp": "float64", "metric_value": "flo
 @dataclass
 class Recording:
     """What a step recorded: `requests` (one row per request) or, for format "seconds", `tables` keyed by
-    store.SERIES_TABLES with `second` offsets from t0_ms; `totals` counts the whole step either way."""
+    store.SERIES_TABLES with `second` offsets from t0_ms; `totals` counts the whole step either way. Format "summary"
+    (wrk) has totals only: step.json's `requests` without `asked` (harness.lab.load.wrk.summary_totals)."""
 
     format: str
     requests: pd.DataFrame | None = None
@@ -66,8 +67,11 @@ def record_mode(record: str, asked: int) -> str:
 
 def write_recording(writer, recorded: Recording | pd.DataFrame) -> dict:
     """Into a store.StepWriter: requests.parquet (small format) or the per-second tables; returns step.json's
-    `recording` ({"format", "t0_ms"}). A frame (ab's rows) is written as requests."""
-    if isinstance(recorded, Recording) and recorded.format == "seconds":
+    `recording` ({"format", "t0_ms"}; {"format": "summary"} for totals only, which write no table). A frame (ab's
+    rows) is written as requests."""
+    if isinstance(recorded, Recording) and recorded.format == "summary":
+        writer.summary()
+    elif isinstance(recorded, Recording) and recorded.format == "seconds":
         writer.series(recorded.t0_ms, recorded.tables)
     else:
         writer.table("requests", recorded.requests if isinstance(recorded, Recording) else recorded)

@@ -17,7 +17,7 @@ KINDS: dict[str, ServiceKind] = {"nginx": NginxKind(), "postgres": PostgresKind(
 SERVER = "server"  # the implicit service (the sample server, kind tomcat, set by [server]): the load's default target
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # Names a service may not take: they are other files of a step directory (<name>.parquet, <name>.log.gz).
-RESERVED = {SERVER, "ss", "actuator", "process", "requests", "series", "startup", "k6", "ab", "step", "tomcat"}
+RESERVED = {SERVER, "ss", "actuator", "process", "requests", "series", "startup", "k6", "ab", "wrk", "load", "step", "tomcat"}
 
 
 def resolve_services(base: dict, step: dict, server: dict, load: dict, where: str, problems: list[str],

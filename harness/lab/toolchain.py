@@ -91,6 +91,7 @@ def setup() -> None:
     say(f"k6:   {ensure_k6()}")
     say(f"ab:   {shutil.which('ab') or 'missing (chapter 1 cross-checks with it: apt-get install apache2-utils)'}")
     say(f"nginx: {nginx_binary() or 'missing (only specs with an nginx service need it: apt-get install nginx)'}")
+    say(f"wrk:  {shutil.which('wrk') or 'missing (chapter 6 cross-checks k6 with it: apt-get install wrk)'}")
     say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")
     build_server()
     say(f"server: {JAR} (+ CDS archive)")

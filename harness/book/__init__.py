@@ -174,6 +174,7 @@ from harness.book.chapters.ch6_sentences import header_sentence as ch6_header_se
 from harness.book.chapters.ch6_sentences import hosts_sentence as ch6_hosts_sentence
 from harness.book.chapters.ch6_sentences import misses_sentence as ch6_misses_sentence
 from harness.book.chapters.ch6_sentences import model_table as ch6_model_table
+from harness.book.chapters.ch6_sentences import overflow_sentence as ch6_overflow_sentence
 from harness.book.chapters.ch6_sentences import setup_sentence as ch6_setup_sentence
 from harness.book.chapters.ch6_sentences import stall_sentence as ch6_stall_sentence
 from harness.book.chapters.ch6_sentences import sweep_sentence as ch6_sweep_sentence
@@ -244,5 +245,5 @@ __all__ = [
     "ch5_goal_sentence", "ch5_index_sentence", "ch5_load_sentence", "ch5_meaning_list", "ch5_osiv_sentence",
     "ch5_pool_sentence", "ch5_setup_sentence", "ch5_tomcat_sentence",
     # chapter 6
-    "ch6_table", "ch6_misses_sentence", "ch6_connection_sentence", "ch6_generator_sentence", "ch6_ports_chart", "ch6_wall_sentence", "ch6_series_chart", "ch6_connections_chart", "ch6_cpu_chart", "ch6_handshake_table", "ch6_steps_summary", "ch6_article_sentence", "ch6_bottleneck_sentence", "ch6_header_sentence", "ch6_hosts_sentence", "ch6_model_table", "ch6_setup_sentence", "ch6_stall_sentence", "ch6_sweep_sentence", "ch6_workers_sentence", "ch6_wrk_sentence", "f003_verdicts",
+    "ch6_table", "ch6_overflow_sentence", "ch6_misses_sentence", "ch6_connection_sentence", "ch6_generator_sentence", "ch6_ports_chart", "ch6_wall_sentence", "ch6_series_chart", "ch6_connections_chart", "ch6_cpu_chart", "ch6_handshake_table", "ch6_steps_summary", "ch6_article_sentence", "ch6_bottleneck_sentence", "ch6_header_sentence", "ch6_hosts_sentence", "ch6_model_table", "ch6_setup_sentence", "ch6_stall_sentence", "ch6_sweep_sentence", "ch6_workers_sentence", "ch6_wrk_sentence", "f003_verdicts",
 ]

@@ -220,3 +220,17 @@ def misses_sentence(table: pd.DataFrame) -> str:
             + ", ".join(f"{r.step} ({r.tps:,.0f}/s)" for r in missed)
             + ": proxying a request costs nginx more than answering it itself, and across the switch nginx spends "
               "CPU looking for a free port (the three-hosts section).")
+
+
+def overflow_sentence(data, table: pd.DataFrame, step: str = "proxied") -> str:
+    """Why the steps that open connections have a p99 near a second: SYNs dropped at the service's full accept queue
+    (the kernel's listen overflows, counted machine-wide on loopback), each retried after TCP's initial 1 s timeout."""
+    row, kept = pick(table, step), pick(table, "keepalive-256")
+    ss = data.ss[data.ss.step == step]
+    backlog = data.steps[step]["config"]["services"]["api"]["backlog"]
+    return (f"The p99 of the steps that open connections is near a second ({step}: {row.p99_ms:,.0f} ms, against "
+            f"{kept.p99_ms:,.0f} ms with keepalive 256). In {step} the kernel counted "
+            f"{int(ss['listen_overflows'].sum()):,} listen-queue overflows: a SYN that finds the service's accept "
+            f"queue full (its backlog is {backlog}) is dropped, and the client sends it again only after TCP's "
+            f"initial retransmission timeout of one second. (On loopback these counters are the whole machine's; on "
+            f"the three hosts they are the proxy's, which is why they read zero there.)")

@@ -42,8 +42,7 @@ def stall_sentence(table: pd.DataFrame, prefix: str = "wrk-") -> str:
     if alone is None or nginx is None or proxied is None:
         return ""
     return (f"With {alone.tool}, straight to the service, {alone.users:.0f} connections got {alone.tps:,.0f} answers "
-            f"a second; nginx "
-            f"answering by itself {nginx.tps:,.0f}/s. Through nginx with its defaults, {proxied.tps:,.0f}/s: "
+            f"a second; nginx answering by itself {nginx.tps:,.0f}/s. Through nginx with its defaults, {proxied.tps:,.0f}/s: "
             f"{percent(proxied.tps / min(alone.tps, nginx.tps))} of the slower. Every proxied request opened a "
             f"connection to the service ({proxied.new_connections_per_s:,.0f} a second, against "
             f"{proxied.tps:,.0f} answers) and the service's CPU per request rose from {alone.service_cpu_ms:.3f} ms to "

@@ -6,7 +6,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.chapters.ch6_charts import label, sustained
-from harness.book.chapters.ch6_steps import WARMUP_S, pick, ports_frame, ports_of
+from harness.book.chapters.ch6_steps import WARMUP_S, pick, port_bounds, ports_frame, ports_of
 from harness.book.chapters.ch6_verdicts import article_numbers, article_series
 from harness.book.prose import percent
 from harness.book.tables import markdown_table
@@ -124,7 +124,9 @@ def wall_sentence(data, table: pd.DataFrame, step: str = "hosts-keepalive-8-long
             f"{best.max():,.0f} requests a second until second {fell}, when nginx held {waiting.loc[:fell].max():,.0f} "
             f"sockets in TIME_WAIT ({percent(waiting.loc[:fell].max() / ports)} of its {ports:,} ports); from then on "
             f"it answered {answered_.loc[fell:].median():,.0f} a second (median) and used "
-            f"{percent(row.nginx_cpu)} of a core, looking for a free port on every connect. At second "
+            f"{percent(row.nginx_cpu)} of a core, looking for a free port on every connect; the model's ceiling once "
+            f"most ports wait out their 60 s is {proxy.new_connection_ceiling(port_bounds(row)):,.0f} new "
+            f"connections a second (ports / 60 s). At second "
             f"{first_error} every port was taken ({waiting.max():,.0f} in TIME_WAIT) and nginx logged "
             f"`connect() failed (99: Cannot assign requested address)` {row.eaddrnotavail:,.0f} times; "
             f"{failed:,} requests got a 502 instead of an answer.")

@@ -139,9 +139,13 @@ def pick(table: pd.DataFrame, step: str) -> pd.Series | None:
     return rows.iloc[0] if len(rows) else None
 
 
-def ports_of(row: pd.Series) -> int:
+def port_bounds(row: pd.Series) -> tuple[int, int]:
     low, high = map(int, row.ports.split())
-    return proxy.ephemeral_ports((low, high))
+    return low, high
+
+
+def ports_of(row: pd.Series) -> int:
+    return proxy.ephemeral_ports(port_bounds(row))
 
 
 def ports_frame(data, step: str) -> pd.DataFrame:

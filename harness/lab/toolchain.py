@@ -10,7 +10,7 @@ import time
 
 from harness import ROOT, SERVER_DIR, TOOLS, LabError, say
 from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR
-from harness.lab.jdk import java_command, java_major
+from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
 from harness.lab.services import pgbinaries
 from harness.lab.services.netty import NETTY_DIR, NETTY_JAR
@@ -84,6 +84,15 @@ def install_chart_libraries() -> None:
     _run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT)
 
 
+def describe_virtual_threads_java() -> str:
+    """Chapter 7's java (21+), or why there is none; setup goes on without it (chapters 1-6 do not need it)."""
+    try:
+        java, source = virtual_threads_java()
+    except LabError as err:
+        return f"missing ({err})"
+    return f"{java} (Java {java_major(java)}, from {source})"
+
+
 def setup() -> None:
     started = time.monotonic()
     check_python()
@@ -92,6 +101,7 @@ def setup() -> None:
     say(f"ab:   {shutil.which('ab') or 'missing (chapter 1 cross-checks with it: apt-get install apache2-utils)'}")
     say(f"nginx: {nginx_binary() or 'missing (only specs with an nginx service need it: apt-get install nginx)'}")
     say(f"wrk:  {shutil.which('wrk') or 'missing (chapter 6 cross-checks k6 with it: apt-get install wrk)'}")
+    say(f"java for virtual threads: {describe_virtual_threads_java()}")
     say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")
     build_server()
     say(f"server: {JAR} (+ CDS archive)")

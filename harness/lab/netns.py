@@ -42,9 +42,14 @@ def namespace(host: str) -> str:
     return f"{PREFIX}{os.getpid()}-{host}"
 
 
-def step_hosts(services) -> list[str]:
-    """The hosts of a step on network = "hosts": the client, then one per service, in the spec's order."""
-    return [CLIENT, *services]
+def client_hosts(processes: int = 1) -> list[str]:
+    """The load tool's hosts: `client`, and client2, client3 … when the test is split over k6 processes."""
+    return [CLIENT, *(f"{CLIENT}{n}" for n in range(2, processes + 1))]
+
+
+def step_hosts(services, processes: int = 1) -> list[str]:
+    """The hosts of a step on network = "hosts": the clients, then one per service, in the spec's order."""
+    return [*client_hosts(processes), *services]
 
 
 def address_of(names: list[str], host: str) -> str:

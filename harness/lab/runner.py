@@ -20,7 +20,7 @@ from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, 
 from harness.lab.backends.local import cds_ready, check_launches
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
-from harness.lab.load.k6 import DASHBOARD_REPORT, request_counts, summary_counts
+from harness.lab.load.k6 import DASHBOARD_REPORT, part_name, request_counts, summary_counts
 from harness.lab.load.recording import write_recording
 from harness.lab.samplers import Samplers, now_ms
 from harness.lab.services.deploy import AFTER, BEFORE, Deployment, check_services, target
@@ -148,7 +148,8 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
     services = Deployment(step, writer.path, hosts=hosts)
     if step.services:
         meta["services"] = services.meta
-    server = load_proc = samplers = None
+    server = samplers = None
+    loads: list = []  # (name, process) of the load tool: one, or load.processes k6 processes
     try:
         services.start(BEFORE)
         extra_env = services.server_env()
@@ -168,13 +169,10 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         if hosts is not None:  # the target's sockets and TCP counters are its host's
             samplers.all["ss"].netns = hosts.path(target(step))
         with samplers:
-            cmd, env = tool.command(step, services.url(target(step)), writer.path, dashboard)
-            cmd = placement.command(step, tool.name, cmd)
             meta["load_started_ms"] = now_ms()
-            load_proc = spawn(hosts.command(netns.CLIENT, cmd) if hosts else cmd, _k6_env(env),
-                              writer.path / f"{tool.name}.log")
-            pids[tool.name] = load_proc.pid
-            _wait_load(load_proc, tool.name, step, samplers, meta["model"]["min_duration_ms"])
+            loads = _start_load(step, tool, services.url(target(step)), writer.path, dashboard, hosts)
+            pids |= {name: proc.pid for name, proc in loads}
+            _wait_load(loads, tool.name, step, samplers, meta["model"]["min_duration_ms"])
             meta["load_ended_ms"] = now_ms()
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
         if wrong := placement.mismatches(step, samplers.placed()):
@@ -182,12 +180,13 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         if not server.alive():
             raise StepFailed(f"the server exited during the step ({server.exit_reason()})")
         services.check_alive()
-        if load_proc.returncode not in (0, 99):  # k6's 99: thresholds crossed, still a valid measurement
-            raise StepFailed(f"{tool.name} exited with code {load_proc.returncode}: see {tool.name}.log.gz")
+        for name, proc in loads:
+            if proc.returncode not in (0, 99):  # k6's 99: thresholds crossed, still a valid measurement
+                raise StepFailed(f"{name} exited with code {proc.returncode}: see {name}.log.gz")
     finally:
         with interrupts.saving():  # a second Ctrl-C must not abandon the save
-            if load_proc is not None:
-                terminate(load_proc, grace_s=5)
+            for _, proc in loads:
+                terminate(proc, grace_s=5)
             _tear_down(services, server, meta, lambda: (_write_tables(step, tool, writer, meta, samplers, dashboard),
                                                         services.write(writer)))
 
@@ -248,14 +247,30 @@ def _record_server(meta: dict, info: dict) -> None:
         meta["versions"] |= {"java": info.get("java", {}).get("version"), "spring_boot": info.get("springBootVersion")}
 
 
-def _wait_load(proc, name: str, step: Step, samplers: Samplers, expected_ms: int) -> None:
+def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: netns.Hosts | None) -> list:
+    """The load tool's processes as (name, process): one, or load.processes k6 processes each running its execution
+    segment of the test (k6, k6-2, …), each on a client host of its own on network = "hosts"."""
+    parts = step.load.get("processes", 1)
+    clients = netns.client_hosts(parts)
+    started = []
+    for part in range(1, parts + 1):
+        cmd, env = tool.command(step, url, workdir, dashboard, part) if parts > 1 else tool.command(step, url, workdir,
+                                                                                                    dashboard)
+        cmd = placement.command(step, tool.name, cmd)
+        name = part_name(tool.name, part)
+        started.append((name, spawn(hosts.command(clients[part - 1], cmd) if hosts else cmd, _k6_env(env),
+                                    workdir / f"{name}.log")))
+    return started
+
+
+def _wait_load(loads: list, name: str, step: Step, samplers: Samplers, expected_ms: int) -> None:
     """Wait for the load tool to end by itself (at most until the load options say it stops, plus a margin), printing
     a progress line every few seconds against the model's expected duration (step.json's prediction)."""
     limit = step.stop_ms / 1000 + LOAD_EXTRA_WAIT_S
     start = time.monotonic()
     every = 2 if sys.stdout.isatty() else 10
     next_report = every
-    while proc.poll() is None:
+    while any(proc.poll() is None for _, proc in loads):
         elapsed = time.monotonic() - start
         if elapsed > limit:
             raise StepFailed(f"{name} still running after {limit:.0f} s (its stop time + {LOAD_EXTRA_WAIT_S} s)")
@@ -293,7 +308,8 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
     if dashboard and not (writer.path / DASHBOARD_REPORT).exists():
         say(f"    note: {tool.name} wrote no dashboard report for this step (see {tool.name}.log.gz)")
     writer.gzip(writer.path / "server.log", "server.log")
-    writer.gzip(writer.path / f"{tool.name}.log", f"{tool.name}.log")
+    for part in range(1, step.load.get("processes", 1) + 1):
+        writer.gzip(writer.path / f"{part_name(tool.name, part)}.log", f"{part_name(tool.name, part)}.log")
 
 
 def _k6_env(extra: dict) -> dict:
@@ -335,7 +351,7 @@ def _hosts_for(step: Step, meta: dict):
     if step.system["network"] != "hosts" or step.kind != "load":
         yield None
         return
-    hosts = netns.Hosts(netns.step_hosts(step.services), step.system["link_delay_ms"])
+    hosts = netns.Hosts(netns.step_hosts(step.services, step.load.get("processes", 1)), step.system["link_delay_ms"])
     try:
         hosts.__enter__()
     except LabError as err:

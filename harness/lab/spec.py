@@ -356,10 +356,11 @@ def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> 
         return
     usable = limits["nofile"] - FD_RESERVE
     vus = peak_vus(step.load)
-    if vus > usable:
+    processes = step.load.get("processes", 1)
+    if -(-vus // processes) > usable:  # each k6 process of the test holds its share of the users' sockets
         problems.append(
-            f"{where}: {vus} VUs need {vus} sockets in one k6 process, but the open-files limit is "
-            f"{limits['nofile']} (usable ≈ {usable}); lower load.vus"
+            f"{where}: {vus} VUs need {-(-vus // processes)} sockets in each of {processes} k6 process(es), but the "
+            f"open-files limit is {limits['nofile']} (usable ≈ {usable}); lower load.vus or raise load.processes"
         )
     held = min(vus, step.knob("TOMCAT_MAX_CONNECTIONS") + step.knob("TOMCAT_ACCEPT_COUNT"))
     if held > usable and not step.system["allow_fd_exhaustion"]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import EXPERIMENTS, TOOLS, LabError
-from harness.lab.load.options import load_plan
+from harness.lab.load.options import load_plan, peak_vus
 from harness.lab.load.recording import (  # noqa: F401 (read_requests, PHASES: the k6 reader's API, kept here)
     INTERRUPTED_CODE,
     INTERRUPTED_ERROR,
@@ -46,6 +46,7 @@ DASHBOARD_PERIOD_MS = 1000  # with the default 10 s, k6 skips the report of a st
 # Plain CSV, not gzip: k6 spends ~12 % more CPU per request compressing (measured at saturation, issue 13); the file
 # is streamed and deleted once aggregated (gzipped only when it could not be read, to keep for a look).
 CSV_FILE = "k6.csv"
+SUMMARY_FILE = "k6-summary.json"
 
 
 def local_k6() -> Path:
@@ -71,13 +72,32 @@ def find_k6() -> Path:
     raise LabError(f"k6 {K6_VERSION} not found{found}: run `invoke setup` to build it into {local_k6().parent}")
 
 
-def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool = False) -> tuple[list[str], dict]:
-    """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target."""
+def part_name(name: str, part: int) -> str:
+    """The file of k6 process `part` (1, 2, …): the first keeps the one-process name (k6.csv), the others k6-2.csv …"""
+    stem, dot, suffix = name.partition(".")
+    return name if part == 1 else f"{stem}-{part}{dot}{suffix}"
+
+
+def segment_args(part: int, parts: int) -> list[str]:
+    """k6's execution segment of process `part` of `parts`: equal shares of the test, in one sequence so that the
+    processes together run exactly what one would (k6-operator splits a test over pods the same way)."""
+    if parts == 1:
+        return []
+    cuts = ["0", *(f"{i}/{parts}" for i in range(1, parts)), "1"]
+    return ["--execution-segment", f"{cuts[part - 1]}:{cuts[part]}", "--execution-segment-sequence", ",".join(cuts)]
+
+
+def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool = False,
+               part: int = 1) -> tuple[list[str], dict]:
+    """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target;
+    with load.processes > 1, the execution segment of process `part` and files of its own."""
     params = {"LAB_PLAN": json.dumps(load_plan(step.load), separators=(",", ":")), "TARGET": target}
     if dashboard:  # k6's dashboard drops the last unfinished period: the script lingers past the last response
         params["LAB_LINGER_MS"] = DASHBOARD_PERIOD_MS * 3 // 2
+    parts = step.load.get("processes", 1)
     cmd = [str(k6), "run", "--no-usage-report", "--no-color", "--quiet", "--address", "",
-           "--out", f"csv={workdir / CSV_FILE}", "--summary-export", str(workdir / "k6-summary.json")]
+           "--out", f"csv={workdir / part_name(CSV_FILE, part)}",
+           "--summary-export", str(workdir / part_name(SUMMARY_FILE, part)), *segment_args(part, parts)]
     for key, value in params.items():
         cmd += ["-e", f"{key}={value}"]
     env = {"K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}
@@ -88,17 +108,19 @@ def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool
 
 
 def summary_counts(summary_path: Path) -> dict:
-    """Totals from k6's end-of-test summary (--summary-export) for step.json's `requests`: dropped_iterations (an
-    open-model step that dropped some has not measured what it asked), and extract_failed when a scenario's value
-    to extract was missing. Zero when k6 wrote no summary or never counted one."""
-    try:
-        metrics = json.loads(summary_path.read_text()).get("metrics", {})
-    except (OSError, ValueError):
-        metrics = {}
-    counts = {"dropped_iterations": int(metrics.get("dropped_iterations", {}).get("count", 0))}
-    if metrics.get("lab_extract_failed", {}).get("count"):
-        counts["extract_failed"] = int(metrics["lab_extract_failed"]["count"])
-    return counts
+    """Totals from k6's end-of-test summaries (--summary-export; one per k6 process: k6-summary.json, k6-summary-2.json
+    …) for step.json's `requests`: dropped_iterations (an open-model step that dropped some has not measured what it
+    asked), and extract_failed when a scenario's value to extract was missing. Zero when k6 wrote no summary."""
+    dropped = extract_failed = 0
+    stem, _, suffix = summary_path.name.partition(".")
+    for path in sorted(summary_path.parent.glob(f"{stem}*.{suffix}")):
+        try:
+            metrics = json.loads(path.read_text()).get("metrics", {})
+        except (OSError, ValueError):
+            continue
+        dropped += int(metrics.get("dropped_iterations", {}).get("count", 0))
+        extract_failed += int(metrics.get("lab_extract_failed", {}).get("count", 0))
+    return {"dropped_iterations": dropped} | ({"extract_failed": extract_failed} if extract_failed else {})
 
 
 def request_counts(recorded: Recording | pd.DataFrame, asked: int) -> dict:
@@ -129,6 +151,32 @@ def request_counts(recorded: Recording | pd.DataFrame, asked: int) -> dict:
     return counts
 
 
+VU_TAG = re.compile(rb"(?<![A-Za-z_])vu=(\d+)")
+
+
+def _vu_shift(offset: int):
+    return lambda match: b"vu=%d" % (int(match.group(1)) + offset)
+
+
+def merge_parts(workdir: Path, parts: int, vus: int = 0) -> None:
+    """The CSVs of a test split over k6 processes appended into one k6.csv (one header), so that it reads as if one
+    k6 had run the whole test. Each process numbers its VUs from 1: process n's become (n - 1) × `vus` + its own, so
+    that (vu, iter, req) still names one request."""
+    if parts == 1:
+        return
+    with open(workdir / CSV_FILE, "ab") as merged:
+        for part in range(2, parts + 1):
+            path = workdir / part_name(CSV_FILE, part)
+            if not path.exists():
+                continue
+            shift = _vu_shift((part - 1) * vus)
+            with open(path, "rb") as rows:
+                rows.readline()  # its header: the first file's stands for all
+                for line in rows:
+                    merged.write(VU_TAG.sub(shift, line))
+            path.unlink()
+
+
 class K6Tool:
     name = "k6"
 
@@ -138,12 +186,14 @@ class K6Tool:
     def version(self) -> str:
         return k6_version(self.binary)
 
-    def command(self, step: Step, target: str, workdir: Path, dashboard: bool) -> tuple[list[str], dict]:
-        return k6_command(self.binary, step, target, workdir, dashboard)
+    def command(self, step: Step, target: str, workdir: Path, dashboard: bool, part: int = 1) -> tuple[list[str], dict]:
+        return k6_command(self.binary, step, target, workdir, dashboard, part)
 
     def collect(self, workdir: Path, step: Step | None = None) -> Recording | None:
         """The step's recording from k6's CSV (then deleted: the tables hold what it said); None if k6 wrote none.
         An unreadable CSV is kept, gzipped, in the step directory."""
+        if step is not None:
+            merge_parts(workdir, step.load.get("processes", 1), peak_vus(step.load))
         csv_path = next((p for p in (workdir / CSV_FILE, workdir / f"{CSV_FILE}.gz") if p.exists()), None)
         if csv_path is None:
             return None

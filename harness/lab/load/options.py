@@ -52,6 +52,7 @@ LOAD_KEYS: dict[str, tuple[type, int | None]] = {
     "batch_per_host": (int, 1),  # batch mode: parallel connections per VU (default: its whole share)
     "requests": (list, None),  # a scenario: [[…load.requests]] tables
     "target": (str, None),  # the service the load goes to: "server" (default) or a [services.<name>] (services.config)
+    "processes": (int, 1),  # k6 processes sharing the test by execution segments (each its own open-files limit)
 }
 LOAD_DEFAULTS = {
     "tool": "k6",
@@ -63,7 +64,8 @@ LOAD_DEFAULTS = {
     "path": "/hello",
     "connection_reuse": True,
 }
-COMMON = {"tool", "executor", "graceful_stop", "request_timeout", "path", "connection_reuse", "requests", "target"}
+COMMON = {"tool", "executor", "graceful_stop", "request_timeout", "path", "connection_reuse", "requests", "target",
+          "processes"}
 APPLIES = {  # the keys each executor takes besides COMMON
     "per-vu-iterations": {"vus", "iterations", "max_duration", "spike_mode", "batch_vus", "batch_per_host"},
     "shared-iterations": {"vus", "iterations", "max_duration"},
@@ -168,6 +170,8 @@ def _check_stages(stages: list, where: str, problems: list[str]) -> None:
 
 def _check_tool(load: dict, where: str, problems: list[str]) -> None:
     executor = load["executor"]
+    if load.get("processes", 1) > 1 and load["tool"] != "k6":
+        problems.append(f"{where}: load.processes splits a test with k6's execution segments: it needs tool = \"k6\"")
     if load["tool"] not in TOOLS:
         problems.append(f"{where}: load.tool must be one of {', '.join(TOOLS)}, got {load['tool']!r}")
     elif load["tool"] == "ab" and executor != "shared-iterations":

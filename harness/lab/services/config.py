@@ -69,12 +69,12 @@ def _place_on_hosts(services: dict, asked: dict, load: dict, where: str, problem
         if not KINDS[knobs["kind"]].on_hosts:
             problems.append(f"{where}: services.{name}: a {knobs['kind']} service does not run on a host of its own "
                             f"(kinds that do: {', '.join(k for k, kind in KINDS.items() if kind.on_hosts)})")
-        if not netns.NAME.match(name) or name in (netns.CLIENT, netns.SWITCH):
+        if not netns.NAME.match(name) or name.startswith(netns.CLIENT) or name == netns.SWITCH:
             problems.append(f"{where}: on network = \"hosts\" a service's name is its host's: 1-8 lower-case letters "
-                            f"and digits, not '{netns.CLIENT}' or '{netns.SWITCH}', got {name!r}")
+                            f"and digits, not '{netns.CLIENT}…' or '{netns.SWITCH}', got {name!r}")
         if "address" in asked[name]:
             problems.append(f"{where}: services.{name}.address is its host's on network = \"hosts\"; leave it out")
-        knobs["address"] = netns.address_of(netns.step_hosts(services), name)
+        knobs["address"] = netns.address_of(netns.step_hosts(services, load.get("processes", 1)), name)
         if knobs.get("upstream") == SERVER:
             problems.append(f"{where}: services.{name} proxies to the sample server, which stays on loopback on "
                             f"network = \"hosts\": proxy to a service of the step")

@@ -17,7 +17,7 @@ from harness import LabError, say
 from harness.lab import fingerprint, interrupts, netns, placement, preflight, store, system
 from harness.lab.backends import backend as make_backend
 from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, spawn, terminate
-from harness.lab.backends.local import cds_ready, check_launches
+from harness.lab.backends.local import check_launches, launch_of
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
 from harness.lab.load.k6 import DASHBOARD_REPORT, part_name, request_counts, summary_counts
@@ -54,6 +54,9 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     if server_backend.name != "docker" and any(s.container for s in steps):
         say(f"note: the [container] limits (cpus, memory, nofile) apply to the docker backend only; "
             f"the {server_backend.name} server runs without them")
+    if server_backend.name == "docker" and any(s.server.get("VIRTUAL_THREADS") for s in steps):
+        raise LabError("VIRTUAL_THREADS needs Java 21+, and the server image holds the lab's JDK 17 (Spring would run "
+                       "platform threads without a word): run these steps on the local backend")
     preflight.check_spec_home(spec)
     preflight.clean_leftovers(chapter)
     todo = fingerprint.todo(chapter, name, steps, server_backend.name, force)
@@ -225,10 +228,7 @@ def _measure_redeploys(step: Step, server_backend, writer: store.StepWriter, met
 
 def _launch_used(step: Step, server_backend) -> str:
     """How the JVM started (`auto` resolved), so the book can say which start-up a step's numbers come from."""
-    if server_backend.name != "local":
-        return server_backend.name
-    launch = step.system.get("launch", "auto")
-    return ("cds" if cds_ready() else "jar") if launch == "auto" else launch
+    return launch_of(step) if server_backend.name == "local" else server_backend.name
 
 
 def _ports_still_free(step: Step) -> None:

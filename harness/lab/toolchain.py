@@ -14,6 +14,7 @@ from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
 from harness.lab.services import pgbinaries
 from harness.lab.services.netty import NETTY_DIR, NETTY_JAR
+from harness.lab.services.webflux import WEBFLUX_DIR, WEBFLUX_JAR
 from harness.lab.services.nginx import nginx_binary
 
 MIN_JAVA = 17
@@ -64,6 +65,12 @@ def build_netty_server() -> None:
     _run([str(SERVER_DIR / "mvnw"), "-B", "-q", "-f", str(NETTY_DIR / "pom.xml"), "package"], cwd=NETTY_DIR)
 
 
+def build_webflux_server() -> None:
+    """Package chapter 7's event-loop server (webflux-server/) with the sample server's Maven wrapper."""
+    say("building the WebFlux service (Maven wrapper) …")
+    _run([str(SERVER_DIR / "mvnw"), "-B", "-q", "-f", str(WEBFLUX_DIR / "pom.xml"), "package"], cwd=WEBFLUX_DIR)
+
+
 def build_cds_archive() -> None:
     """Spring Boot's documented CDS recipe: extract the jar, run once to refresh, dump the archive."""
     shutil.rmtree(CDS_JAR.parent, ignore_errors=True)
@@ -107,6 +114,8 @@ def setup() -> None:
     say(f"server: {JAR} (+ CDS archive)")
     build_netty_server()
     say(f"netty: {NETTY_JAR}")
+    build_webflux_server()
+    say(f"webflux: {WEBFLUX_JAR}")
     install_chart_libraries()
     say(f"setup done in {time.monotonic() - started:.0f} s; tools in {TOOLS}")
 

@@ -12,8 +12,10 @@ from harness.lab.services.base import ServiceKind
 from harness.lab.services.netty import NettyKind
 from harness.lab.services.nginx import NginxKind
 from harness.lab.services.postgres import PostgresKind
+from harness.lab.services.webflux import WebfluxKind
 
-KINDS: dict[str, ServiceKind] = {"nginx": NginxKind(), "postgres": PostgresKind(), "netty": NettyKind()}  # what `kind = "…"` may name
+KINDS: dict[str, ServiceKind] = {"nginx": NginxKind(), "postgres": PostgresKind(), "netty": NettyKind(),
+                                  "webflux": WebfluxKind()}  # what `kind = "…"` may name
 SERVER = "server"  # the implicit service (the sample server, kind tomcat, set by [server]): the load's default target
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # Names a service may not take: they are other files of a step directory (<name>.parquet, <name>.log.gz).

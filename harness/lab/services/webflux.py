@@ -1,0 +1,88 @@
+"""The sample server's endpoints on an event loop as a kind (chapter 7): `webflux-server/`, Spring WebFlux on Reactor
+Netty, `/sleep` waiting `sleep_ms` on a timer instead of a thread, built by `invoke setup` into webflux-server/target/.
+
+It runs as a local child process (`java -jar`, spawn/terminate/PDEATHSIG as for the sample server, under the step's
+`[placement]` for its name; on its own host on network = "hosts"). Its knobs become environment variables. Readiness:
+Actuator's /health on its management port answers UP; identity: the pid /actuator/info reports is the pid started;
+metrics: /actuator/prometheus (Reactor Netty's connections on the service port, the JVM's threads, heap, GC, open
+files) sampled into <name>.parquet, the same Micrometer names as actuator.parquet.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from harness import ROOT, LabError
+from harness.lab.backends.process import PASSED_ENV, http_json, spawn
+from harness.lab.jdk import check_java_home, java_command
+from harness.lab.samplers import ActuatorSampler
+from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, check_listening
+
+WEBFLUX_DIR = ROOT / "webflux-server"
+WEBFLUX_JAR = WEBFLUX_DIR / "target" / "webflux-server.jar"
+ENV = {"address": "SERVER_ADDRESS", "port": "SERVER_PORT", "management_port": "MANAGEMENT_PORT", "sleep_ms": "SLEEP_MS"}
+
+
+class WebfluxKind(ServiceKind):
+    name = "webflux"
+    on_hosts = True
+    knobs = {
+        "address": (str, None),
+        "port": (int, 1),
+        "management_port": (int, 1),  # Actuator, apart from the measured port
+        "sleep_ms": (int, 0),  # /sleep's wait when the request gives no ?ms=
+    }
+    defaults = {"address": "127.0.0.1", "port": 8290, "management_port": 8291, "sleep_ms": 0}
+
+    def check(self, service: str, k: dict, where: str, problems: list[str]) -> None:
+        check_listening(k, ("port", "management_port"), f"{where}: services.{service}", problems)
+
+    def endpoint(self, knobs: dict) -> tuple[str, int]:
+        return knobs["address"], knobs["port"]
+
+    def ports(self, knobs: dict) -> dict[str, int]:
+        return {"port": knobs["port"], "management_port": knobs["management_port"]}
+
+    def check_tools(self, backend: str) -> None:
+        check_java_home(java_command())
+        if not WEBFLUX_JAR.is_file():
+            raise LabError(f"the WebFlux service's jar is missing ({WEBFLUX_JAR}): run `invoke setup`")
+
+    def start(self, service: str, knobs: dict, ctx: Context) -> RunningWebflux:
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | {v: str(knobs[k]) for k, v in ENV.items()}
+        log = ctx.workdir / f"{service}.log"
+        started = time.monotonic()
+        proc = spawn(ctx.command(service, [java_command(), "-jar", str(WEBFLUX_JAR)]), env, log)
+        return RunningWebflux(service, proc, log, started, knobs)
+
+    def sampler(self, running: RunningWebflux, interval_ms: int):
+        return ActuatorSampler(interval_ms, running.management_url, running.port)
+
+
+class RunningWebflux(RunningService):
+    kind = "webflux"
+
+    def __init__(self, name, proc, log, started, knobs):
+        super().__init__(name, proc, log, started, f"http://{knobs['address']}:{knobs['port']}")
+        self.management_url = f"http://{knobs['address']}:{knobs['management_port']}"
+        self.port = knobs["port"]
+        self._info: dict = {}
+
+    def ready(self) -> bool:
+        try:
+            if http_json(f"{self.management_url}/actuator/health", 1.0).get("status") != "UP":
+                return False
+            self._info = http_json(f"{self.management_url}/actuator/info", 1.0)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def check_identity(self) -> None:
+        if self._info.get("pid") != self.pid:
+            raise StepFailed(f"another process (pid {self._info.get('pid')}) answers on {self.management_url}, not "
+                             f"webflux '{self.name}' (pid {self.pid})")
+
+    def info(self) -> dict:
+        """Versions and the event loop's size, as the service reported them on /actuator/info."""
+        return {"version": self._info.get("springBootVersion"), "reactor_netty": self._info.get("reactorNetty"),
+                "java": self._info.get("java"), "event_loop_threads": self._info.get("eventLoopThreads")}

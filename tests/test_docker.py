@@ -154,3 +154,16 @@ def test_check_refuses_an_image_of_another_jar(monkeypatch):
     monkeypatch.setattr(docker_backend, "jar_digest", lambda: "new")
     with pytest.raises(LabError, match="holds another build of the jar"):
         DockerBackend().check()
+
+
+def test_a_docker_host_on_another_machine_is_refused_before_anything_starts(monkeypatch):
+    from harness import LabError
+    from harness.lab.backends.docker.client import check_daemon, remote_host
+
+    assert remote_host("unix:///run/concurrency-lab-docker.sock") is None
+    assert remote_host("tcp://127.0.0.1:2375") is None and remote_host("tcp://localhost:2375") is None
+    assert remote_host("ssh://lab@loadbox.example") == "loadbox.example"
+    assert remote_host("tcp://10.0.0.7:2376") == "10.0.0.7"
+    monkeypatch.setenv("DOCKER_HOST", "ssh://lab@loadbox.example")
+    with pytest.raises(LabError, match=r"DOCKER_HOST names another machine \(loadbox.example\): the docker backend"):
+        check_daemon()

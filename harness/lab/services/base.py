@@ -9,6 +9,7 @@ with the same spawn/terminate as the server (own session, PR_SET_PDEATHSIG), wha
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import subprocess
 import time
@@ -19,7 +20,8 @@ from harness import LabError
 from harness.lab import placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import StepFailed, terminate
+from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminate
+from harness.lab.jdk import check_java_home, java_command
 
 READY_TIMEOUT_S = 30
 Knobs = dict[str, tuple[type, "int | None"]]
@@ -148,6 +150,37 @@ class ServiceKind:
     def sampler(self, running: RunningService, interval_ms: int):
         """A harness.lab.samplers.Sampler whose rows go into <service name>.parquet, or None."""
         return None
+
+
+class JarServiceKind(ServiceKind):
+    """A Java service of the lab's own (a jar `invoke setup` builds: netty, webflux): a service port and a management
+    port on `address`, started with the lab's java under the step's placement (and host), its log <name>.log."""
+
+    jar: Path
+    title = "the service"  # for the message when the jar is missing
+    on_hosts = True
+
+    def check(self, service: str, k: dict, where: str, problems: list[str]) -> None:
+        check_listening(k, ("port", "management_port"), f"{where}: services.{service}", problems)
+
+    def endpoint(self, knobs: dict) -> tuple[str, int]:
+        return knobs["address"], knobs["port"]
+
+    def ports(self, knobs: dict) -> dict[str, int]:
+        return {"port": knobs["port"], "management_port": knobs["management_port"]}
+
+    def check_tools(self, backend: str) -> None:
+        check_java_home(java_command())  # a clear LabError when there is no usable JDK 17+
+        if not self.jar.is_file():
+            raise LabError(f"{self.title}'s jar is missing ({self.jar}): run `invoke setup`")
+
+    def spawn_jar(self, service: str, env: dict[str, str], ctx: Context):
+        """`java -jar` of the service with `env` (and the variables every child gets); (process, log, started)."""
+        log = ctx.workdir / f"{service}.log"
+        started = time.monotonic()
+        proc = spawn(ctx.command(service, [java_command(), "-jar", str(self.jar)]),
+                     {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, log)
+        return proc, log, started
 
 
 def typed_knobs(knobs: Knobs, values: dict, where: str, problems: list[str]) -> dict:

@@ -10,14 +10,11 @@ the service port so that the lab's probes never count among the connections a ch
 """
 from __future__ import annotations
 
-import os
-import time
 
-from harness import ROOT, LabError
-from harness.lab.backends.process import PASSED_ENV, http_json, spawn
-from harness.lab.jdk import check_java_home, java_command
+from harness import ROOT
+from harness.lab.backends.process import http_json
 from harness.lab.samplers import Sampler
-from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, check_listening
+from harness.lab.services.base import Context, JarServiceKind, RunningService, StepFailed
 
 NETTY_DIR = ROOT / "netty-server"
 NETTY_JAR = NETTY_DIR / "target" / "netty-server.jar"
@@ -31,9 +28,9 @@ def service_env(knobs: dict) -> dict[str, str]:
     return {var: str(knobs[knob]) for knob, var in ENV.items() if knobs[knob] != 0}
 
 
-class NettyKind(ServiceKind):
+class NettyKind(JarServiceKind):
     name = "netty"
-    on_hosts = True
+    jar, title = NETTY_JAR, "the Netty service"
     knobs = {
         "address": (str, None),
         "port": (int, 1),
@@ -45,27 +42,8 @@ class NettyKind(ServiceKind):
     defaults = {"address": "127.0.0.1", "port": 8280, "management_port": 8281, "io_threads": 0, "executor_threads": 0,
                 "backlog": 128}
 
-    def check(self, service: str, k: dict, where: str, problems: list[str]) -> None:
-        check_listening(k, ("port", "management_port"), f"{where}: services.{service}", problems)
-
-    def endpoint(self, knobs: dict) -> tuple[str, int]:
-        return knobs["address"], knobs["port"]
-
-    def ports(self, knobs: dict) -> dict[str, int]:
-        return {"port": knobs["port"], "management_port": knobs["management_port"]}
-
-    def check_tools(self, backend: str) -> None:
-        check_java_home(java_command())  # a clear LabError when there is no usable JDK 17+
-        if not NETTY_JAR.is_file():
-            raise LabError(f"the Netty service's jar is missing ({NETTY_JAR}): run `invoke setup`")
-
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningNetty:
-        cmd = [java_command(), "-jar", str(NETTY_JAR)]
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | service_env(knobs)
-        log = ctx.workdir / f"{service}.log"
-        started = time.monotonic()
-        proc = spawn(ctx.command(service, cmd), env, log)
-        return RunningNetty(service, proc, log, started, knobs)
+        return RunningNetty(service, *self.spawn_jar(service, service_env(knobs), ctx), knobs)
 
     def sampler(self, running: RunningNetty, interval_ms: int):
         return NettySampler(interval_ms, running.management_url)

@@ -9,23 +9,20 @@ files) sampled into <name>.parquet, the same Micrometer names as actuator.parque
 """
 from __future__ import annotations
 
-import os
-import time
 
-from harness import ROOT, LabError
-from harness.lab.backends.process import PASSED_ENV, http_json, spawn
-from harness.lab.jdk import check_java_home, java_command
+from harness import ROOT
+from harness.lab.backends.process import http_json
 from harness.lab.samplers import ActuatorSampler
-from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, check_listening
+from harness.lab.services.base import Context, JarServiceKind, RunningService, StepFailed
 
 WEBFLUX_DIR = ROOT / "webflux-server"
 WEBFLUX_JAR = WEBFLUX_DIR / "target" / "webflux-server.jar"
 ENV = {"address": "SERVER_ADDRESS", "port": "SERVER_PORT", "management_port": "MANAGEMENT_PORT", "sleep_ms": "SLEEP_MS"}
 
 
-class WebfluxKind(ServiceKind):
+class WebfluxKind(JarServiceKind):
     name = "webflux"
-    on_hosts = True
+    jar, title = WEBFLUX_JAR, "the WebFlux service"
     knobs = {
         "address": (str, None),
         "port": (int, 1),
@@ -34,26 +31,8 @@ class WebfluxKind(ServiceKind):
     }
     defaults = {"address": "127.0.0.1", "port": 8290, "management_port": 8291, "sleep_ms": 0}
 
-    def check(self, service: str, k: dict, where: str, problems: list[str]) -> None:
-        check_listening(k, ("port", "management_port"), f"{where}: services.{service}", problems)
-
-    def endpoint(self, knobs: dict) -> tuple[str, int]:
-        return knobs["address"], knobs["port"]
-
-    def ports(self, knobs: dict) -> dict[str, int]:
-        return {"port": knobs["port"], "management_port": knobs["management_port"]}
-
-    def check_tools(self, backend: str) -> None:
-        check_java_home(java_command())
-        if not WEBFLUX_JAR.is_file():
-            raise LabError(f"the WebFlux service's jar is missing ({WEBFLUX_JAR}): run `invoke setup`")
-
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningWebflux:
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | {v: str(knobs[k]) for k, v in ENV.items()}
-        log = ctx.workdir / f"{service}.log"
-        started = time.monotonic()
-        proc = spawn(ctx.command(service, [java_command(), "-jar", str(WEBFLUX_JAR)]), env, log)
-        return RunningWebflux(service, proc, log, started, knobs)
+        return RunningWebflux(service, *self.spawn_jar(service, {v: str(knobs[k]) for k, v in ENV.items()}, ctx), knobs)
 
     def sampler(self, running: RunningWebflux, interval_ms: int):
         return ActuatorSampler(interval_ms, running.management_url, running.port)

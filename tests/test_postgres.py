@@ -130,6 +130,44 @@ def test_the_server_gets_the_databases_address_on_both_backends():
     assert "SPRING_DATASOURCE_URL=jdbc:postgresql://127.0.0.1:38192/step_1" in argv and "host" in argv
 
 
+def test_the_pair_room_api_runs_its_own_jar_on_both_backends(monkeypatch):
+    from harness.lab.backends import local
+    from harness.lab.backends.base import JAR, PAIR_ROOM_JAR
+
+    room = parse(spec_with({"db": DB}, {"PAIR_ROOM": True})).steps[0]
+    assert local.launch_of(room) == "jar"  # the CDS archive belongs to the plain jar
+    assert local.server_command("jar", "java", PAIR_ROOM_JAR)[-1] == str(PAIR_ROOM_JAR) != str(JAR)
+    argv = run_argv(room, "img", 1024)
+    assert argv[-5:] == ["--entrypoint", "java", "img", "-jar", "/app/sample-server-pair-room.jar"]
+    plain = parse(spec_with({"db": DB})).steps[0]
+    assert run_argv(plain, "img", 1024)[-1] == "img"  # the image's own entrypoint: CDS on the plain jar
+    monkeypatch.setattr(local, "PAIR_ROOM_JAR", Path("/nonexistent/sample-server-pair-room.jar"))
+    monkeypatch.setattr(local, "SERVER_DIR", Path("/nonexistent/sample-server"))
+    with pytest.raises(LabError, match=r"step\(s\) s run the pair-room API, but .* is missing: run `invoke setup`"):
+        local.check_launches([room])
+    cds = parse({**spec_with({"db": DB}, {"PAIR_ROOM": True}), "step": [{"id": "c", "system": {"launch": "cds"}}]}).steps[0]
+    with pytest.raises(LabError, match="from its own jar, which the CDS archive .* does not fit"):
+        local.check_launches([cds])
+
+
+def test_the_plain_server_jar_leaves_the_database_stack_out():
+    """Chapters 1-4 and 6-7 run sample-server.jar: none of chapter 5's JPA stack may be on its classpath."""
+    import zipfile
+
+    from harness.lab.backends.base import JAR, PAIR_ROOM_JAR
+
+    assert JAR.exists() and PAIR_ROOM_JAR.exists(), "the server jars are missing: run `invoke setup`"
+    def libs(jar):
+        return {n.rsplit("/", 1)[1].rsplit("-", 1)[0] for n in zipfile.ZipFile(jar).namelist()
+                if n.startswith("BOOT-INF/lib/") and n.endswith(".jar")}
+    stack = {"hibernate-core", "HikariCP", "postgresql", "spring-data-jpa", "jakarta.persistence-api", "spring-jdbc"}
+    assert stack <= libs(PAIR_ROOM_JAR)
+    assert not stack & libs(JAR) and libs(JAR) < libs(PAIR_ROOM_JAR)
+    for jar in (JAR, PAIR_ROOM_JAR):  # repackaged from the original jar, not from one repackaged already
+        manifest = zipfile.ZipFile(jar).read("META-INF/MANIFEST.MF").decode()
+        assert "Start-Class: lab.SampleServerApplication" in manifest, jar
+
+
 def test_as_root_postgres_runs_as_nobody_without_a_new_process():
     prefix = pgbinaries.run_as_prefix(root=True)
     assert prefix[1:] == ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--pdeathsig", "keep"]

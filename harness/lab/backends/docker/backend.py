@@ -10,11 +10,14 @@ from pathlib import Path
 
 from harness import SERVER_DIR, LabError
 from harness.lab import placement, system
-from harness.lab.backends.base import JAR, STOP_GRACE_S, RunningServer, StepFailed, listener, server_env
+from harness.lab.backends.base import JAR, STOP_GRACE_S, RunningServer, StepFailed, listener, pair_room, server_env
 from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env
 from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, image_labels, jar_digest
 from harness.lab.samplers import Cgroup
 from harness.lab.spec import Step
+
+
+PAIR_ROOM_IMAGE_JAR = "/app/sample-server-pair-room.jar"  # where sample-server/Dockerfile puts chapter 5's jar
 
 
 def container_name(step: Step) -> str:
@@ -40,6 +43,8 @@ def run_argv(step: Step, image: str, nofile: int, extra_env: dict[str, str] | No
     argv += placement.docker_args(step)  # [placement] server: --cpuset-cpus, --cpus
     for key, value in server_env(step, extra_env).items():
         argv += ["--env", f"{key}={value}"]
+    if pair_room(step):  # the image's CDS entrypoint belongs to the plain jar
+        return argv + ["--entrypoint", "java", image, "-jar", PAIR_ROOM_IMAGE_JAR]
     return argv + [image]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness import SERVER_DIR, LabError, say
 from harness.lab import system
-from harness.lab.backends.base import JAR
+from harness.lab.backends.base import JAR, PAIR_ROOM_JAR
 from harness.lab.backends.docker.client import (
     LABEL,
     _require_as_root,
@@ -49,7 +49,11 @@ APT_SOURCES = Path("/etc/apt")
 
 
 def jar_digest() -> str:
-    return hashlib.sha256(JAR.read_bytes()).hexdigest()
+    """One digest of both jars the image holds: a rebuild of either asks for a new image."""
+    digest = hashlib.sha256()
+    for jar in (JAR, PAIR_ROOM_JAR):
+        digest.update(jar.read_bytes() if jar.exists() else b"")
+    return digest.hexdigest()
 
 
 def image_labels(tag: str) -> dict | None:
@@ -60,8 +64,9 @@ def image_labels(tag: str) -> dict | None:
 def build_image(base: str | None = None) -> str:
     """The server image from the jar, on `base` (an image name, or "debootstrap" for a local Debian + JRE)."""
     check_daemon()
-    if not JAR.exists():
-        raise LabError(f"the server jar {JAR.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup` first")
+    for jar in (JAR, PAIR_ROOM_JAR):
+        if not jar.exists():
+            raise LabError(f"the server jar {jar.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup` first")
     base_image = ensure_debootstrap_base() if base == "debootstrap" else ensure_base(base or DEFAULT_BASE)
     version = system.command_output("git", "-C", str(SERVER_DIR), "rev-parse", "--short", "HEAD") or "dev"
     say(f"building {SERVER_TAG} (also :{version}) on {base_image} …")

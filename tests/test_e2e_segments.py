@@ -26,7 +26,7 @@ def run(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported fro
     code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
     print(out)
     assert code == 0, out
-    return {s: data_dir / PROFILE.stem / s for s in ("one", "two")}
+    return {s: data_dir / PROFILE.stem / s for s in ("one", "two", "two-loopback")}
 
 
 def meta(step) -> dict:
@@ -41,6 +41,14 @@ def test_two_processes_issue_exactly_what_one_does(run):
     requests = store.read_parquet(run["two"] / "requests.parquet", "requests")
     assert len(requests) == 1000 and not requests.duplicated(["vu", "iteration"]).any()
     assert requests["vu"].nunique() == 20  # each process's VUs kept apart when merged
+
+
+def test_on_loopback_two_processes_issue_exactly_what_one_does(run):
+    one, two = meta(run["one"]), meta(run["two-loopback"])
+    assert two["status"] == "complete" and "hosts" not in two
+    assert two["requests"]["issued"] == one["requests"]["issued"] == two["requests"]["succeeded"] == 1000
+    requests = store.read_parquet(run["two-loopback"] / "requests.parquet", "requests")
+    assert len(requests) == 1000 and not requests.duplicated(["vu", "iteration"]).any()
 
 
 def test_each_process_ran_its_segment_from_its_own_host(run):

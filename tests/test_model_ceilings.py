@@ -41,3 +41,32 @@ def test_each_limit_alone():
 def test_impossible_inputs_are_refused(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_the_spike_model_drops_the_pool_for_virtual_threads_and_the_event_loop_and_caps_connections_at_open_files():
+    from pathlib import Path
+
+    from harness.lab.spec import FD_RESERVE, parse_spec
+    from harness.models import spike
+
+    from conftest import LIMITS
+
+    flux = {"kind": "webflux", "port": 8292, "management_port": 8293, "sleep_ms": 5000}
+    raw = {"defaults": {"server": {"SLEEP_MS": 5000, "TOMCAT_MAX_THREADS": 2000, "TOMCAT_MAX_CONNECTIONS": 50_000,
+                                   "TOMCAT_ACCEPT_COUNT": 4096, "TOMCAT_CONNECTION_TIMEOUT": 20_000},
+                        "load": {"vus": 30_000, "processes": 2}, "system": {"allow_fd_exhaustion": True}},
+           "step": [{"id": "platform"}, {"id": "virtual", "server": {"VIRTUAL_THREADS": True}},
+                    {"id": "loop", "services": {"flux": flux}, "load": {"target": "flux", "path": "/sleep"}}]}
+    platform, virtual, loop = parse_spec("t", raw, Path("t.toml"), LIMITS).steps  # nofile 20,000, somaxconn 4096
+    held = 20_000 - FD_RESERVE
+    for step in (platform, virtual, loop):
+        server = spike.server_of(step)
+        assert (server.max_connections, server.accept_count, server.service_ms) == (held, 4096, 5000)
+    assert spike.server_of(platform).threads == 2000
+    assert spike.server_of(virtual).threads == spike.server_of(loop).threads == spike.UNBOUNDED
+    p = spike.predict_spike(virtual)
+    assert p.waves == 1 and p.ceiling == held + 4096 + 1
+    # The held answered after one sleep; the queued once keep-alive frees their slots (20 s); the rest time out.
+    assert p.succeeded == held + 4096 + 1 and p.completions == [[5000, held], [30_000, 4097]]
+    assert spike.predict_spike(loop).succeeded == held  # Reactor Netty closes no idle connection: no slot frees
+    assert spike.predict_spike(platform).waves == 15

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.lab.load.k6 import merge_parts, part_name, segment_args
+from harness.lab.load.k6 import merge_parts, part_name, segment_args, source_args
 from harness.lab.spec import parse_spec
 
 from conftest import LIMITS
@@ -15,6 +15,16 @@ def test_each_process_gets_its_share_of_one_sequence():
     assert segment_args(1, 1) == []
     assert segment_args(1, 2) == ["--execution-segment", "0:1/2", "--execution-segment-sequence", "0,1/2,1"]
     assert segment_args(3, 3) == ["--execution-segment", "2/3:1", "--execution-segment-sequence", "0,1/3,2/3,1"]
+
+
+def test_on_loopback_each_process_connects_from_an_address_of_its_own():
+    edge = {"kind": "nginx", "mode": "return", "port": 8272, "status_port": 8273}
+    raw = {"defaults": {"load": {"vus": 20, "processes": 2}}, "step": [
+        {"id": "lo"}, {"id": "h", "system": {"network": "hosts"}, "services": {"edge": edge}, "load": {"target": "edge"}}]}
+    loopback, hosts = parse_spec("t", raw, Path("t.toml"), LIMITS).steps
+    assert source_args(loopback, 1, 2) == ["--local-ips", "127.0.1.1"]
+    assert source_args(loopback, 2, 2) == ["--local-ips", "127.0.2.1"]
+    assert source_args(loopback, 1, 1) == [] and source_args(hosts, 2, 2) == []  # a client host has its own address
 
 
 def test_the_first_process_keeps_the_one_process_names():

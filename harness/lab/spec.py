@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness import EXPERIMENTS, LabError
@@ -107,6 +107,8 @@ class Step:
     role: str = ""  # what a chapter selects the step by beyond its findings, e.g. "isolates F000-j"
     services: dict = field(default_factory=dict)  # [services.<name>] resolved: {name: {"kind": …, knob: value}}
     placement: dict = field(default_factory=dict)  # {process name: {"cpus": [..], "quota": CPUs}} (placement.py)
+    # The machine's limits the step was checked against (nofile, somaxconn …): the models' ceilings, not its config.
+    limits: dict = field(default_factory=dict, compare=False)
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
@@ -227,7 +229,7 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
         step = _resolve(chapter, table, step_base, n, len(tables), where, problems)
         if step:
             _check_limits(step, limits, where, problems)
-            spec.steps.append(step)
+            spec.steps.append(replace(step, limits=dict(limits)))
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise LabError(f"{path.name} has {len(problems)} problem(s):\n{lines}")

@@ -64,7 +64,8 @@ def explorer_settings(meta: dict) -> dict | None:
     accept = server.get("TOMCAT_ACCEPT_COUNT", SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"])
     timeout = server.get("TOMCAT_KEEP_ALIVE_TIMEOUT", server.get("TOMCAT_CONNECTION_TIMEOUT", SERVER_DEFAULTS["TOMCAT_CONNECTION_TIMEOUT"]))
     point = {"users": meta["requests"]["asked"], "threads": model["threads"],
-             "max_connections": model["ceiling"] - accept - 1, "accept_count": accept,
+             "max_connections": server.get("TOMCAT_MAX_CONNECTIONS", SERVER_DEFAULTS["TOMCAT_MAX_CONNECTIONS"]),
+             "accept_count": accept,
              "keep_alive_s": timeout // 1000 if model["keep_alive"] else 0}
     return point if all(point[k] in values for k, values in EXPLORER_GRID.items()) else None
 

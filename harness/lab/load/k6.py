@@ -87,6 +87,15 @@ def segment_args(part: int, parts: int) -> list[str]:
     return ["--execution-segment", f"{cuts[part - 1]}:{cuts[part]}", "--execution-segment-sequence", ",".join(cuts)]
 
 
+def source_args(step: Step, part: int, parts: int) -> list[str]:
+    """On loopback, each k6 process of a split test connects from a source address of its own (127.0.<part>.1: every
+    127/8 address is the loopback's), so each has the whole ephemeral port range towards the one server address, as
+    the client hosts of network = "hosts" do. One process keeps the kernel's choice (127.0.0.1)."""
+    if parts == 1 or step.system["network"] != "loopback":
+        return []
+    return ["--local-ips", f"127.0.{part}.1"]
+
+
 def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool = False,
                part: int = 1) -> tuple[list[str], dict]:
     """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target;
@@ -97,7 +106,8 @@ def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool
     parts = step.load.get("processes", 1)
     cmd = [str(k6), "run", "--no-usage-report", "--no-color", "--quiet", "--address", "",
            "--out", f"csv={workdir / part_name(CSV_FILE, part)}",
-           "--summary-export", str(workdir / part_name(SUMMARY_FILE, part)), *segment_args(part, parts)]
+           "--summary-export", str(workdir / part_name(SUMMARY_FILE, part)), *segment_args(part, parts),
+           *source_args(step, part, parts)]
     for key, value in params.items():
         cmd += ["-e", f"{key}={value}"]
     env = {"K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}

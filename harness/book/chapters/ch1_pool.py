@@ -176,7 +176,7 @@ def f002_d(data, table) -> Verdict:
     return Verdict("F002-d", "the way out is more threads, async I/O or green threads: the pool is the limit",
                    f"at C = {most} busy threads peak at {peak:.0f} of {pool}; RPS from C = {pool} to {most} changes by "
                    + ", ".join(f"{t} {v:+.1%}" for t, v in change.items()), verdict_of(agrees),
-                   "all threads busy while RPS stays flat: only a bigger or cheaper pool moves it (virtual threads: a later chapter)"
+                   "all threads busy while RPS stays flat: only a bigger or cheaper pool moves it (virtual threads: chapter 7)"
                    if agrees else "the pool is not shown to be the limit")
 
 

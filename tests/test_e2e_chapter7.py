@@ -1,0 +1,44 @@
+"""Chapter 7 at small scale (tests/profiles/chapter7-scaled.toml): the three server models end to end with real k6,
+Tomcat on platform and virtual threads and WebFlux, read back through the chapter's own step table: the pool answers
+in waves with a thread per request in flight, the other two after one wait without one, and a test split over two
+k6 processes is answered in full."""
+from __future__ import annotations
+
+import pytest
+
+from harness import ROOT
+from harness.book.chapters.ch7_steps import ch7_table, completions
+
+from test_e2e import lab_ready, profile_run  # noqa: F401 — lab_ready: a fixture
+
+pytestmark = pytest.mark.e2e
+PROFILE = ROOT / "tests" / "profiles" / "chapter7-scaled.toml"
+
+
+@pytest.fixture(scope="module")
+def chapter(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported from test_e2e
+    with profile_run(tmp_path_factory, PROFILE) as data:
+        yield data, ch7_table(data).set_index("step")
+
+
+def test_every_model_answers_every_user(chapter):
+    _, table = chapter
+    assert list(table.index) == ["platform-30", "virtual-30", "loop-30", "virtual-60"]
+    assert (table.succeeded == table.asked).all() and (table.failed == 0).all()
+    assert table.loc["virtual-60", "processes"] == 2 and table.loc["virtual-60", "asked"] == 60
+
+
+def test_the_pool_answers_in_waves_and_the_ways_out_after_one_wait(chapter):
+    data, table = chapter
+    waited = table.last_ok_s - table.last_start_s
+    assert waited["platform-30"] >= 8  # 10 waves of 3, a second each
+    assert waited["virtual-30"] <= 3 and waited["loop-30"] <= 3
+    assert len(completions(data, "platform-30")) >= 8 and len(completions(data, "virtual-30")) <= 3
+
+
+def test_the_serving_process_and_its_connections_are_read_for_each_model(chapter):
+    _, table = chapter
+    assert table.loc["platform-30", "peak_connections"] >= 30 and table.loc["loop-30", "peak_connections"] >= 30
+    assert (table.peak_open_files > table.peak_connections).all()  # a JVM's own files besides the sockets
+    assert (table.rss_peak > table.rss_before).all() and (table.k6_rss_peak > 0).all()
+    assert table.loc["platform-30", "limit"] == "threads" and table.loc["virtual-30", "limit"] == "none"

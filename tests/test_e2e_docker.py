@@ -131,3 +131,18 @@ def test_ctrl_c_mid_step_leaves_no_container(docker_smoke, smoke_spec):
     assert not port_open(8080) and not port_open(8081)
     failed = json.loads((docker_smoke / "smoke" / ".keep-alive.failed" / "step.json").read_text())
     assert failed["status"] == "failed" and "interrupted" in failed["reason"]
+
+
+def test_the_pair_room_api_runs_its_own_jar_in_a_container(docker_ready, tmp_path_factory):
+    """Chapter 5's server in the image: the pair-room jar (JPA, HikariCP) against the step's PostgreSQL."""
+    from harness import ROOT
+
+    data_dir = tmp_path_factory.mktemp("docker-pair-room") / "data"
+    profile = ROOT / "tests" / "profiles" / "chapter5-scaled.toml"
+    code, out = finish(invoke(data_dir, "run", str(profile), "--backend", "docker", "--step", "no-open-in-view"))
+    assert code == 0, out
+    step = json.loads((data_dir / "chapter5-scaled" / "no-open-in-view" / "step.json").read_text())
+    assert step["config"]["backend"] == "docker" and step["status"] == "complete"
+    assert step["requests"]["issued"] > 0 and step["requests"]["failed"] == 0
+    samples = pd.read_parquet(data_dir / "chapter5-scaled" / "no-open-in-view" / "actuator.parquet")
+    assert (samples.metric == "hikaricp.connections.active").any()  # the JPA stack is there, and Hikari with it

@@ -133,8 +133,9 @@ def test_ctrl_c_mid_step_leaves_no_container(docker_smoke, smoke_spec):
     assert failed["status"] == "failed" and "interrupted" in failed["reason"]
 
 
-def test_the_pair_room_api_runs_its_own_jar_in_a_container(docker_ready, tmp_path_factory):
-    """Chapter 5's server in the image: the pair-room jar (JPA, HikariCP) against the step's PostgreSQL."""
+def test_the_pair_room_api_and_its_database_run_in_containers(docker_ready, tmp_path_factory):
+    """Chapter 5's server in the image, the pair-room jar (JPA, HikariCP), against the step's PostgreSQL in the
+    lab's postgres image."""
     from harness import ROOT
 
     data_dir = tmp_path_factory.mktemp("docker-pair-room") / "data"
@@ -146,3 +147,8 @@ def test_the_pair_room_api_runs_its_own_jar_in_a_container(docker_ready, tmp_pat
     assert step["requests"]["issued"] > 0 and step["requests"]["failed"] == 0
     samples = pd.read_parquet(data_dir / "chapter5-scaled" / "no-open-in-view" / "actuator.parquet")
     assert (samples.metric == "hikaricp.connections.active").any()  # the JPA stack is there, and Hikari with it
+    db = step["services"]["db"]  # the database in a container of the lab's postgres image, stopped and removed
+    assert db["image"].startswith("concurrency-lab/postgres:") and db["container"] and db["clone_dropped"]
+    tree = pd.read_parquet(data_dir / "chapter5-scaled" / "no-open-in-view" / "db.parquet")
+    assert tree[tree.metric == "pg.processes"].value.max() > 1  # its backends seen through the host's /proc
+    assert lab_containers() == []

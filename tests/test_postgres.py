@@ -150,6 +150,37 @@ def test_the_pair_room_api_runs_its_own_jar_on_both_backends(monkeypatch):
         local.check_launches([cds])
 
 
+def test_on_docker_the_steps_postgres_runs_in_the_labs_image_as_the_clusters_owner(tmp_path):
+    from harness.lab.backends.docker.image import POSTGRES_TAG
+    from harness.lab.services import pgcontainer
+
+    raw = spec_with({"db": DB})
+    raw["defaults"]["placement"] = {"db": {"cpus": "1", "quota": 0.5}}
+    step = parse(raw).steps[0]
+    data = tmp_path / "cluster" / "data"
+    data.mkdir(parents=True)
+    argv = pgcontainer.run_argv(step, "db", data, ["-D", str(data), "-c", "port=38192"])
+    owner = data.stat()
+    assert argv[argv.index("--user") + 1] == f"{owner.st_uid}:{owner.st_gid}"  # never root when the harness is
+    assert ["--network", "host", "--pid", "host"] == argv[argv.index("--network"):argv.index("--network") + 4]
+    assert argv[argv.index("--volume") + 1] == f"{data.parent}:{data.parent}"
+    assert argv[argv.index("--cpuset-cpus") + 1] == "1" and argv[argv.index("--cpus") + 1] == "0.5"
+    assert argv[argv.index(POSTGRES_TAG) + 1:] == ["-D", str(data), "-c", "port=38192"]
+    assert pgcontainer.container_name(step, "db") == "lab-t-s-db"
+
+
+def test_on_docker_a_missing_or_outdated_postgres_image_is_named_before_anything_starts(monkeypatch):
+    from harness.lab.services import pgcontainer
+
+    monkeypatch.setattr(pgcontainer, "check_daemon", lambda: None)
+    monkeypatch.setattr(pgcontainer, "image_labels", lambda tag: None)
+    with pytest.raises(LabError, match=r"the PostgreSQL image concurrency-lab/postgres:17.6.0 is missing: run `invoke image`"):
+        pgcontainer.check_image()
+    monkeypatch.setattr(pgcontainer, "image_labels", lambda tag: {pgcontainer.POSTGRES_LABEL: "other"})
+    with pytest.raises(LabError, match="holds other binaries than `invoke setup` pins"):
+        pgcontainer.check_image()
+
+
 def test_the_plain_server_jar_leaves_the_database_stack_out():
     """Chapters 1-4 and 6-7 run sample-server.jar: none of chapter 5's JPA stack may be on its classpath."""
     import zipfile

@@ -148,7 +148,7 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
     `hosts`, each service and the load tool run on a host of their own (the sample server stays on loopback)."""
     log = writer.path / "server.log"
     _ports_still_free(step)
-    services = Deployment(step, writer.path, hosts=hosts)
+    services = Deployment(step, writer.path, hosts=hosts, backend=server_backend.name)
     if step.services:
         meta["services"] = services.meta
     server = samplers = None

@@ -36,6 +36,7 @@ class Context:
     running: dict  # name → RunningService, in start order
     endpoints: dict  # name → (address, port) the load (or a proxy) reaches each service on
     hosts: object = None  # harness.lab.netns.Hosts on network = "hosts", else None
+    backend: str = "local"  # the server's backend: a kind may run its process there too (postgres on docker)
 
     def command(self, service: str, cmd: list[str]) -> list[str]:
         """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts."""

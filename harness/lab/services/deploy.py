@@ -74,8 +74,9 @@ class Deployment:
     """The services of one step (not the server itself, which the runner starts on its backend and hands over once
     started: `server`)."""
 
-    def __init__(self, step, workdir: Path, server=None, hosts=None):
+    def __init__(self, step, workdir: Path, server=None, hosts=None, backend: str = "local"):
         self.step, self.workdir, self.server, self.hosts = step, workdir, server, hosts  # hosts: netns.Hosts or None
+        self.backend = backend  # the server's: harness.lab.services.base.Context.backend
         self.running: dict[str, RunningService] = {}  # in start order
         self.meta: dict[str, dict] = {}  # step.json's `services`
         self.sampling: dict = {}
@@ -87,7 +88,7 @@ class Deployment:
         if self.hosts is None:  # a host made for the step has nothing on it yet
             check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started since
         running = dict(self.running) | ({SERVER: self.server} if self.server is not None else {})
-        ctx = Context(self.step, self.workdir, running, endpoints(self.step), self.hosts)
+        ctx = Context(self.step, self.workdir, running, endpoints(self.step), self.hosts, self.backend)
         for name in names:
             knobs = self.step.services[name]
             service = KINDS[knobs["kind"]].start(name, knobs, ctx)

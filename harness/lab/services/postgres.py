@@ -8,8 +8,8 @@ listens on 127.0.0.1 only, with no Unix socket. The cluster and its template dat
 (harness.lab.services.pgcluster); each step gets a clone, dropped at its end. Readiness: psycopg connects and
 `SELECT 1` answers; identity: postmaster.pid names the pid started and the backend answering is its child.
 Metrics: pg_stat_activity, pg_stat_database and the process tree's CPU and memory in <name>.parquet.
-On the docker backend postgres still runs as a local process: the server's container uses the host's network, so it
-reaches 127.0.0.1:<port> as a local server does (an offline docker image of postgres is not made).
+On the docker backend the step's postgres runs in a container of the lab's own image, built offline by `invoke
+image` from the same binaries (harness.lab.services.pgcontainer); the preparation stays local.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from harness.lab.services.base import Context, RunningService, ServiceKind, Step
 
 TEMPLATE_SQL_DIR = "sample-server/src/main/resources/db"  # <template>-schema.sql, -data.sql, -indexes.sql, -drop-indexes.sql
 SUPERUSER_RESERVED = 3  # PostgreSQL's superuser_reserved_connections default
+SHUTDOWN_S = 10  # a fast shutdown's wait before the process is terminated
 SAMPLER_CONNECTIONS = 1  # the harness's own connection while the step runs
 HIKARI_DEFAULT_POOL = 10
 STATES = ("active", "idle", "idle in transaction")  # always reported (0 when none), others when seen
@@ -95,6 +96,9 @@ class PostgresKind(ServiceKind):
         except ImportError:
             raise LabError("psycopg is missing (the postgres kind's client): pip install -r requirements.lock") from None
         pgbinaries.check_runnable(pgcluster.clusters_root())
+        if backend == "docker":
+            from harness.lab.services import pgcontainer  # lazily: the docker client only where it is used
+            pgcontainer.check_image()
 
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningPostgres:
         files = pgcluster.sql_files(knobs["sql_dir"], knobs["template"])
@@ -124,6 +128,12 @@ class PostgresKind(ServiceKind):
         database = f"step_{getattr(ctx.step, 'index', 0)}"
         prepared = self._prepare(service, cmd, log, knobs, cluster, database, initdb_ms)
         started = time.monotonic()
+        if ctx.backend == "docker":
+            from harness.lab.services import pgcontainer
+            args = cmd[cmd.index(str(pgbinaries.binary("postgres"))) + 1:]
+            container, pid, logs = pgcontainer.start(ctx.step, service, cluster.data, args, log)
+            return RunningPostgresContainer(service, container, pid, logs, log, started, knobs, cluster, database,
+                                            initdb_ms, prepared, lock)
         proc = spawn(placement.command(ctx.step, service, cmd), pgcluster.pg_env(), log)
         return RunningPostgres(service, proc, log, started, knobs, cluster, database, initdb_ms, prepared, lock)
 
@@ -243,18 +253,51 @@ class RunningPostgres(RunningService):
                 pgcluster.drop(self.port, self.database)
                 self.times["clone_dropped"] = True
         finally:
-            if self.alive():
-                os.kill(self.proc.pid, signal.SIGINT)
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
             try:
-                code = super().stop()
+                code = self.shut_down()
             finally:
                 if self.lock is not None:
                     self.lock.release()
         return code
+
+    def shut_down(self) -> int:
+        if self.alive():
+            os.kill(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(timeout=SHUTDOWN_S)
+            except subprocess.TimeoutExpired:
+                pass
+        return super().stop()
+
+
+class RunningPostgresContainer(RunningPostgres):
+    """The step's postgres in a container (harness.lab.services.pgcontainer): its postmaster's host pid stands for
+    the process; a fast shutdown and the container removed stop it."""
+
+    def __init__(self, name, container: str, host_pid: int, logs, log, started, knobs, cluster, database, initdb_ms,
+                 prepared, lock):
+        super().__init__(name, None, log, started, knobs, cluster, database, initdb_ms, prepared, lock)
+        self.container, self.host_pid, self.logs = container, host_pid, logs
+
+    @property
+    def pid(self) -> int:
+        return self.host_pid
+
+    def alive(self) -> bool:
+        from harness.lab.services import pgcontainer
+        return pgcontainer.running(self.host_pid)
+
+    def exit_reason(self) -> str:
+        from harness.lab.services import pgcontainer
+        return f"the container's exit code {pgcontainer.exit_code(self.container)}"
+
+    def info(self) -> dict:
+        from harness.lab.services import pgcontainer
+        return super().info() | {"container": self.container[:12], "image": pgcontainer.POSTGRES_TAG}
+
+    def shut_down(self) -> int:
+        from harness.lab.services import pgcontainer
+        return pgcontainer.stop(self.container, self.host_pid, self.logs, SHUTDOWN_S)
 
 
 # ---- the sampler ---------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""`invoke image`: the server image, on a base image that `debootstrap` can build from the machine's own Debian
-mirror when no registry can be reached.
+"""`invoke image`: the server image, and the postgres kind's, on a base image that `debootstrap` can build from the
+machine's own Debian mirror when no registry can be reached.
 """
 from __future__ import annotations
 
 import hashlib
+import platform
 import json
 import re
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 from harness import SERVER_DIR, LabError, say
 from harness.lab import system
 from harness.lab.backends.base import JAR, PAIR_ROOM_JAR
+from harness.lab.services import pgbinaries
 from harness.lab.backends.docker.client import (
     LABEL,
     _require_as_root,
@@ -76,7 +78,31 @@ def build_image(base: str | None = None) -> str:
              "--tag", SERVER_TAG, "--tag", f"{SERVER_IMAGE}:{version}", str(SERVER_DIR)]
     docker(*build, timeout=600, env=docker_env() | {"DOCKER_BUILDKIT": "0"})
     say(f"built {SERVER_TAG} in {time.monotonic() - began:.0f} s ({image_size(SERVER_TAG)})")
+    build_postgres_image(base_image)
     return SERVER_TAG
+
+
+POSTGRES_TAG = f"concurrency-lab/postgres:{pgbinaries.PG_VERSION}"  # the postgres kind's image on the docker backend
+POSTGRES_LABEL = f"{LABEL}.postgres-binaries"  # the image remembers which binaries it holds (their jar's sha256)
+POSTGRES_DOCKERFILE = Path(pgbinaries.__file__).with_name("postgres.Dockerfile")
+
+
+def postgres_binaries_digest() -> str:
+    return pgbinaries.ARTIFACTS[platform.machine()][2]
+
+
+def build_postgres_image(base_image: str) -> str:
+    """The postgres kind's image: the binaries `invoke setup` unpacked, on the server's base image."""
+    home = pgbinaries.home()
+    if not (home / "bin" / "postgres").exists():
+        raise LabError(f"the PostgreSQL binaries are missing from {home}: run `invoke setup` first")
+    say(f"building {POSTGRES_TAG} on {base_image} …")
+    began = time.monotonic()
+    docker("build", "--network", "host", "--build-arg", f"BASE_IMAGE={base_image}",
+           "--label", f"{POSTGRES_LABEL}={postgres_binaries_digest()}", "--tag", POSTGRES_TAG,
+           "--file", str(POSTGRES_DOCKERFILE), str(home), timeout=600, env=docker_env() | {"DOCKER_BUILDKIT": "0"})
+    say(f"built {POSTGRES_TAG} in {time.monotonic() - began:.0f} s ({image_size(POSTGRES_TAG)})")
+    return POSTGRES_TAG
 
 
 def image_size(tag: str) -> str:

@@ -1,0 +1,99 @@
+"""The postgres kind on the docker backend: the step's PostgreSQL in a container of the image `invoke image` builds
+(harness.lab.backends.docker.image.POSTGRES_TAG: the same pinned binaries as a local step, on the lab's base image).
+
+The cached cluster and its template are made, and the step's clone taken, by a local postgres as on the local
+backend (preparation, not measured); the step's own postgres then runs in the container on that cluster, mounted
+at the same path and run as its owner (`nobody` when the harness is root: PostgreSQL refuses root). The container
+shares the host's network (the server reaches 127.0.0.1:<port>, as locally) and its pid namespace, so postmaster.pid
+names a pid the harness sees: the identity check, the process-tree sampler and /proc work as for a local postgres.
+The step's `[placement]` for the service becomes the container's CPU set and quota. Its output goes to <name>.log
+through `docker logs --follow`.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from harness import LabError
+from harness.lab import placement
+from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env
+from harness.lab.backends.docker.image import POSTGRES_LABEL, POSTGRES_TAG, image_labels, postgres_binaries_digest
+from harness.lab.backends.process import spawn, terminate
+from harness.lab.services.base import StepFailed
+
+CONTAINER_BINARY = "/opt/postgres/bin/postgres"  # where postgres.Dockerfile puts it
+
+
+def check_image() -> None:
+    """Before anything starts: a daemon, and the image holding the binaries this checkout pins."""
+    check_daemon()
+    labels = image_labels(POSTGRES_TAG)
+    rebuild = "run `invoke image` (`invoke image --base debootstrap` where no registry is reachable)"
+    if labels is None:
+        raise LabError(f"the PostgreSQL image {POSTGRES_TAG} is missing: {rebuild}")
+    if labels.get(POSTGRES_LABEL) != postgres_binaries_digest():
+        raise LabError(f"the PostgreSQL image {POSTGRES_TAG} holds other binaries than `invoke setup` pins: {rebuild}")
+
+
+def container_name(step, service: str) -> str:
+    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in f"lab-{step.chapter}-{step.id}-{service}")
+
+
+def run_argv(step, service: str, data: Path, args: list[str]) -> list[str]:
+    """`docker run` for the step's postgres: host network and pids, the cluster mounted where it is, its owner's uid,
+    the service's placement; `args` are postgres's own (-D …, -c …)."""
+    owner = os.stat(data)
+    entry = step.placement.get(service, {})
+    cpus = ["--cpuset-cpus", placement.cpu_list(entry["cpus"])] if "cpus" in entry else []
+    cpus += ["--cpus", f"{entry['quota']:g}"] if "quota" in entry else []
+    cluster = str(data.parent)
+    return ["run", "--detach", "--name", container_name(step, service), "--label", f"{LABEL}=1",
+            "--label", f"{LABEL}.step={step.chapter}/{step.id}", "--network", "host", "--pid", "host",
+            "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{cluster}:{cluster}", *cpus, POSTGRES_TAG, *args]
+
+
+def start(step, service: str, data: Path, args: list[str], log: Path):
+    """The container started; returns (its id, its postgres's host pid, the `docker logs` process writing `log`)."""
+    name = container_name(step, service)
+    docker("rm", "--force", name, check=False)  # a leftover of a run killed hard
+    try:
+        container = docker(*run_argv(step, service, data, args)).stdout.strip()
+        pid = int(docker("inspect", "--format", "{{.State.Pid}}", container).stdout.strip())
+        return container, pid, spawn(["docker", "logs", "--follow", container], docker_env(), log)
+    except BaseException:  # no container may outlive a failed start
+        docker("rm", "--force", name, check=False)
+        raise
+
+
+def running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return pid > 0 and stat[stat.rindex(")") + 2] != "Z"
+
+
+def exit_code(container: str) -> int:
+    done = docker("inspect", "--format", "{{.State.ExitCode}}", container, check=False)
+    return int(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else -1
+
+
+def stop(container: str, pid: int, logs, wait_s: float) -> int:
+    """A fast shutdown (SIGINT, as locally), then the container removed; the log follower ends with it."""
+    try:
+        if running(pid):
+            docker("kill", "--signal", "INT", container, check=False)
+            deadline = time.monotonic() + wait_s
+            while running(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        code = exit_code(container)
+    finally:
+        docker("rm", "--force", container, check=False)
+        terminate(logs)
+    return code
+
+
+def started_or_failed(container: str, pid: int) -> None:
+    if pid <= 0:
+        raise StepFailed(f"the postgres container {container[:12]} did not start: exit code {exit_code(container)}")

@@ -77,6 +77,17 @@ def image(c, base=None):
         build_image(base)
 
 
+@task(help={"step": "the step to describe", "out": "directory for the YAML files (default: print them)",
+            "image": "the server image the cluster pulls (default concurrency-lab/sample-server:latest)"})
+def manifests(c, chapter, step, out=None, image=None):
+    """Kubernetes manifests of one step for k6-operator: the script's ConfigMap, the server's Deployment and
+    Service, and the TestRun (parallelism = load.processes)."""
+    from harness.lab.load.kubernetes import write_manifests
+
+    with _clear_errors():
+        print(write_manifests(chapter, step, out, image))
+
+
 @task(help={"stop": "stop the private daemon this command started and clean up after it"})
 def dockerd(c, stop=False):
     """Start a private Docker daemon (no bridge network; none is started when one already answers)."""

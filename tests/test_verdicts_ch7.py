@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from harness.book.chapters.ch7_sentences import ch7_limit_sentence, ch7_memory_sentence, ch7_model_sentence, \
-    ch7_waves_sentence
+    ch7_queue_sentence, ch7_waves_sentence
 from harness.book.chapters.ch7_steps import ACCEPTOR, COLUMNS, LOAD, MODELS, NONE, OPEN_FILES, THREADS, limit_of
 from harness.book.chapters.ch7_verdicts import held_users, ways_out_verdict, twenty_k_verdict
 from harness.book.verdict import DIFFERS, NOT_REPRODUCED, REPRODUCED
@@ -84,3 +84,6 @@ def test_sentences_carry_the_tables_numbers():
     assert limit.startswith("At 30,000 users (2 k6 processes): platform threads answered 19,800 of 30,000")
     assert "is the process's open files: at 20,000" in limit
     assert "in 6 of 6 steps" in ch7_model_sentence(frame)
+    queue = ch7_queue_sentence(table(*[row(m, 15_000) for m in MODELS], *[row(m, 30_000, accept_queue_max=4097.0)
+                                                                         for m in MODELS]))
+    assert "filled to its backlog (4,096, and one more) in 3 of 3 steps" in queue and "against 24,097" in queue

@@ -215,6 +215,7 @@ from harness.book.chapters.ch7_sentences import (
                                             ch7_limit_sentence,
                                             ch7_memory_sentence,
                                             ch7_model_sentence,
+                                            ch7_queue_sentence,
                                             ch7_setup_sentence,
                                             ch7_threads_sentence,
                                             ch7_waves_sentence,
@@ -268,5 +269,5 @@ __all__ = [
     "ch7_table", "ch7_verdicts", "ch7_completions_chart", "ch7_limit_chart", "ch7_memory_chart", "ch7_steps_table",
     "ch7_server_table",
     "ch7_setup_sentence", "ch7_waves_sentence", "ch7_threads_sentence", "ch7_memory_sentence", "ch7_limit_sentence",
-    "ch7_model_sentence", "ch7_generator_sentence",
+    "ch7_model_sentence", "ch7_generator_sentence", "ch7_queue_sentence",
 ]

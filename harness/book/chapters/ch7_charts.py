@@ -115,9 +115,9 @@ def ch7_server_table(table: pd.DataFrame) -> Markdown:
     """Every step from the server's side: what it held, its files and threads, and the limit the data names."""
     frame = pd.DataFrame({
         "users": table.users, "server": table.model.astype(str).map(SHORT),
-        "most connections": table.peak_connections, "most open files": table.peak_open_files,
-        "\"Too many open files\" logged": table.emfile_logged, "JVM threads": table.peak_threads,
+        "most connections": table.peak_connections, "most in accept queue": table.accept_queue_max,
+        "most open files": table.peak_open_files, "\"Too many open files\" logged": table.emfile_logged, "JVM threads": table.peak_threads,
         "MiB at peak": table.rss_peak / 2**20, "limit": table.limit})
-    counts = ["users", "most connections", "most open files", "\"Too many open files\" logged", "JVM threads",
+    counts = ["users", "most connections", "most in accept queue", "most open files", "\"Too many open files\" logged", "JVM threads",
               "MiB at peak"]
     return Markdown(markdown_table(frame, dict.fromkeys(counts, COUNT)))

@@ -124,3 +124,19 @@ def ch7_generator_sentence(table: pd.DataFrame) -> str:
     return (f"The load generator has the same limit: k6 holds one socket per user, so {biggest.users:,} users took "
             f"{processes(biggest.processes)}, each with its own {biggest.nofile:,} open files and its own source "
             f"address, and {biggest.k6_rss_peak / 2**30:,.1f} GiB of memory between them.")
+
+
+def ch7_queue_sentence(table: pd.DataFrame) -> str:
+    """Chapter 3's ceiling (max-connections + accept-count + 1) with max-connections past the open files."""
+    users = held_users(table)
+    above = table[table.users > users]
+    if above.empty:
+        return ""
+    full = above[above.accept_queue_max >= above.backlog]
+    most = above.loc[(above.peak_connections + above.accept_queue_max).idxmax()]
+    return (f"Above {users:,} users the kernel's accept queue filled to its backlog ({above.backlog.max():,.0f}, and "
+            f"one more) in {len(full)} of {len(above)} steps. In chapter 3's ceiling, max-connections + accept-count "
+            f"+ 1, the open files take max-connections' place: the most a server held and queued was "
+            f"{most.peak_connections + most.accept_queue_max:,.0f} ({most.step}; each the most sampled, not always at "
+            f"the same instant), against {most.nofile + most.backlog + 1:,.0f} open files + accept-count + 1.")
+

@@ -1,0 +1,155 @@
+"""A step's load and server as Kubernetes manifests, for k6-operator (chapter 7: past one machine).
+
+`invoke manifests <chapter> --step <id>` writes, for one step of a spec:
+- a ConfigMap holding experiments/k6/lab.js, the lab's one load script;
+- a TestRun (k6-operator's custom resource, apiVersion k6.io/v1alpha1): `parallelism` = the step's
+  load.processes, which k6-operator turns into as many runner pods, each with its equal execution segment (the
+  split `load.processes` makes here); the script from the ConfigMap; the step's load plan and target as the runners'
+  environment (LAB_PLAN, TARGET: what `invoke run` passes to k6), and k6's CSV output in the runner;
+- the sample server as a Deployment (one replica: one server is what the book measures) with the step's server
+  settings as its environment, JAVA_TOOL_OPTIONS as on both backends, and the step's [container] cpus and memory as
+  its resources (requests = limits, so the scheduler gives it what the step asked), behind a Service;
+Kubernetes sets no open-files limit per pod (the node's container runtime does), so [container] nofile has no field
+here; the manifests say so in an annotation. Which fields are used follows k6-operator's documentation of the
+TestRun; the CRD's published schema is not on any registry this lab can reach, so `check_testrun` tests the fields
+the documentation requires, not the schema itself.
+
+Getting results back: each runner writes k6's CSV and summary to /home/k6 inside its pod; copy them out (`kubectl
+cp <runner-pod>:/home/k6/k6.csv k6-<n>.csv`) into a step directory and the lab merges them as it does its own
+processes' (harness.lab.load.k6.merge_parts). That path is not exercised here: there is no cluster.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from harness import EXPERIMENTS
+from harness.lab.backends.base import server_env
+from harness.lab.load.options import load_plan
+from harness.lab.spec import Step, load_spec
+
+API_VERSION = "k6.io/v1alpha1"  # k6-operator's TestRun
+SCRIPT_FILE = "lab.js"
+RUNNER_DIR = "/home/k6"  # the k6 image's working directory, where the runner writes its files
+SERVER_IMAGE = "concurrency-lab/sample-server:latest"  # `invoke image`; push it where the cluster pulls from
+SERVER_PORT_NAME = "http"
+NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # an RFC 1123 label: what Kubernetes accepts as a name
+
+
+def resource_name(step: Step, suffix: str = "") -> str:
+    name = re.sub(r"[^a-z0-9-]", "-", f"lab-{step.chapter}-{step.id}{suffix}".lower()).strip("-")
+    return name[:63].rstrip("-")
+
+
+def manifests(step: Step, server_image: str = SERVER_IMAGE) -> list[dict]:
+    """The step's ConfigMap, TestRun, server Deployment and Service, in the order to apply them."""
+    return [script_config_map(step), server_deployment(step, server_image), server_service(step), testrun(step)]
+
+
+def script_config_map(step: Step) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": resource_name(step, "-script")},
+            "data": {SCRIPT_FILE: (EXPERIMENTS / "k6" / SCRIPT_FILE).read_text()}}
+
+
+def testrun(step: Step) -> dict:
+    """k6-operator's TestRun for the step's load: one runner pod per process, the load plan as the lab passes it."""
+    target = f"http://{resource_name(step, '-server')}:{step.port}"
+    env = {"LAB_PLAN": json.dumps(load_plan(step.load), separators=(",", ":")), "TARGET": target,
+           "K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}
+    arguments = f"--out csv={RUNNER_DIR}/k6.csv --summary-export {RUNNER_DIR}/k6-summary.json"
+    return {
+        "apiVersion": API_VERSION, "kind": "TestRun",
+        "metadata": {"name": resource_name(step), "annotations": _annotations(step)},
+        "spec": {
+            "parallelism": step.load.get("processes", 1),
+            "script": {"configMap": {"name": resource_name(step, "-script"), "file": SCRIPT_FILE}},
+            "arguments": arguments,
+            "runner": {"env": [{"name": k, "value": v} for k, v in env.items()]},
+        },
+    }
+
+
+def server_deployment(step: Step, image: str = SERVER_IMAGE) -> dict:
+    name = resource_name(step, "-server")
+    container = {
+        "name": "server", "image": image,
+        "env": [{"name": k, "value": v} for k, v in server_env(step).items()],
+        "ports": [{"name": SERVER_PORT_NAME, "containerPort": step.port}, {"name": "management",
+                                                                          "containerPort": step.management_port}],
+        "readinessProbe": {"httpGet": {"path": "/actuator/health", "port": "management"}},
+    }
+    limits = {k: v for k, v in (("cpu", _cpu(step)), ("memory", _memory(step))) if v}
+    if limits:
+        container["resources"] = {"requests": limits, "limits": limits}
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels, "annotations": _annotations(step)},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}}}
+
+
+def server_service(step: Step) -> dict:
+    name = resource_name(step, "-server")
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"selector": {"app": name},
+                     "ports": [{"name": SERVER_PORT_NAME, "port": step.port, "targetPort": SERVER_PORT_NAME}]}}
+
+
+def _annotations(step: Step) -> dict:
+    notes = {"concurrency-lab/step": f"{step.chapter}/{step.id}", "concurrency-lab/why": step.why}
+    if "nofile" in step.container:
+        notes["concurrency-lab/nofile"] = (f"{step.container['nofile']}: set it on the nodes' container runtime; "
+                                           "a pod spec has no open-files limit")
+    return notes
+
+
+def _cpu(step: Step) -> str | None:
+    cpus = step.container.get("cpus")
+    return f"{round(cpus * 1000)}m" if cpus else None
+
+
+def _memory(step: Step) -> str | None:
+    """Docker's notation ("768m", "2g") in Kubernetes's ("768Mi", "2Gi")."""
+    memory = step.container.get("memory")
+    if not memory:
+        return None
+    number, unit = re.fullmatch(r"(\d+)([bkmg]?)", str(memory).lower()).groups()
+    return number + {"": "", "b": "", "k": "Ki", "m": "Mi", "g": "Gi"}[unit]
+
+
+def check_testrun(resource: dict) -> list[str]:
+    """What k6-operator's documentation requires of a TestRun that this one lacks (empty: none): its apiVersion and
+    kind, a valid name, `parallelism` a positive integer and `script` naming a ConfigMap and a file. Not the CRD's
+    OpenAPI schema, which this lab cannot obtain (see the module docstring)."""
+    problems = []
+    if resource.get("apiVersion") != API_VERSION or resource.get("kind") != "TestRun":
+        problems.append(f"apiVersion/kind must be {API_VERSION}/TestRun")
+    if not NAME.match(resource.get("metadata", {}).get("name", "")):
+        problems.append("metadata.name must be an RFC 1123 label")
+    spec = resource.get("spec", {})
+    if not isinstance(spec.get("parallelism"), int) or spec["parallelism"] < 1:
+        problems.append("spec.parallelism must be a positive integer")
+    config_map = spec.get("script", {}).get("configMap", {})
+    if not (isinstance(config_map.get("name"), str) and isinstance(config_map.get("file"), str)):
+        problems.append("spec.script.configMap needs name and file")
+    if any(set(e) != {"name", "value"} or not isinstance(e["value"], str)
+           for e in spec.get("runner", {}).get("env", [])):
+        problems.append("spec.runner.env must be name/value pairs of strings")
+    return problems
+
+
+def write_manifests(chapter: str, step_id: str, out: str | None = None, image: str | None = None) -> str:
+    """The manifests of one step as YAML: written into `out` (one file, named after the step; the path is returned)
+    or returned as text."""
+    step = load_spec(chapter).select([step_id])[0]
+    text = yaml.safe_dump_all(manifests(step, image or SERVER_IMAGE), sort_keys=False)
+    if out is None:
+        return text
+    path = Path(out) / f"{resource_name(step)}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return f"wrote {path}: kubectl apply -f {path} (k6-operator installed, the server image pullable)"
+

@@ -151,8 +151,8 @@ def test_the_pair_room_api_runs_its_own_jar_on_both_backends(monkeypatch):
 
 
 def test_on_docker_the_steps_postgres_runs_in_the_labs_image_as_the_clusters_owner(tmp_path):
-    from harness.lab.backends.docker.image import POSTGRES_TAG
     from harness.lab.services import pgcontainer
+    from harness.lab.services.pgcontainer import POSTGRES_TAG
 
     raw = spec_with({"db": DB})
     raw["defaults"]["placement"] = {"db": {"cpus": "1", "quota": 0.5}}

@@ -12,17 +12,23 @@ through `docker logs --follow`.
 from __future__ import annotations
 
 import os
+import platform
 import time
 from pathlib import Path
 
 from harness import LabError
 from harness.lab import placement
-from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env
-from harness.lab.backends.docker.image import POSTGRES_LABEL, POSTGRES_TAG, image_labels, postgres_binaries_digest
+from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env, image_labels
 from harness.lab.backends.process import spawn, terminate
-from harness.lab.services.base import StepFailed
+from harness.lab.services import pgbinaries
 
-CONTAINER_BINARY = "/opt/postgres/bin/postgres"  # where postgres.Dockerfile puts it
+POSTGRES_TAG = f"concurrency-lab/postgres:{pgbinaries.PG_VERSION}"  # built by `invoke image` (docker.image)
+POSTGRES_LABEL = f"{LABEL}.postgres-binaries"  # the image remembers which binaries it holds (their jar's sha256)
+POSTGRES_DOCKERFILE = Path(__file__).with_name("postgres.Dockerfile")
+
+
+def binaries_digest() -> str:
+    return pgbinaries.ARTIFACTS[platform.machine()][2]
 
 
 def check_image() -> None:
@@ -32,7 +38,7 @@ def check_image() -> None:
     rebuild = "run `invoke image` (`invoke image --base debootstrap` where no registry is reachable)"
     if labels is None:
         raise LabError(f"the PostgreSQL image {POSTGRES_TAG} is missing: {rebuild}")
-    if labels.get(POSTGRES_LABEL) != postgres_binaries_digest():
+    if labels.get(POSTGRES_LABEL) != binaries_digest():
         raise LabError(f"the PostgreSQL image {POSTGRES_TAG} holds other binaries than `invoke setup` pins: {rebuild}")
 
 
@@ -93,7 +99,3 @@ def stop(container: str, pid: int, logs, wait_s: float) -> int:
         terminate(logs)
     return code
 
-
-def started_or_failed(container: str, pid: int) -> None:
-    if pid <= 0:
-        raise StepFailed(f"the postgres container {container[:12]} did not start: exit code {exit_code(container)}")

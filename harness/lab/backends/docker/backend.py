@@ -11,8 +11,8 @@ from pathlib import Path
 from harness import SERVER_DIR, LabError
 from harness.lab import placement, system
 from harness.lab.backends.base import JAR, STOP_GRACE_S, RunningServer, StepFailed, listener, pair_room, server_env
-from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env
-from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, image_labels, jar_digest
+from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env, image_labels
+from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, jar_digest
 from harness.lab.samplers import Cgroup
 from harness.lab.spec import Step
 

@@ -2,6 +2,8 @@
 """
 from __future__ import annotations
 
+import json
+
 import os
 import shutil
 import subprocess
@@ -125,3 +127,10 @@ def _run_with_progress(cmd: list[str], log: Path, every_s: float = 15) -> None:
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
         raise LabError(f"`{' '.join(cmd[:3])} …` failed (exit {proc.returncode}):\n{tail}")
+
+
+def image_labels(tag: str) -> dict | None:
+    """An image's labels ({} without any), None when the image is not there."""
+    done = docker("image", "inspect", "--format", "{{json .Config.Labels}}", tag, check=False)
+    return (json.loads(done.stdout) or {}) if done.returncode == 0 else None
+

@@ -4,8 +4,6 @@ machine's own Debian mirror when no registry can be reached.
 from __future__ import annotations
 
 import hashlib
-import platform
-import json
 import re
 import subprocess
 import tempfile
@@ -58,11 +56,6 @@ def jar_digest() -> str:
     return digest.hexdigest()
 
 
-def image_labels(tag: str) -> dict | None:
-    done = docker("image", "inspect", "--format", "{{json .Config.Labels}}", tag, check=False)
-    return (json.loads(done.stdout) or {}) if done.returncode == 0 else None
-
-
 def build_image(base: str | None = None) -> str:
     """The server image from the jar, on `base` (an image name, or "debootstrap" for a local Debian + JRE)."""
     check_daemon()
@@ -82,24 +75,17 @@ def build_image(base: str | None = None) -> str:
     return SERVER_TAG
 
 
-POSTGRES_TAG = f"concurrency-lab/postgres:{pgbinaries.PG_VERSION}"  # the postgres kind's image on the docker backend
-POSTGRES_LABEL = f"{LABEL}.postgres-binaries"  # the image remembers which binaries it holds (their jar's sha256)
-POSTGRES_DOCKERFILE = Path(pgbinaries.__file__).with_name("postgres.Dockerfile")
-
-
-def postgres_binaries_digest() -> str:
-    return pgbinaries.ARTIFACTS[platform.machine()][2]
-
-
 def build_postgres_image(base_image: str) -> str:
     """The postgres kind's image: the binaries `invoke setup` unpacked, on the server's base image."""
+    from harness.lab.services.pgcontainer import POSTGRES_DOCKERFILE, POSTGRES_LABEL, POSTGRES_TAG, binaries_digest
+
     home = pgbinaries.home()
     if not (home / "bin" / "postgres").exists():
         raise LabError(f"the PostgreSQL binaries are missing from {home}: run `invoke setup` first")
     say(f"building {POSTGRES_TAG} on {base_image} …")
     began = time.monotonic()
     docker("build", "--network", "host", "--build-arg", f"BASE_IMAGE={base_image}",
-           "--label", f"{POSTGRES_LABEL}={postgres_binaries_digest()}", "--tag", POSTGRES_TAG,
+           "--label", f"{POSTGRES_LABEL}={binaries_digest()}", "--tag", POSTGRES_TAG,
            "--file", str(POSTGRES_DOCKERFILE), str(home), timeout=600, env=docker_env() | {"DOCKER_BUILDKIT": "0"})
     say(f"built {POSTGRES_TAG} in {time.monotonic() - began:.0f} s ({image_size(POSTGRES_TAG)})")
     return POSTGRES_TAG

@@ -277,8 +277,8 @@ def mismatches(step, seen: dict[str, dict]) -> list[str]:
     return wrong
 
 
-def docker_args(step) -> list[str]:
-    """`docker run` arguments for the server's placement: its CPU set and its quota."""
-    entry = step.placement.get("server", {})
+def docker_args(step, name: str = "server") -> list[str]:
+    """`docker run` arguments for the placement of process `name` (the server, or a service): its CPU set and quota."""
+    entry = step.placement.get(name, {})
     argv = ["--cpuset-cpus", cpu_list(entry["cpus"])] if "cpus" in entry else []
     return argv + (["--cpus", f"{entry['quota']:g}"] if "quota" in entry else [])

@@ -225,10 +225,3 @@ def pick(table: pd.DataFrame, model: str, users: int) -> pd.Series | None:
     rows = table[(table.model == model) & (table.users == users)]
     return rows.iloc[0] if len(rows) else None
 
-
-def load_seconds(meta: dict) -> float:
-    return (meta["load_ended_ms"] - meta["load_started_ms"]) / 1000
-
-
-def request_timeout_s(meta: dict) -> float:
-    return duration_ms(meta["config"]["load"]["request_timeout"]) / 1000

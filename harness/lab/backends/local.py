@@ -62,17 +62,18 @@ def server_command(launch: str = "auto", java: str | None = None, jar: Path = JA
 
 
 def check_launches(steps) -> None:
-    """A step that asks for CDS needs the archive `invoke setup` trains; say so before anything starts."""
-    threads = [s.id for s in steps if virtual(s)]
-    if [s.id for s in steps if virtual(s) and s.system.get("launch") == "cds"]:
-        raise LabError(f"step(s) {', '.join(threads)} run virtual threads on Java 21+, which the CDS archive (trained on "
-                       f"the lab's JDK) does not fit: leave system.launch at auto or set it to jar")
-    if threads:
+    """A step that asks for CDS needs the archive `invoke setup` trains, and fits it; say so before anything starts."""
+    for starts_from_a_fat_jar, what in ((virtual, "virtual threads on Java 21+, which the CDS archive (trained on the "
+                                                 "lab's JDK)"),
+                                        (pair_room, "the pair-room API from its own jar, which the CDS archive (trained "
+                                                    "on the plain server jar)")):
+        ids = [s.id for s in steps if starts_from_a_fat_jar(s)]
+        if any(starts_from_a_fat_jar(s) and s.system.get("launch") == "cds" for s in steps):
+            raise LabError(f"step(s) {', '.join(ids)} run {what} does not fit: leave system.launch at auto or set it "
+                           f"to jar")
+    if any(virtual(s) for s in steps):
         virtual_threads_java()  # a clear error now when there is no Java 21+
     rooms = [s.id for s in steps if pair_room(s)]
-    if [s.id for s in steps if pair_room(s) and s.system.get("launch") == "cds"]:
-        raise LabError(f"step(s) {', '.join(rooms)} run the pair-room API from its own jar, which the CDS archive "
-                       f"(trained on the plain server jar) does not fit: leave system.launch at auto or set it to jar")
     if rooms and not PAIR_ROOM_JAR.exists():
         raise LabError(f"step(s) {', '.join(rooms)} run the pair-room API, but "
                        f"{PAIR_ROOM_JAR.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")

@@ -41,6 +41,15 @@ def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
         )
 
 
+def process_running(pid: int) -> bool:
+    """A process that is neither gone nor a zombie (for processes the harness did not start: a container's)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return pid > 0 and stat[stat.rindex(")") + 2] != "Z"
+
+
 def terminate(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> int:
     """SIGTERM the child's process group, SIGKILL after `grace_s`; returns its exit code."""
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10)):

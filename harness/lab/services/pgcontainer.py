@@ -18,8 +18,8 @@ from pathlib import Path
 
 from harness import LabError
 from harness.lab import placement
-from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env, image_labels
-from harness.lab.backends.process import spawn, terminate
+from harness.lab.backends.docker.client import LABEL, check_daemon, container_name, docker, docker_env, image_labels
+from harness.lab.backends.process import process_running, spawn, terminate
 from harness.lab.services import pgbinaries
 
 POSTGRES_TAG = f"concurrency-lab/postgres:{pgbinaries.PG_VERSION}"  # built by `invoke image` (docker.image)
@@ -42,21 +42,15 @@ def check_image() -> None:
         raise LabError(f"the PostgreSQL image {POSTGRES_TAG} holds other binaries than `invoke setup` pins: {rebuild}")
 
 
-def container_name(step, service: str) -> str:
-    return "".join(c if c.isalnum() or c in "_.-" else "-" for c in f"lab-{step.chapter}-{step.id}-{service}")
-
-
 def run_argv(step, service: str, data: Path, args: list[str]) -> list[str]:
     """`docker run` for the step's postgres: host network and pids, the cluster mounted where it is, its owner's uid,
     the service's placement; `args` are postgres's own (-D …, -c …)."""
     owner = os.stat(data)
-    entry = step.placement.get(service, {})
-    cpus = ["--cpuset-cpus", placement.cpu_list(entry["cpus"])] if "cpus" in entry else []
-    cpus += ["--cpus", f"{entry['quota']:g}"] if "quota" in entry else []
     cluster = str(data.parent)
     return ["run", "--detach", "--name", container_name(step, service), "--label", f"{LABEL}=1",
             "--label", f"{LABEL}.step={step.chapter}/{step.id}", "--network", "host", "--pid", "host",
-            "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{cluster}:{cluster}", *cpus, POSTGRES_TAG, *args]
+            "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{cluster}:{cluster}", *placement.docker_args(step, service),
+            POSTGRES_TAG, *args]
 
 
 def start(step, service: str, data: Path, args: list[str], log: Path):
@@ -72,14 +66,6 @@ def start(step, service: str, data: Path, args: list[str], log: Path):
         raise
 
 
-def running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return pid > 0 and stat[stat.rindex(")") + 2] != "Z"
-
-
 def exit_code(container: str) -> int:
     done = docker("inspect", "--format", "{{.State.ExitCode}}", container, check=False)
     return int(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else -1
@@ -88,10 +74,10 @@ def exit_code(container: str) -> int:
 def stop(container: str, pid: int, logs, wait_s: float) -> int:
     """A fast shutdown (SIGINT, as locally), then the container removed; the log follower ends with it."""
     try:
-        if running(pid):
+        if process_running(pid):
             docker("kill", "--signal", "INT", container, check=False)
             deadline = time.monotonic() + wait_s
-            while running(pid) and time.monotonic() < deadline:
+            while process_running(pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
         code = exit_code(container)
     finally:

@@ -22,8 +22,8 @@ from pathlib import Path
 from harness import LabError, say
 from harness.lab import placement
 from harness.lab.samplers import CLOCK_TICKS, PAGE_SIZE, Sampler
-from harness.lab.services import pgbinaries, pgcluster
-from harness.lab.backends.process import spawn
+from harness.lab.services import pgbinaries, pgcluster, pgcontainer
+from harness.lab.backends.process import process_running, spawn
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid
 
 TEMPLATE_SQL_DIR = "sample-server/src/main/resources/db"  # <template>-schema.sql, -data.sql, -indexes.sql, -drop-indexes.sql
@@ -97,7 +97,6 @@ class PostgresKind(ServiceKind):
             raise LabError("psycopg is missing (the postgres kind's client): pip install -r requirements.lock") from None
         pgbinaries.check_runnable(pgcluster.clusters_root())
         if backend == "docker":
-            from harness.lab.services import pgcontainer  # lazily: the docker client only where it is used
             pgcontainer.check_image()
 
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningPostgres:
@@ -129,7 +128,6 @@ class PostgresKind(ServiceKind):
         prepared = self._prepare(service, cmd, log, knobs, cluster, database, initdb_ms)
         started = time.monotonic()
         if ctx.backend == "docker":
-            from harness.lab.services import pgcontainer
             args = cmd[cmd.index(str(pgbinaries.binary("postgres"))) + 1:]
             container, pid, logs = pgcontainer.start(ctx.step, service, cluster.data, args, log)
             return RunningPostgresContainer(service, container, pid, logs, log, started, knobs, cluster, database,
@@ -284,19 +282,15 @@ class RunningPostgresContainer(RunningPostgres):
         return self.host_pid
 
     def alive(self) -> bool:
-        from harness.lab.services import pgcontainer
-        return pgcontainer.running(self.host_pid)
+        return process_running(self.host_pid)
 
     def exit_reason(self) -> str:
-        from harness.lab.services import pgcontainer
         return f"the container's exit code {pgcontainer.exit_code(self.container)}"
 
     def info(self) -> dict:
-        from harness.lab.services import pgcontainer
         return super().info() | {"container": self.container[:12], "image": pgcontainer.POSTGRES_TAG}
 
     def shut_down(self) -> int:
-        from harness.lab.services import pgcontainer
         return pgcontainer.stop(self.container, self.host_pid, self.logs, SHUTDOWN_S)
 
 

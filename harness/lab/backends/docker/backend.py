@@ -3,7 +3,6 @@
 """
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 from pathlib import Path
@@ -11,18 +10,14 @@ from pathlib import Path
 from harness import SERVER_DIR, LabError
 from harness.lab import placement, system
 from harness.lab.backends.base import JAR, STOP_GRACE_S, RunningServer, StepFailed, listener, pair_room, server_env
-from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env, image_labels
+from harness.lab.backends.process import process_running
+from harness.lab.backends.docker.client import LABEL, check_daemon, container_name, docker, docker_env, image_labels
 from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, jar_digest
 from harness.lab.samplers import Cgroup
 from harness.lab.spec import Step
 
 
 PAIR_ROOM_IMAGE_JAR = "/app/sample-server-pair-room.jar"  # where sample-server/Dockerfile puts chapter 5's jar
-
-
-def container_name(step: Step) -> str:
-    """lab-<chapter>-<step>: one per step, so a leftover of an interrupted run is found and replaced."""
-    return re.sub(r"[^a-zA-Z0-9_.-]", "-", f"lab-{step.chapter}-{step.id}")
 
 
 def run_argv(step: Step, image: str, nofile: int, extra_env: dict[str, str] | None = None) -> list[str]:
@@ -97,11 +92,7 @@ class ContainerServer(RunningServer):
         return self.host_pid
 
     def alive(self) -> bool:
-        try:
-            stat = Path(f"/proc/{self.host_pid}/stat").read_text()
-        except FileNotFoundError:
-            return False
-        return self.host_pid > 0 and stat[stat.rindex(")") + 2] != "Z"
+        return process_running(self.host_pid)
 
     def exit_reason(self) -> str:
         code, oom = self._inspect("{{.State.ExitCode}} {{.State.OOMKilled}}").split()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -127,6 +127,12 @@ def _run_with_progress(cmd: list[str], log: Path, every_s: float = 15) -> None:
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
         raise LabError(f"`{' '.join(cmd[:3])} …` failed (exit {proc.returncode}):\n{tail}")
+
+
+def container_name(step, service: str = "") -> str:
+    """lab-<chapter>-<step>[-<service>]: one per step (and service), so a leftover of an interrupted run is found and
+    replaced."""
+    return re.sub(r"[^a-zA-Z0-9_.-]", "-", f"lab-{step.chapter}-{step.id}" + (f"-{service}" if service else ""))
 
 
 def image_labels(tag: str) -> dict | None:

@@ -14,6 +14,7 @@ from harness import SERVER_DIR, LabError, say
 from harness.lab import system
 from harness.lab.backends.base import JAR, PAIR_ROOM_JAR
 from harness.lab.services import pgbinaries
+from harness.lab.services.pgcontainer import POSTGRES_DOCKERFILE, POSTGRES_LABEL, POSTGRES_TAG, binaries_digest
 from harness.lab.backends.docker.client import (
     LABEL,
     _require_as_root,
@@ -77,8 +78,6 @@ def build_image(base: str | None = None) -> str:
 
 def build_postgres_image(base_image: str) -> str:
     """The postgres kind's image: the binaries `invoke setup` unpacked, on the server's base image."""
-    from harness.lab.services.pgcontainer import POSTGRES_DOCKERFILE, POSTGRES_LABEL, POSTGRES_TAG, binaries_digest
-
     home = pgbinaries.home()
     if not (home / "bin" / "postgres").exists():
         raise LabError(f"the PostgreSQL binaries are missing from {home}: run `invoke setup` first")

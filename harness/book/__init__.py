@@ -212,6 +212,7 @@ from harness.book.chapters.ch7_charts import (
 )
 from harness.book.chapters.ch7_sentences import (
                                             ch7_generator_sentence,
+                                            ch7_knobs_sentence,
                                             ch7_limit_sentence,
                                             ch7_memory_sentence,
                                             ch7_model_sentence,
@@ -270,4 +271,5 @@ __all__ = [
     "ch7_server_table",
     "ch7_setup_sentence", "ch7_waves_sentence", "ch7_threads_sentence", "ch7_memory_sentence", "ch7_limit_sentence",
     "ch7_model_sentence", "ch7_generator_sentence", "ch7_queue_sentence",
+    "ch7_knobs_sentence",
 ]

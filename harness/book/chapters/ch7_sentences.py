@@ -7,6 +7,7 @@ import pandas as pd
 from harness.book.chapters.ch7_steps import LOAD, MODELS, OPEN_FILES, SERVICE, pick
 from harness.book.chapters.ch7_verdicts import held_users
 from harness.book.prose import and_list
+from harness.lab.spec import FD_RESERVE
 from harness.lab.store import ChapterData
 
 MIB = 2**20
@@ -41,6 +42,24 @@ def held_rows(table: pd.DataFrame) -> tuple[int, list[pd.Series]]:
     """The most users every model answered in full, and each model's step there."""
     users = held_users(table)
     return users, [r for m in MODELS if (r := pick(table, m, users)) is not None]
+
+
+def ch7_knobs_sentence(data: ChapterData, table: pd.DataFrame) -> str:
+    """The users, Tomcat's settings as the server reported them, the kernel's queue and the open-files limit."""
+    tomcat = next((data.steps[r.step]["server_info"]["tomcat"] for r in table.itertuples()
+                   if r.model == "platform threads"), None)
+    if tomcat is None:
+        return ""
+    machine = data.steps[table.step.iloc[0]]["machine"]
+    nofile, somaxconn = machine["nofile_limit"], machine["somaxconn"]
+    return (f"{table.users.min():,} to {table.users.max():,} users arrive at once, one request each. The Tomcat steps "
+            f"keep the article's F000-k settings: {tomcat['maxThreads']:,} threads, `max-connections` "
+            f"{tomcat['maxConnections']:,} (how many sockets Tomcat keeps open at once) and an `accept-count` (the "
+            f"kernel's queue of connections Tomcat has not yet taken) of {tomcat['acceptCount']:,}, not the article's "
+            f"5000, which Linux would cap at its `net.core.somaxconn` of {somaxconn:,}; connections kept alive close after "
+            f"{tomcat['keepAliveTimeout'] / 1000:g} s idle. Reactor Netty has no connection limit of its own; its "
+            f"queue is the kernel's {somaxconn:,} too. Every process here may open {nofile:,} files, so past about "
+            f"{nofile - FD_RESERVE:,} users one k6 process cannot open another socket.")
 
 
 def ch7_waves_sentence(table: pd.DataFrame) -> str:

@@ -44,18 +44,37 @@ def setup(c):
         "chapter": "experiment to run: a name from experiments/ (e.g. smoke, chapter3)",
         "step": "run only this step id (repeatable)",
         "force": "re-run steps that are already complete",
-        "backend": "where the server runs: local (default) or docker (a fresh container per step; `invoke image` first)",
+        "backend": "where the services run: local (default) or docker (a fresh container per step; `invoke image` first)",
         "dashboard": "also save k6's web-dashboard HTML report in each step",
+        "server": "your own Spring Boot jar in the sample server's place (results in data/<chapter>@<jar name>/)",
+        "path": "with --server: the path the load asks your app for (default: the chapter's)",
     },
 )
-def run(c, chapter, step=None, force=False, backend="local", dashboard=False):
-    """Run an experiment: each step on a fresh server, results in data/<chapter>/."""
+def run(c, chapter, step=None, force=False, backend="local", dashboard=False, server=None, path=None):
+    """Run an experiment: each step on freshly started services, results in data/<chapter>/."""
     from harness.lab.runner import run_chapter
+    from harness.plan import plan_step
 
     with _clear_errors():
-        outcomes = run_chapter(chapter, step or None, force=force, backend=backend, dashboard=dashboard)
+        spec = _spec_with_server(chapter, server, path)
+        outcomes = run_chapter(chapter, step or None, force=force, backend=backend, dashboard=dashboard,
+                               plan=plan_step, spec=spec)
     if any(o.status != "complete" for o in outcomes):
         raise Exit("some steps failed: see the reasons above (kept with status failed)", code=1)
+
+
+def _spec_with_server(chapter, server, path):
+    """The chapter's spec, with your jar as its server when --server names one (--path only goes with it)."""
+    from pathlib import Path
+
+    from harness.lab.spec import load_spec
+    from harness.lab.steps import with_own_server
+
+    if path and not server:
+        raise LabError("--path goes with --server (the path your app answers); the chapter's own steps keep theirs")
+    if not server:
+        return None
+    return with_own_server(load_spec(chapter), str(Path(server).expanduser().resolve()), path)
 
 
 @task(help={"starts": "how many fresh starts", "backend": "local (default) or docker"})
@@ -173,8 +192,10 @@ def clean(c, data=False, clusters=False):
         print(f"removed {len(removed)} cluster(s) from {clusters_root()}"
               + "".join(f"\nkept {k.name}: a run is using it" for k in kept))
         return
-    for path in (ROOT / "sample-server" / "target", ROOT / "netty-server" / "target", ROOT / "webflux-server" / "target", ROOT / "_book", TOOLS,
-                 *(ROOT.glob(".pytest_cache"))):
+    from harness.lab.services.kinds import KINDS
+
+    artifacts = [path for kind in KINDS.values() for path in kind.artifacts]
+    for path in (*artifacts, ROOT / "_book", TOOLS, *(ROOT.glob(".pytest_cache"))):
         shutil.rmtree(path, ignore_errors=True)
     if data:
         shutil.rmtree(DATA, ignore_errors=True)

@@ -7,13 +7,22 @@ from harness import LabError
 from harness.lab.samplers import parse_cgroup
 
 from test_spec import parse, one_step
-from harness.lab.backends.docker.backend import DockerBackend, container_name, namespace_pid, run_argv
+from harness.lab.backends.docker.client import container_name
+from harness.lab.backends.docker.container import namespace_pid, run_argv as container_argv
 from harness.lab.backends.docker.image import debian_mirror
-from harness.lab.backends.docker import backend as docker_backend, client as docker_client, image as docker_image
+from harness.lab.backends.docker import client as docker_client, image as docker_image
+from harness.lab.services import tomcat_container
+from harness.lab.services.sampleserver import server_env
 
 
 def step_with(**sections):
     return parse(one_step(**sections)).steps[0]
+
+
+def run_argv(step, image: str, nofile: int) -> list[str]:
+    """The sample server's `docker run`: the container module's shared part and the tomcat kind's own options."""
+    options = tomcat_container.options(step, server_env(step.server), nofile)
+    return container_argv(step, "server", image, options, tomcat_container.command(step.server))
 
 
 def flag_values(argv: list[str], flag: str) -> list[str]:
@@ -29,7 +38,7 @@ def test_run_argv_applies_the_limits_on_the_host_network():
     assert flag_values(argv, "--memory") == flag_values(argv, "--memory-swap") == ["2g"]  # no swap
     assert flag_values(argv, "--ulimit") == ["nofile=10000:10000"]
     assert "concurrency-lab=1" in flag_values(argv, "--label")
-    assert flag_values(argv, "--name") == ["lab-t-s"]
+    assert flag_values(argv, "--name") == ["lab-t-s-server"]
 
 
 def test_run_argv_without_limits_keeps_the_machines_open_files_limit():
@@ -140,20 +149,20 @@ def test_check_gives_one_clear_error(monkeypatch, which, version, labels, expect
     monkeypatch.setenv("DOCKER_HOST", "unix:///tmp/none.sock")
     monkeypatch.setattr(docker_client.shutil, "which", lambda name: which)
     monkeypatch.setattr(docker_client, "daemon_version", lambda env=None: version)
-    monkeypatch.setattr(docker_backend, "image_labels", lambda tag: labels)
+    monkeypatch.setattr(tomcat_container, "image_labels", lambda tag: labels)
     with pytest.raises(LabError) as err:
-        DockerBackend().check()
+        tomcat_container.check_image()
     assert expected in str(err.value)
 
 
 def test_check_refuses_an_image_of_another_jar(monkeypatch):
     monkeypatch.setattr(docker_client.shutil, "which", lambda name: "/usr/bin/docker")
     monkeypatch.setattr(docker_client, "daemon_version", lambda env=None: "20.10")
-    monkeypatch.setattr(docker_backend, "image_labels", lambda tag: {docker_image.JAR_LABEL: "old"})
-    monkeypatch.setattr(docker_backend, "JAR", Path(__file__))
-    monkeypatch.setattr(docker_backend, "jar_digest", lambda: "new")
+    monkeypatch.setattr(tomcat_container, "image_labels", lambda tag: {docker_image.JAR_LABEL: "old"})
+    monkeypatch.setattr(tomcat_container.sampleserver, "JAR", Path(__file__).resolve())
+    monkeypatch.setattr(tomcat_container, "jar_digest", lambda: "new")
     with pytest.raises(LabError, match="holds another build of the jar"):
-        DockerBackend().check()
+        tomcat_container.check_image()
 
 
 def test_a_docker_host_on_another_machine_is_refused_before_anything_starts(monkeypatch):

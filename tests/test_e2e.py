@@ -20,9 +20,9 @@ import pytest
 
 from harness import ROOT
 from harness.lab import store
-from harness.lab.backends.base import JVM_OPTIONS
+from harness.lab.services.sampleserver import JVM_OPTIONS
 from harness.lab.spec import load_spec
-from harness.lab.backends.base import JAR
+from harness.lab.services.sampleserver import JAR
 from harness.lab.load.k6 import find_k6
 from harness.models import predict
 

@@ -18,7 +18,8 @@ from harness import EXPERIMENTS, LabError
 from harness.lab import store
 
 from test_e2e import assert_in_the_models_waves, finish, invoke, lab_children, lab_ready, measured_vs_model, port_open, wait_for  # noqa: F401
-from harness.lab.backends.docker.backend import DockerBackend
+from harness.lab.backends import check as check_backend
+from harness.lab.services.tomcat_container import check_image
 from harness.lab.backends.docker.client import lab_containers
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +32,8 @@ LIMITS = f'\n[defaults.container]\ncpus = {CPUS}\nmemory = "768m"\nnofile = {NOF
 @pytest.fixture(scope="module")
 def docker_ready(lab_ready):  # noqa: F811
     try:
-        DockerBackend().check()
+        check_backend("docker")
+        check_image()
     except LabError as err:
         if os.environ.get("LAB_REQUIRE_DOCKER") == "1":
             pytest.fail(f"LAB_REQUIRE_DOCKER=1 but the docker backend cannot run: {err}")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.lab.backends import backend
+from harness.lab.services.deploy import Deployment
 from harness.lab.load.k6 import CSV_FILE, DASHBOARD_REPORT, find_k6, k6_command, summary_counts
 from harness.lab.load.recording import read_requests
 from harness.lab.spec import parse_spec
@@ -53,10 +53,11 @@ load = {{ executor = "constant-arrival-rate", rate = 10, duration = "2s", pre_al
 
 def test_arrival_rates_through_the_runner(data_dir, tmp_path):
     from harness.lab.runner import run_chapter
+    from harness.plan import plan_step
 
     spec = tmp_path / "profiles.toml"
     spec.write_text(SPEC)
-    outcomes = run_chapter(str(spec))
+    outcomes = run_chapter(str(spec), plan=plan_step)
     assert [o.status for o in outcomes] == ["complete", "complete"], [o.reason for o in outcomes]
     ramp = json.loads(next(data_dir.rglob("ramp/step.json")).read_text())  # wherever a spec run by path is stored
     assert ramp["requests"]["asked"] == 60  # 0 → 20/s over 2 s, then 20/s for 2 s
@@ -80,13 +81,12 @@ def step_of(load: dict, server: dict | None = None):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    running = backend("local").start(step_of({"vus": 1}), log)
+    services = Deployment(step_of({"vus": 1}), tmp_path_factory.mktemp("server"))
     try:
-        running.wait_healthy()
-        yield running
+        services.start()
+        yield services.server
     finally:
-        running.stop()
+        services.stop()
 
 
 def run_k6(step, server, workdir: Path, dashboard: bool = False) -> list[dict]:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # also run as a script, by `nobody` (below)
 
 from harness.lab.services import pgbinaries, pgcluster  # noqa: E402
-from harness.lab.services.deploy import BEFORE, Deployment  # noqa: E402
+from harness.lab.services.deploy import Deployment  # noqa: E402
 from harness.lab.spec import parse_spec  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -75,14 +75,14 @@ def drive(workdir: Path, port: int, delete: bool) -> dict:
     step = parse_spec("t", raw, workdir / "t.toml", limits).steps[0]
     deployment = Deployment(step, workdir)
     try:
-        deployment.start(BEFORE)
+        deployment.start(only=["db"])
         service = deployment.running["db"]
         with pgcluster.connect(port, service.database, pgcluster.LAB_USER) as conn:
             messages = conn.execute("SELECT count(*) FROM message").fetchone()[0]
             if delete:
                 conn.execute("DELETE FROM message")
         owner = Path(f"/proc/{service.pid}/status").read_text().split("Uid:")[1].split()[0]
-        env = deployment.server_env()
+        env = deployment.given_to("server")
     finally:
         deployment.stop()
     return {"meta": deployment.meta["db"], "messages": messages, "owner_uid": int(owner), "env": env}

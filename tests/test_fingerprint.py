@@ -203,7 +203,7 @@ def test_leftovers_of_dead_runs_are_removed_and_a_live_runs_kept(data_dir, capsy
 
 
 def test_java_home_without_java_is_named(tmp_path, monkeypatch):
-    from harness.lab.backends.local import LocalProcessBackend
+    from harness.lab.services.tomcat import KIND as tomcat
     from harness.lab.jdk import java_command
 
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nope"))
@@ -211,12 +211,12 @@ def test_java_home_without_java_is_named(tmp_path, monkeypatch):
         java_command()
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     with pytest.raises(LabError, match=f"JAVA_HOME={tmp_path} has no executable bin/java"):
-        LocalProcessBackend().check()
+        tomcat.check_tools("local")
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "java").write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\"' >&2\n")
     (tmp_path / "bin" / "java").chmod(0o755)
     with pytest.raises(LabError, match=rf"\(JAVA_HOME={tmp_path}\) is Java 11; the sample server needs JDK 17"):
-        LocalProcessBackend().check()
+        tomcat.check_tools("local")
 
 
 # ---- interrupts --------------------------------------------------------------------------------------

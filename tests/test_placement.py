@@ -6,7 +6,7 @@ import pytest
 
 from harness import LabError
 from harness.lab import placement
-from harness.lab.backends.docker.backend import run_argv
+from harness.lab.backends.docker.container import run_argv
 from harness.lab.placement import cpu_list, parse_cpu_list
 from harness.lab.spec import parse_spec
 
@@ -88,7 +88,7 @@ def test_the_command_runs_under_taskset_inside_the_cgroup():
 
 def test_docker_gets_cpuset_and_cpus():
     step = parse(spec({"server": {"cpus": "1", "quota": 0.5}})).steps[0]
-    argv = run_argv(step, "image", 1024)
+    argv = run_argv(step, "server", "image", [], [])
     assert argv[argv.index("--cpuset-cpus") + 1] == "1" and argv[argv.index("--cpus") + 1] == "0.5"
 
 

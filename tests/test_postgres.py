@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from harness import LabError
-from harness.lab import runner
-from harness.lab.backends.base import server_env
-from harness.lab.backends.docker.backend import run_argv
-from harness.lab.services import deploy, pgbinaries, pgcluster, postgres
-from harness.lab.services.base import StepFailed
-from harness.lab.services.config import start_order
+from harness.lab.backends.docker.container import run_argv as container_argv
+from harness.lab.services import deploy, graph, pgbinaries, pgcluster, postgres, sampleserver, tomcat_container
+from harness.lab.services.base import RunningService, StepFailed
+from harness.lab.services.graph import start_order
+from harness.lab.services.sampleserver import server_env
 from harness.lab.spec import parse_spec
 
 from conftest import LIMITS
@@ -28,6 +27,15 @@ DB = {"kind": "postgres", "port": 38192, "template": "standin", "sql_dir": "test
 
 def parse(raw):
     return parse_spec("t", raw, Path("t.toml"), LIMITS)
+
+
+def run_argv(step, image: str, nofile: int, given: dict | None = None) -> list[str]:
+    """The sample server's `docker run` for a step (the container module's part and the tomcat kind's options)."""
+    options = tomcat_container.options(step, server_env(step.services["server"], given), nofile)
+    command = tomcat_container.command(step.server)
+    if command:
+        options += ["--entrypoint", command[0]]
+    return container_argv(step, "server", image, options, command[1:])
 
 
 def spec_with(services: dict, server: dict | None = None) -> dict:
@@ -70,7 +78,7 @@ def test_pair_room_needs_exactly_one_postgres():
     assert "PAIR_ROOM = true needs exactly one service of kind postgres" in text and "the step has 0" in text
     two = {"db": DB, "other": {**DB, "port": 38193}}
     assert "the step has 2 (db, other)" in problems_of(spec_with(two, {"PAIR_ROOM": True}))
-    assert "at most one postgres service per step" in problems_of(spec_with(two))
+    assert "at most one database per step" in problems_of(spec_with(two))
 
 
 def test_missing_sql_files_and_port_conflicts_are_named_before_anything_starts(tmp_path):
@@ -78,64 +86,70 @@ def test_missing_sql_files_and_port_conflicts_are_named_before_anything_starts(t
     text = problems_of(raw)
     for part in ("schema", "data", "drop-indexes"):
         assert f"template 'standin' needs {tmp_path}/standin-{part}.sql, which is missing" in text
-    assert "services.db.port 8080 is also the server's server port" in text
+    assert "services.db.port 8080 is also [server] SERVER_PORT" in text
 
 
 def test_the_database_starts_before_the_server_and_a_proxy_after_it():
-    services = {"proxy": {"kind": "nginx", "mode": "proxy", "upstream": "server"}, "db": {"kind": "postgres"}}
+    services = {"proxy": {"kind": "nginx", "mode": "proxy", "upstream": "server"}, "db": {"kind": "postgres"},
+                "server": {"kind": "tomcat"}}
     assert start_order(services) == ["db", "server", "proxy"]
     step = parse(spec_with({"db": DB, "proxy": {"kind": "nginx", "port": 38094, "status_port": 38095}})).steps[0]
-    assert deploy.groups(step) == {deploy.BEFORE: ["db"], deploy.AFTER: ["proxy"]}
+    assert start_order(step.services) == ["db", "server", "proxy"]
 
 
-def test_a_service_started_before_the_server_cannot_need_it():
+def test_a_service_the_server_needs_cannot_need_the_server():
     class NeedsServer(postgres.PostgresKind):
         def depends_on(self, knobs):
             return ["server"]
 
-    kinds = dict(deploy.KINDS)
-    deploy.KINDS["needy"] = NeedsServer()
+    kinds = dict(graph.KINDS)
+    graph.KINDS["needy"] = NeedsServer()
     try:
-        with pytest.raises(LabError, match=r"cycle: db, server \(db: started before the server, so cannot need it\)"):
-            start_order({"db": {"kind": "needy"}})
+        with pytest.raises(LabError, match=r"services depend on each other in a cycle: db, server"):
+            start_order({"db": {"kind": "needy"}, "server": {"kind": "tomcat"}})
     finally:
-        deploy.KINDS.clear()
-        deploy.KINDS.update(kinds)
+        graph.KINDS.clear()
+        graph.KINDS.update(kinds)
 
 
-def test_teardown_stops_the_proxy_then_the_server_then_the_database():
+def test_teardown_stops_the_proxy_then_the_server_then_the_database_each_even_after_a_failure(tmp_path):
     stopped = []
 
-    class Services:
-        def stop(self, group):
-            stopped.append(group)
+    class Stub(RunningService):
+        def __init__(self, name, fails=False):
+            super().__init__(name, None, tmp_path / f"{name}.log", 0.0)
+            self.fails = fails
 
-    class Server:
         def stop(self):
-            stopped.append("server")
-            raise RuntimeError("the server would not stop")
+            stopped.append(self.name)
+            if self.fails:
+                raise RuntimeError(f"{self.name} would not stop")
+            return 0
 
-    meta = {}
-    with pytest.raises(RuntimeError):
-        runner._tear_down(Services(), Server(), meta, lambda: stopped.append("written"))
-    assert stopped == [deploy.AFTER, "server", deploy.BEFORE, "written"]  # each even after a failure
+    step = parse(spec_with({"db": DB, "proxy": {"kind": "nginx", "port": 38094, "status_port": 38095}})).steps[0]
+    services = deploy.Deployment(step, tmp_path)
+    services.running = {"db": Stub("db"), "server": Stub("server", fails=True), "proxy": Stub("proxy")}
+    services.meta = {"db": {}, "proxy": {}}
+    services.stop()
+    assert stopped == ["proxy", "server", "db"]
+    assert services.server_meta["server_exit"] == "not stopped cleanly: server would not stop"
 
 
 def test_the_server_gets_the_databases_address_on_both_backends():
     step = parse(spec_with({"db": DB})).steps[0]
     extra = {"SPRING_DATASOURCE_URL": "jdbc:postgresql://127.0.0.1:38192/step_1", "SPRING_DATASOURCE_USERNAME": "lab",
              "SPRING_DATASOURCE_PASSWORD": "lab"}
-    assert server_env(step, extra).items() >= extra.items()
+    assert server_env(step.services["server"], extra).items() >= extra.items()
     argv = run_argv(step, "img", 1024, extra)
     assert "SPRING_DATASOURCE_URL=jdbc:postgresql://127.0.0.1:38192/step_1" in argv and "host" in argv
 
 
 def test_the_pair_room_api_runs_its_own_jar_on_both_backends(monkeypatch):
-    from harness.lab.backends import local
-    from harness.lab.backends.base import JAR, PAIR_ROOM_JAR
+    from harness.lab.services.sampleserver import JAR, PAIR_ROOM_JAR
 
+    local = sampleserver
     room = parse(spec_with({"db": DB}, {"PAIR_ROOM": True})).steps[0]
-    assert local.launch_of(room) == "jar"  # the CDS archive belongs to the plain jar
+    assert local.launch_of(room.server, room.system) == "jar"  # the CDS archive belongs to the plain jar
     assert local.server_command("jar", "java", PAIR_ROOM_JAR)[-1] == str(PAIR_ROOM_JAR) != str(JAR)
     argv = run_argv(room, "img", 1024)
     assert argv[-5:] == ["--entrypoint", "java", "img", "-jar", "/app/sample-server-pair-room.jar"]
@@ -185,7 +199,7 @@ def test_the_plain_server_jar_leaves_the_database_stack_out():
     """Chapters 1-4 and 6-7 run sample-server.jar: none of chapter 5's JPA stack may be on its classpath."""
     import zipfile
 
-    from harness.lab.backends.base import JAR, PAIR_ROOM_JAR
+    from harness.lab.services.sampleserver import JAR, PAIR_ROOM_JAR
 
     assert JAR.exists() and PAIR_ROOM_JAR.exists(), "the server jars are missing: run `invoke setup`"
     def libs(jar):

@@ -9,7 +9,7 @@ import pytest
 from harness import LabError
 from harness.lab.services import deploy, nginx
 from harness.lab.services.base import RunningService, StepFailed
-from harness.lab.services.config import start_order
+from harness.lab.services.graph import endpoints, start_order
 from harness.lab.spec import parse_spec
 
 from conftest import LIMITS
@@ -45,8 +45,8 @@ def test_stub_status_parser_reads_nginx_page():
 
 def test_a_step_without_services_is_as_before():
     step = parse(spec_with()).steps[0]
-    assert step.services == {} and "services" not in step.config()
-    assert deploy.target(step) == "server"
+    assert step.services == {"server": {"kind": "tomcat"}} and "services" not in step.config()  # the sample server alone
+    assert step.target == "server"
 
 
 def test_services_merge_per_name_with_defaults_filled_in():
@@ -55,9 +55,9 @@ def test_services_merge_per_name_with_defaults_filled_in():
     assert proxy["kind"] == "nginx" and proxy["port"] == 38092 and proxy["keepalive"] == 16
     assert proxy["upstream"] == "server" and proxy["worker_processes"] == 1
     assert (proxy["proxy_http_version"], proxy["connection_header"]) == ("1.1", "")  # pooled: keep-alive upstream
-    assert step.config()["services"] == step.services
-    assert deploy.target(step) == "proxy"
-    assert deploy.endpoints(step) == {"server": ("127.0.0.1", 8080), "proxy": ("127.0.0.1", 38092)}
+    assert step.config()["services"] == {"proxy": proxy}  # the sample server's knobs are config.server
+    assert step.target == "proxy"
+    assert endpoints(step.services) == {"server": ("127.0.0.1", 8080), "proxy": ("127.0.0.1", 38092)}
     plain = parse(spec_with({"proxy": PROXY})).steps[0].services["proxy"]
     assert (plain["proxy_http_version"], plain["connection_header"]) == ("1.0", "close")  # nginx's own defaults
 
@@ -65,20 +65,20 @@ def test_services_merge_per_name_with_defaults_filled_in():
 def test_return_mode_needs_no_upstream():
     step = parse(spec_with({"edge": {**PROXY, "mode": "return"}}, target="edge")).steps[0]
     assert "upstream" not in step.services["edge"]
-    assert start_order(step.services) == ["server", "edge"]
+    assert start_order(step.services) == ["edge"]  # nothing needs the sample server: the step does not start it
 
 
 @pytest.mark.parametrize("services, load, expected", [
-    ({"proxy": {"port": 38092}}, {}, "services.proxy.kind must be one of nginx, postgres, netty, webflux, got None"),
-    ({"proxy": {**PROXY, "kind": "haproxy"}}, {}, "services.proxy.kind must be one of nginx, postgres, netty, webflux, got 'haproxy'"),
-    ({"app": {"kind": "tomcat"}}, {}, "the sample server is the implicit service 'server'"),
+    ({"proxy": {"port": 38092}}, {}, "services.proxy.kind must be one of netty, nginx, postgres, webflux, got None"),
+    ({"proxy": {**PROXY, "kind": "haproxy"}}, {}, "services.proxy.kind must be one of netty, nginx, postgres, webflux, got 'haproxy'"),
+    ({"app": {"kind": "tomcat"}}, {}, "the sample server is the service 'server', set by [server]"),
     ({"proxy": {**PROXY, "workers": 2}}, {}, "unknown knob 'workers' (allowed: address, backlog"),
     ({"proxy": {**PROXY, "worker_processes": 0}}, {}, "services.proxy.worker_processes must be ≥ 1, got 0"),
     ({"proxy": {**PROXY, "keepalive": "8"}}, {}, "services.proxy.keepalive must be int, got '8'"),
     ({"proxy": {**PROXY, "mode": "cache"}}, {}, "services.proxy.mode must be one of proxy, return"),
     ({"proxy": {**PROXY, "upstream": "db"}}, {}, "services.proxy needs 'db', which is neither 'server' nor a service"),
     ({"proxy": {**PROXY, "keepalive": 4, "connection_header": "close"}}, {}, "keepalive 4 needs proxy_http_version"),
-    ({"proxy": {**PROXY, "port": 8081}}, {}, "services.proxy.port 8081 is also the server's management port"),
+    ({"proxy": {**PROXY, "port": 8081}}, {}, "services.proxy.port 8081 is also [server] MANAGEMENT_PORT"),
     ({"proxy": {**PROXY, "status_port": 38092}}, {}, "port and status_port must differ"),
     ({"proxy": {**PROXY, "address": "10.0.0.1"}}, {}, "services.proxy.address must be a loopback address"),
     ({"ss": PROXY}, {}, "service name 'ss' must be"),
@@ -102,7 +102,7 @@ def test_a_redeploy_step_takes_no_services():
 
 def test_start_order_puts_each_service_after_its_upstream():
     services = {"edge": {"kind": "nginx", "mode": "proxy", "upstream": "inner"},
-                "inner": {"kind": "nginx", "mode": "proxy", "upstream": "server"}}
+                "inner": {"kind": "nginx", "mode": "proxy", "upstream": "server"}, "server": {"kind": "tomcat"}}
     assert start_order(services) == ["server", "inner", "edge"]
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.book.verdict import COUNT_TOLERANCE, DIFFERS, MODEL_SLACK, MOST, NOT_REPRODUCED, Verdict, failure_kinds
 from harness.lab.spec import SERVER_DEFAULTS, Step, load_spec
+from harness.lab.steps import step_from_config
 from harness.lab.store import answered
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, simulate_measured_arrivals
 
@@ -73,9 +74,7 @@ class StepRun:
         """Successes of model.simulate fed with the measured start of every request, rather than all at once."""
         if self.start_spread_s() == 0:
             return self.model["succeeded"]
-        config = self.meta["config"]
-        step = Step(self.meta.get("chapter", "chapter3"), self.step, self.meta.get("why", ""),
-                    tuple(self.meta.get("findings", ())), config["server"], config["load"], config["system"])
+        step = step_from_config(self.meta.get("chapter", "chapter3"), self.step, self.meta["config"])
         return sum(o.ok for o in simulate_measured_arrivals(step, self.requests["start_ms"].tolist()))
 
 

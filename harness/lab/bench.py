@@ -3,40 +3,44 @@ from __future__ import annotations
 
 import statistics
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
-from harness.lab.backends import backend as make_backend
-from harness.lab.backends.local import check_launches
+from harness.lab import backends
 from harness.lab.samplers import now_ms, read_proc
+from harness.lab.services.deploy import Deployment, check_services
 from harness.lab.spec import Step, load_spec
 
 
-def redeploys(step: Step, server_backend, starts: int, log: Path, rows: list[dict], info: dict, progress=None) -> None:
-    """Start `starts` fresh servers one after another. Appends a row per start (start-to-healthy ms, RSS when
-    healthy) to `rows` as it comes, so a failure keeps what was measured; `info` gets the server's own report."""
-    for n in range(1, starts + 1):
+def redeploys(step: Step, backend: str, workdir: Path, rows: list[dict], progress=None) -> dict:
+    """Start `step.starts` fresh servers one after another, each timed from start to ready, then stopped. Appends a
+    row per start (start-to-ready ms, RSS when ready) to `rows` as it comes, so a failure keeps what was measured;
+    returns what the last server said of itself (step.json's top-level facts)."""
+    facts: dict = {}
+    for n in range(1, step.starts + 1):
         started_ms = now_ms()
-        server = server_backend.start(step, log)
+        services = Deployment(step, workdir, backend=backend)
         try:
-            healthy_ms = server.wait_healthy()
-            rss = read_proc(server.pid)["rss_bytes"]
-            info.update(server.info())
+            services.start()
+            rss = read_proc(services.server.pid)["rss_bytes"]
         finally:
-            server.stop()
-        rows.append({"start": n, "started_ms": started_ms, "startup_ms": round(healthy_ms, 1), "rss_bytes": rss})
+            services.stop()
+            facts = services.server_meta
+        rows.append({"start": n, "started_ms": started_ms, "startup_ms": facts["startup_ms"], "rss_bytes": rss})
         if progress:
-            progress(f"    start {n}/{starts}: healthy after {healthy_ms:.0f} ms")
+            progress(f"    start {n}/{step.starts}: ready after {facts['startup_ms']} ms")
+    return facts
 
 
 def redeploy_times(starts: int = 5, chapter: str = "smoke", backend: str = "local") -> list[float]:
-    """Start-to-healthy milliseconds of `starts` fresh servers with the chapter's first step's configuration."""
+    """Start-to-ready milliseconds of `starts` fresh servers with the chapter's first step's configuration."""
     step = load_spec(chapter).steps[0]
-    server_backend = make_backend(backend)
-    server_backend.check()
-    check_launches([step])
+    step = replace(step, kind="redeploy", starts=starts)
+    backends.check(backend)
+    check_services([step], backend)
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        redeploys(step, server_backend, starts, Path(tmp) / "server.log", rows, {})
+        redeploys(step, backend, Path(tmp), rows)
     return [row["startup_ms"] for row in rows]
 
 

@@ -128,7 +128,7 @@ def preflight(steps, backend: str) -> None:
     """Before anything starts: every placed name is a process the step starts, and a local quota can be given."""
     problems = []
     for step in steps:
-        names = {"server", step.load.get("tool", "k6")} | set(getattr(step, "services", None) or {})
+        names = {step.load.get("tool", "k6")} | set(step.services)
         for name in sorted(set(step.placement) - names):
             problems.append(f"step {step.id}: placement names '{name}', but the step starts no process of that name "
                             f"(it starts {', '.join(sorted(names))})")

@@ -1,8 +1,9 @@
-"""Run a chapter's steps: fresh server → samplers → k6 → stop → write the step atomically.
+"""Run a chapter's steps: the step's services deployed → samplers → load → stop → write the step atomically.
 
-One step failing (server died, never healthy, k6 stuck) is recorded as `failed` with its reason
-and the run goes on. Ctrl-C (or SIGTERM) stops the children, keeps what was measured as a failed
-step, and re-raises so nothing after it runs.
+One step failing (a service died, never ready, the load tool stuck) is recorded as `failed` with its reason and the
+run goes on. Ctrl-C (or SIGTERM) stops the children, keeps what was measured as a failed step, and re-raises so
+nothing after it runs. The lab needs no model: what a step is expected to do and how long it should take comes from
+a `plan` the caller hands in (harness.plan), and goes into step.json beside the measurement.
 """
 from __future__ import annotations
 
@@ -10,25 +11,30 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness import LabError, say
-from harness.lab import fingerprint, interrupts, netns, placement, preflight, store, system
-from harness.lab.backends import backend as make_backend
-from harness.lab.backends.base import JVM_OPTIONS, StepFailed, check_port_free, spawn, terminate
-from harness.lab.backends.local import check_launches, launch_of
+from harness.lab import backends, fingerprint, interrupts, netns, placement, preflight, store, system
+from harness.lab.backends.process import StepFailed, spawn, terminate
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
 from harness.lab.load.k6 import DASHBOARD_REPORT, part_name, request_counts, summary_counts
 from harness.lab.load.recording import write_recording
 from harness.lab.samplers import Samplers, now_ms
-from harness.lab.services.deploy import AFTER, BEFORE, Deployment, check_services, target
+from harness.lab.services.deploy import Deployment, check_services
+from harness.lab.services.graph import SERVER, target
+from harness.lab.services.sampleserver import JVM_OPTIONS
 from harness.lab.spec import Step, load_spec
-from harness.models import MODEL_VERSION, STARTUP_ALLOWANCE_MS, expected_step_ms, predict
 
-LOAD_EXTRA_WAIT_S = 60  # beyond the model's stop time before the load tool is declared stuck
+LOAD_EXTRA_WAIT_S = 60  # beyond the load options' stop time before the load tool is declared stuck
 TAIL_SAMPLES = 2  # sampler ticks kept running after k6 ends, to see connections drain
+
+
+def no_plan(step: Step) -> dict:
+    """What the lab knows of a step without a model: nothing predicted, no estimate of its duration."""
+    return {"model": None, "model_version": None, "expected_ms": None}
 
 
 @dataclass
@@ -40,29 +46,23 @@ class Outcome:
     requests: dict
 
 
-
-def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = False,
-                backend: str = "local", dashboard: bool = False) -> list[Outcome]:
+def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = False, backend: str = "local",
+                dashboard: bool = False, plan: Callable[[Step], dict] = no_plan, spec=None) -> list[Outcome]:
     """Validate everything first, then run the steps that are not complete yet (all with `force`); complete steps
-    measured with another configuration than the spec's (fingerprint.py) are refused unless forced."""
+    measured with another configuration than the spec's (fingerprint.py) are refused unless forced. `plan(step)`
+    gives each step's prediction and expected duration; `spec` a spec already loaded (e.g. with another server)."""
     preflight.check_data_root()
-    spec = load_spec(chapter)
+    spec = spec or load_spec(chapter)
     name, chapter = chapter, spec.chapter  # a spec given as a path is stored under its file name
     steps = spec.select(step_ids)
-    server_backend = make_backend(backend)
-    server_backend.check()
-    if server_backend.name != "docker" and any(s.container for s in steps):
+    backends.check(backend)
+    if backend != "docker" and any(s.container for s in steps):
         say(f"note: the [container] limits (cpus, memory, nofile) apply to the docker backend only; "
-            f"the {server_backend.name} server runs without them")
-    if server_backend.name == "docker" and any(s.server.get("VIRTUAL_THREADS") for s in steps):
-        raise LabError("VIRTUAL_THREADS needs Java 21+, and the server image holds the lab's JDK 17 (Spring would run "
-                       "platform threads without a word): run these steps on the local backend")
+            f"the {backend} server runs without them")
     preflight.check_spec_home(spec)
     preflight.clean_leftovers(chapter)
-    todo = fingerprint.todo(chapter, name, steps, server_backend.name, force)
-    if server_backend.name == "local":
-        check_launches(todo)
-    placement.preflight(todo, server_backend.name)  # names it starts, and root for a local quota
+    todo = fingerprint.todo(chapter, name, steps, backend, force)
+    placement.preflight(todo, backend)  # names it starts, and root for a local quota
     _check_hosts(todo)
     skipped = len(steps) - len(todo)
     if skipped:
@@ -70,22 +70,20 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     if not todo:
         return []
     tools = {name: load_tool(name) for name in sorted({s.load["tool"] for s in todo if s.kind == "load"})}  # refuse a missing tool now
-    for step in todo:
-        check_port_free(step.address, step.port, "server")
-        check_port_free(step.address, step.management_port, "management")
-    check_services(todo, server_backend.name)  # tools (e.g. nginx installed) and ports of [services.*]
-    estimates = [expected_step_ms(s) / 1000 for s in todo]
-    say(f"{spec.title}: {len(todo)} step(s), predicted ≥ {_clock(sum(estimates))} "
-        f"(model minimum + ~{STARTUP_ALLOWANCE_MS // 1000} s start-up each)")
+    check_services(todo, backend)  # each kind's tools and launches, and every port free
+    plans = {s.id: plan(s) for s in todo}
+    estimates = [(plans[s.id]["expected_ms"] or 0) / 1000 for s in todo]
+    say(f"{spec.title}: {len(todo)} step(s), expected to take {_clock(sum(estimates))}" if all(estimates) else
+        f"{spec.title}: {len(todo)} step(s)")
     outcomes: list[Outcome] = []
     began = time.monotonic()
     with interrupts.handled():
         for n, step in enumerate(todo):
-            eta = _clock(time.monotonic() - began + sum(estimates[n:]))
-            say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load.get('executor', step.kind)} "
-                f"(predicted {estimates[n]:.0f} s; chapter done in ≈ {eta})")
-            outcome = run_step(step, server_backend, tools.get(step.load.get("tool")), dashboard,
-                               preflight.spec_file(spec.path))
+            eta = f"; chapter done in ≈ {_clock(time.monotonic() - began + sum(estimates[n:]))}" if all(estimates) else ""
+            expected = f"expected {estimates[n]:.0f} s" if estimates[n] else "no estimate"
+            say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load.get('executor', step.kind)} ({expected}{eta})")
+            outcome = run_step(step, backend, tools.get(step.load.get("tool")), dashboard,
+                               preflight.spec_file(spec.path), plans[step.id])
             outcomes.append(outcome)
             say(f"    {outcome.status}: {_result_line(outcome)}, {outcome.wall_s:.1f} s"
                 f"{(' — ' + outcome.reason) if outcome.reason else ''}")
@@ -106,19 +104,21 @@ def _result_line(outcome: Outcome) -> str:
             + (f", DROPPED {dropped} iterations: k6 could not start them (not the load the spec asked for)" if dropped else ""))
 
 
-def run_step(step: Step, server_backend, tool, dashboard: bool = False, spec_file: str = "") -> Outcome:
+def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file: str = "",
+             plan: dict | None = None) -> Outcome:
     writer = store.StepWriter(step.chapter, step.id)
-    meta = _base_meta(step, server_backend.name, tool)
+    plan = plan or no_plan(step)
+    meta = _base_meta(step, backend, tool, plan)
     fingerprint.stamp(meta, step, spec_file)
     began = time.monotonic()
     try:
-        local = [n for n in step.placement if not (n == "server" and server_backend.name == "docker")]
+        local = [n for n in step.placement if not (n == SERVER and backend == "docker")]
         with _somaxconn_for(step, meta), placement.local_cgroups(step, local) as quotas, _hosts_for(step, meta) as hosts:
             meta |= {"placement": placement.asked(step, quotas)} if step.placement else {}
             if step.kind == "redeploy":
-                _measure_redeploys(step, server_backend, writer, meta)
+                _measure_redeploys(step, backend, writer, meta)
             else:
-                _measure(step, server_backend, tool, writer, meta, dashboard, hosts)
+                _measure(step, backend, tool, writer, meta, dashboard, hosts)
         meta["status"] = "complete"
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
@@ -141,47 +141,34 @@ def _finish(writer: store.StepWriter, meta: dict, began: float):
     return writer.finish(meta)
 
 
-def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: dict, dashboard: bool,
+def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dict, dashboard: bool,
              hosts: netns.Hosts | None = None) -> None:
-    """Services the server connects to (a database) → the server, with what they tell it → the other services (a
-    proxy in front of it) → samplers and load; torn down in reverse: the proxy, the server, the database. With
-    `hosts`, each service and the load tool run on a host of their own (the sample server stays on loopback)."""
-    log = writer.path / "server.log"
-    _ports_still_free(step)
-    services = Deployment(step, writer.path, hosts=hosts, backend=server_backend.name)
-    if step.services:
-        meta["services"] = services.meta
-    server = samplers = None
+    """The step's services in dependency order (a database, the server that connects to it, a proxy in front),
+    then samplers and load; torn down in reverse. With `hosts`, each service and the load tool run on a host of
+    their own."""
+    services = Deployment(step, writer.path, hosts=hosts, backend=backend)
+    samplers = None
     loads: list = []  # (name, process) of the load tool: one, or load.processes k6 processes
     try:
-        services.start(BEFORE)
-        extra_env = services.server_env()
-        if extra_env:
-            meta["server_env"] = extra_env  # beside config.server: given by the step's services, not the spec
-        server = services.server = server_backend.start(step, log, extra_env)
-        meta["startup_ms"] = round(server.wait_healthy())
-        _record_server(meta, server.info())
-        meta |= server.step_meta()
-        meta["launch"] = _launch_used(step, server_backend)
-        services.start(AFTER)
-        pids = {"server": server.pid} | services.pids()
-        samplers = Samplers(step.system["sample_interval_ms"], services.port(target(step)), server.management_url,
-                            lambda: dict(pids), server.cgroups(), enabled=step.system["sampling"],
-                            extra=services.samplers(step.system["sample_interval_ms"]), server_port=step.port,
-                            placed=step.placement)
+        try:
+            services.start()
+        finally:
+            _record_services(meta, services)
+        pids = services.pids()
+        samplers = Samplers(step.system["sample_interval_ms"], services.port(target(step)), lambda: dict(pids),
+                            services.cgroups(), enabled=step.system["sampling"],
+                            services=services.samplers(step.system["sample_interval_ms"]), placed=step.placement)
         if hosts is not None:  # the target's sockets and TCP counters are its host's
             samplers.all["ss"].netns = hosts.path(target(step))
         with samplers:
             meta["load_started_ms"] = now_ms()
             loads = _start_load(step, tool, services.url(target(step)), writer.path, dashboard, hosts)
             pids |= {name: proc.pid for name, proc in loads}
-            _wait_load(loads, tool.name, step, samplers, meta["model"]["min_duration_ms"])
+            _wait_load(loads, tool.name, step, samplers, services, meta["model"])
             meta["load_ended_ms"] = now_ms()
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
         if wrong := placement.mismatches(step, samplers.placed()):
             raise StepFailed(f"CPU placement not as asked: {'; '.join(wrong)}")
-        if not server.alive():
-            raise StepFailed(f"the server exited during the step ({server.exit_reason()})")
         services.check_alive()
         for name, proc in loads:
             if proc.returncode not in (0, 99):  # k6's 99: thresholds crossed, still a valid measurement
@@ -190,61 +177,34 @@ def _measure(step: Step, server_backend, tool, writer: store.StepWriter, meta: d
         with interrupts.saving():  # a second Ctrl-C must not abandon the save
             for _, proc in loads:
                 terminate(proc, grace_s=5)
-            _tear_down(services, server, meta, lambda: (_write_tables(step, tool, writer, meta, samplers, dashboard),
-                                                        services.write(writer)))
-
-
-def _tear_down(services: Deployment, server, meta: dict, write) -> None:
-    """The services in front of the server, the server, the services it used; each even if one before failed; then
-    what was measured is written."""
-    try:
-        services.stop(AFTER)
-    finally:
-        try:
-            if server is not None:
-                meta["server_exit"] = server.stop()
-        finally:
             try:
-                services.stop(BEFORE)
+                services.stop()
             finally:
-                write()
+                _record_services(meta, services)
+                _write_tables(step, tool, writer, meta, samplers, dashboard)
+                services.write(writer)
 
 
-def _measure_redeploys(step: Step, server_backend, writer: store.StepWriter, meta: dict) -> None:
-    """No load: `step.starts` fresh servers, each timed from start to healthy, then stopped."""
-    log = writer.path / "server.log"
-    _ports_still_free(step)
+def _record_services(meta: dict, services: Deployment) -> None:
+    """What the services said of themselves: the sample server's facts at step.json's top level (its versions
+    beside the load tool's), every other service under `services`."""
+    facts = dict(services.server_meta)
+    meta["versions"] |= facts.pop("versions", {})
+    meta |= facts
+    if services.meta:
+        meta["services"] = services.meta
+
+
+def _measure_redeploys(step: Step, backend: str, writer: store.StepWriter, meta: dict) -> None:
+    """No load: `step.starts` fresh servers, each timed from start to ready, then stopped (bench.redeploys)."""
     rows: list[dict] = []
-    info: dict = {}
-    meta["launch"] = _launch_used(step, server_backend)
     try:
-        redeploys(step, server_backend, step.starts, log, rows, info, progress=say)
+        facts = redeploys(step, backend, writer.path, rows, progress=say)
     finally:
         writer.table("startup", rows)
-        writer.gzip(log, "server.log")
-        _record_server(meta, info)
-    meta["startup_ms"] = round(statistics.median(r["startup_ms"] for r in rows))
-
-
-def _launch_used(step: Step, server_backend) -> str:
-    """How the JVM started (`auto` resolved), so the book can say which start-up a step's numbers come from."""
-    return launch_of(step) if server_backend.name == "local" else server_backend.name
-
-
-def _ports_still_free(step: Step) -> None:
-    """Checked for every step up front too; checked again since something may have started since."""
-    try:
-        check_port_free(step.address, step.port, "server")
-        check_port_free(step.address, step.management_port, "management")
-    except LabError as err:
-        raise StepFailed(str(err)) from None
-
-
-def _record_server(meta: dict, info: dict) -> None:
-    """The server's own report: effective Tomcat settings and the versions results depend on."""
-    if info:
-        meta["server_info"] = info
-        meta["versions"] |= {"java": info.get("java", {}).get("version"), "spring_boot": info.get("springBootVersion")}
+        writer.gzip(writer.path / "server.log", "server.log")
+    meta["versions"] |= facts.pop("versions", {})
+    meta |= facts | {"startup_ms": round(statistics.median(r["startup_ms"] for r in rows))}
 
 
 def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: netns.Hosts | None) -> list:
@@ -254,8 +214,7 @@ def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: net
     clients = netns.client_hosts(parts)
     started = []
     for part in range(1, parts + 1):
-        cmd, env = tool.command(step, url, workdir, dashboard, part) if parts > 1 else tool.command(step, url, workdir,
-                                                                                                    dashboard)
+        cmd, env = tool.command(step, url, workdir, dashboard, part)
         cmd = placement.command(step, tool.name, cmd)
         name = part_name(tool.name, part)
         started.append((name, spawn(hosts.command(clients[part - 1], cmd) if hosts else cmd, _k6_env(env),
@@ -263,10 +222,11 @@ def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: net
     return started
 
 
-def _wait_load(loads: list, name: str, step: Step, samplers: Samplers, expected_ms: int) -> None:
+def _wait_load(loads: list, name: str, step: Step, samplers: Samplers, services: Deployment, model: dict | None) -> None:
     """Wait for the load tool to end by itself (at most until the load options say it stops, plus a margin), printing
-    a progress line every few seconds against the model's expected duration (step.json's prediction)."""
+    a progress line every few seconds; a service that dies ends the step at once, naming it."""
     limit = step.stop_ms / 1000 + LOAD_EXTRA_WAIT_S
+    expected = f" / ≈{model['min_duration_ms'] / 1000:.0f} s" if model and model.get("min_duration_ms") else ""
     start = time.monotonic()
     every = 2 if sys.stdout.isatty() else 10
     next_report = every
@@ -274,18 +234,18 @@ def _wait_load(loads: list, name: str, step: Step, samplers: Samplers, expected_
         elapsed = time.monotonic() - start
         if elapsed > limit:
             raise StepFailed(f"{name} still running after {limit:.0f} s (its stop time + {LOAD_EXTRA_WAIT_S} s)")
+        services.check_alive()
         if elapsed >= next_report:
-            say(f"    {elapsed:4.0f} s / ≈{expected_ms / 1000:.0f} s  {_live(samplers)}")
+            say(f"    {elapsed:4.0f} s{expected}  {_live(samplers, services, target(step))}")
             next_report += every
         time.sleep(0.2)
 
 
-def _live(samplers: Samplers) -> str:
-    """The latest server-side view, for the progress line."""
+def _live(samplers: Samplers, services: Deployment, target_name: str) -> str:
+    """The latest server-side view, for the progress line: the target's sockets and its own number."""
     ss = (samplers.rows("ss") or [{}])[-1]
-    busy = next((r["value"] for r in reversed(samplers.rows("actuator")) if r["metric"] == "tomcat.threads.busy"), None)
-    return (f"ESTAB {ss.get('estab', '?')}  accept queue {ss.get('accept_queue', '?')}  "
-            f"busy threads {'?' if busy is None else int(busy)}")
+    own = services.live(target_name)
+    return f"ESTAB {ss.get('estab', '?')}  accept queue {ss.get('accept_queue', '?')}" + (f"  {own}" if own else "")
 
 
 def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, samplers: Samplers | None,
@@ -300,14 +260,13 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
         meta["recording"] = write_recording(writer, recorded)
         meta["requests"] = request_counts(recorded, step.requests_asked) | summary_counts(writer.path / "k6-summary.json")
     if samplers is not None:
-        for name in ("ss", "actuator", "process", "cpu"):
+        for name in ("ss", "process", "cpu"):
             writer.table(name, samplers.rows(name))
         meta["samplers"] = samplers.summary()
         if meta.get("placement"):
             placement.add_seen(meta["placement"], samplers.placed())
     if dashboard and not (writer.path / DASHBOARD_REPORT).exists():
         say(f"    note: {tool.name} wrote no dashboard report for this step (see {tool.name}.log.gz)")
-    writer.gzip(writer.path / "server.log", "server.log")
     for part in range(1, step.load.get("processes", 1) + 1):
         writer.gzip(writer.path / f"{part_name(tool.name, part)}.log", f"{part_name(tool.name, part)}.log")
 
@@ -317,7 +276,7 @@ def _k6_env(extra: dict) -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith("K6_")} | extra
 
 
-def _base_meta(step: Step, backend_name: str, tool) -> dict:
+def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:
     return {
         "id": step.id,
         "chapter": step.chapter,
@@ -325,11 +284,12 @@ def _base_meta(step: Step, backend_name: str, tool) -> dict:
         "findings": list(step.findings),
         "status": "running",
         "started_ms": now_ms(),
-        "config": step.config() | {"backend": backend_name},
+        "config": step.config() | {"backend": backend},
         "requests": {"asked": step.requests_asked, "issued": 0},
-        "model": predict(step).as_dict() if step.kind == "load" else None,
-        "model_version": MODEL_VERSION if step.kind == "load" else None,
-        "jvm_options": list(JVM_OPTIONS),
+        "model": plan["model"],
+        "model_version": plan["model_version"],
+        "expected_ms": plan["expected_ms"],
+        "jvm_options": list(JVM_OPTIONS) if SERVER in step.services else [],
         "versions": ({tool.name: tool.version()} if tool else {}) | {"python": sys.version.split()[0]},
         "machine": system.machine(),
         "git_commit": system.git_commit(),
@@ -351,7 +311,7 @@ def _hosts_for(step: Step, meta: dict):
     if step.system["network"] != "hosts" or step.kind != "load":
         yield None
         return
-    hosts = netns.Hosts(netns.step_hosts(step.services, step.load.get("processes", 1)), step.system["link_delay_ms"])
+    hosts = netns.Hosts(netns.step_hosts(step.hosted, step.load.get("processes", 1)), step.system["link_delay_ms"])
     try:
         hosts.__enter__()
     except LabError as err:

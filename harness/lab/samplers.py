@@ -407,19 +407,18 @@ class CpuSampler(Sampler):
 
 
 class Samplers:
-    """Start and stop the three samplers (and the step's services' own, `extra`, by service name) together;
-    `enabled=False` runs none (their tables stay empty). `port` is the load target's, for `ss`; Actuator's Tomcat
-    series are kept for the server's port (`server_port`, the same unless the load goes through another service)."""
+    """Start and stop the lab's samplers (the load target's sockets, the processes, the CPUs) and the step's services'
+    own (`services`: by the table their rows go to, e.g. the sample server's `actuator`) together; `enabled=False`
+    runs none (their tables stay empty). `port` is the load target's, for `ss`."""
 
-    def __init__(self, interval_ms: int, port: int, management_url: str, pids: Callable[[], dict[str, int]],
-                 cgroups: dict[str, Cgroup] | None = None, enabled: bool = True, extra: dict | None = None,
-                 server_port: int | None = None, placed: Iterable[str] = ()):
+    def __init__(self, interval_ms: int, port: int, pids: Callable[[], dict[str, int]],
+                 cgroups: dict[str, Cgroup] | None = None, enabled: bool = True, services: dict | None = None,
+                 placed: Iterable[str] = ()):
         self.all = {
             "ss": SocketSampler(interval_ms, port),
-            "actuator": ActuatorSampler(interval_ms, management_url, server_port or port),
             "process": ProcessSampler(interval_ms, pids, cgroups, placed),
             "cpu": CpuSampler(interval_ms),
-        } | (extra or {})
+        } | (services or {})
         self.interval_ms = interval_ms
         self.enabled = enabled
 

@@ -16,6 +16,7 @@ from harness import EXPERIMENTS, LabError
 from harness.lab import system
 from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
 from harness.lab.placement import check_placement, merge_placement
+from harness.lab.services.base import SERVER
 from harness.lab.typed import typed_values
 from harness.lab.units import memory_bytes
 
@@ -95,7 +96,7 @@ class Step:
     id: str
     why: str
     findings: tuple[str, ...]
-    server: dict  # env given to the server (only what the spec sets)
+    server: dict  # the sample server's settings (only what the spec sets): its env, or your jar's properties
     load: dict  # resolved: every LOAD_KEYS entry the executor uses
     system: dict
     index: int = 0  # position in the chapter, from 1
@@ -105,10 +106,14 @@ class Step:
     same_as: str = ""  # "<chapter>:<step>" this step copies
     container: dict = field(default_factory=dict)  # resource limits for the docker backend
     role: str = ""  # what a chapter selects the step by beyond its findings, e.g. "isolates F000-j"
-    services: dict = field(default_factory=dict)  # [services.<name>] resolved: {name: {"kind": …, knob: value}}
+    # The step's service graph (harness.lab.services.graph): {name: {"kind": …, knob: value}}, the sample server as
+    # `server` when the step runs it.
+    services: dict = field(default_factory=dict)
     placement: dict = field(default_factory=dict)  # {process name: {"cpus": [..], "quota": CPUs}} (placement.py)
     # The machine's limits the step was checked against (nofile, somaxconn …): the models' ceilings, not its config.
     limits: dict = field(default_factory=dict, compare=False)
+    # What a model needs to know of the load's target, from its kind (ServiceKind.model_server); None: no model.
+    target_model: dict | None = field(default=None, compare=False)
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
@@ -133,18 +138,32 @@ class Step:
         return self.knob("SERVER_ADDRESS")
 
     @property
+    def target(self) -> str:
+        """The service the load goes to: load.target, the sample server by default."""
+        return self.load.get("target", SERVER)
+
+    @property
+    def hosted(self) -> list[str]:
+        """The services that run on a host of their own on network = "hosts" (all but the sample server)."""
+        return [name for name in self.services if name != SERVER]
+
+    @property
     def requests_asked(self) -> int:
         """Requests the step asks for (harness.lab.load.options.requests_asked; constant-vus: one per VU, the
         articles' reading; ramping-vus: 0, not fixed in advance)."""
         return requests_asked(self.load) if self.kind == "load" else 0
 
     def config(self) -> dict:
+        """What step.json records as the step's configuration: [server] only when the step runs the sample server,
+        and every other service (your own jar as `server` too; the sample server's knobs are [server])."""
         extra = {"kind": self.kind, "starts": self.starts} if self.kind != "load" else {}
         extra |= {"same_as": self.same_as} if self.same_as else {}
-        extra |= {"services": {name: dict(knobs) for name, knobs in self.services.items()}} if self.services else {}
+        services = {name: dict(knobs) for name, knobs in self.services.items()
+                    if not (name == SERVER and knobs["kind"] == "tomcat")}
+        extra |= {"services": services} if services else {}
         extra |= {"placement": dict(self.placement)} if self.placement else {}  # steps without keep their old config
-        return {"server": dict(self.server), "load": dict(self.load), "system": dict(self.system),
-                "container": dict(self.container)} | extra
+        server = {"server": dict(self.server)} if SERVER in self.services else {}
+        return server | {"load": dict(self.load), "system": dict(self.system), "container": dict(self.container)} | extra
 
 
 @dataclass
@@ -302,9 +321,8 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if LOAD_TOOL in placement:  # `load`: whichever tool the step runs (k6, ab, wrk), under its own name from here on
         placement[load.get("tool", "k6")] = placement.pop(LOAD_TOOL)
     _check_server(merged["server"], where, problems)
-    from harness.lab.services.config import resolve_services  # lazily: services → backends → this module
-    services = resolve_services(base["services"], table, {**SERVER_DEFAULTS, **merged["server"]}, load, where, problems,
-                                system_["network"])
+    from harness.lab.services.graph import resolve_services, target_model  # lazily: the kinds import this module
+    services = resolve_services(base["services"], table, merged["server"], load, where, problems, system_["network"])
     for key, allowed in (("launch", LAUNCHES), ("record", RECORDS), ("network", NETWORKS)):
         if system_[key] not in allowed:
             problems.append(f"{where}: system.{key} must be one of {', '.join(allowed)}, got {system_[key]!r}")
@@ -314,7 +332,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
         return None
     return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,
                 kind, starts, table.get("same_as", ""), merged["container"], table.get("role", ""), services,
-                placement)
+                placement, target_model=target_model(services, load) if kind == "load" else None)
 
 
 def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]:

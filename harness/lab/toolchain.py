@@ -1,20 +1,19 @@
 """What `invoke setup` checks and builds: JDK ≥ 17, Python ≥ 3.11, the pinned k6, the pinned PostgreSQL binaries (the
-postgres kind: harness.lab.services.pgbinaries), the server jar + CDS archive, chapter 6's Netty service jar."""
+postgres kind: harness.lab.services.pgbinaries), what each service kind runs (its `build`: the sample server's jars
+and CDS archive, the Netty and WebFlux services' jars) and the book's chart libraries."""
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 
-from harness import ROOT, SERVER_DIR, TOOLS, LabError, say
-from harness.lab.backends.base import CDS_ARCHIVE, CDS_JAR, JAR, PAIR_ROOM_JAR
+from harness import ROOT, TOOLS, LabError, say
+from harness.lab.build import run_build
 from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
 from harness.lab.services import pgbinaries
-from harness.lab.services.netty import NETTY_DIR, NETTY_JAR
-from harness.lab.services.webflux import WEBFLUX_DIR, WEBFLUX_JAR
+from harness.lab.services.kinds import KINDS
 from harness.lab.services.nginx import nginx_binary
 
 MIN_JAVA = 17
@@ -47,40 +46,8 @@ def ensure_k6() -> str:
                        f"(e.g. `apt-get install golang`) or put k6 {K6_VERSION} on PATH")
     say(f"building k6 {K6_VERSION} with Go into {local_k6().parent} (about 90 s the first time) …")
     env = os.environ | {"GOBIN": str(local_k6().parent), "CGO_ENABLED": "0"}
-    _run([go, "install", f"{K6_MODULE}@{K6_VERSION}"], env=env)
+    run_build([go, "install", f"{K6_MODULE}@{K6_VERSION}"], env=env)
     return str(find_k6())
-
-
-def build_server(skip_tests: bool = True) -> None:
-    """Package the jars with the Maven wrapper (the plain server and chapter 5's pair-room one), then train a Class
-    Data Sharing archive on the plain jar for fast starts."""
-    args = ["./mvnw", "-B", "-q", "package"] + (["-DskipTests"] if skip_tests else [])
-    say("building the sample server (Maven wrapper) …")
-    _run(args, cwd=SERVER_DIR)
-    build_cds_archive()
-
-
-def build_netty_server() -> None:
-    """Package chapter 6's Netty REST service (netty-server/) with the sample server's Maven wrapper."""
-    say("building the Netty service (Maven wrapper) …")
-    _run([str(SERVER_DIR / "mvnw"), "-B", "-q", "-f", str(NETTY_DIR / "pom.xml"), "package"], cwd=NETTY_DIR)
-
-
-def build_webflux_server() -> None:
-    """Package chapter 7's event-loop server (webflux-server/) with the sample server's Maven wrapper."""
-    say("building the WebFlux service (Maven wrapper) …")
-    _run([str(SERVER_DIR / "mvnw"), "-B", "-q", "-f", str(WEBFLUX_DIR / "pom.xml"), "package"], cwd=WEBFLUX_DIR)
-
-
-def build_cds_archive() -> None:
-    """Spring Boot's documented CDS recipe: extract the jar, run once to refresh, dump the archive."""
-    shutil.rmtree(CDS_JAR.parent, ignore_errors=True)
-    java = java_command()
-    _run([java, "-Djarmode=tools", "-jar", str(JAR), "extract", "--destination", str(CDS_JAR.parent)])
-    env = os.environ | {"SERVER_PORT": "0", "MANAGEMENT_PORT": "0"}  # never collide with a running server
-    _run([java, f"-XX:ArchiveClassesAtExit={CDS_ARCHIVE}", "-Dspring.context.exit=onRefresh", "-jar", str(CDS_JAR)], env=env)
-    if not CDS_ARCHIVE.exists():
-        raise LabError(f"the CDS training run did not write {CDS_ARCHIVE}")
 
 
 def install_chart_libraries() -> None:
@@ -89,7 +56,7 @@ def install_chart_libraries() -> None:
     if not npm:
         raise LabError("npm is missing: install Node.js with npm (e.g. `apt-get install npm`); the book's charts need it")
     say("installing the chart libraries (npm ci) …")
-    _run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT)
+    run_build([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT)
 
 
 def describe_virtual_threads_java() -> str:
@@ -111,18 +78,9 @@ def setup() -> None:
     say(f"wrk:  {shutil.which('wrk') or 'missing (chapter 6 cross-checks k6 with it: apt-get install wrk)'}")
     say(f"java for virtual threads: {describe_virtual_threads_java()}")
     say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")
-    build_server()
-    say(f"server: {JAR} (+ CDS archive); chapter 5's pair-room API: {PAIR_ROOM_JAR}")
-    build_netty_server()
-    say(f"netty: {NETTY_JAR}")
-    build_webflux_server()
-    say(f"webflux: {WEBFLUX_JAR}")
+    for kind in KINDS.values():  # each kind builds what it runs (the sample server, the Netty and WebFlux services)
+        built = kind.build()
+        if built:
+            say(built)
     install_chart_libraries()
     say(f"setup done in {time.monotonic() - started:.0f} s; tools in {TOOLS}")
-
-
-def _run(cmd: list[str], **kwargs) -> None:
-    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
-        raise LabError(f"`{' '.join(cmd)}` failed (exit {done.returncode}):\n{tail}")

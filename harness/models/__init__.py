@@ -42,8 +42,10 @@ def predict(step: Step, requests: int | None = None) -> Prediction | ThroughputP
     executor = step.load["executor"]
     if is_work(step) and executor in ("ramping-vus", "constant-vus", "constant-arrival-rate"):
         return predict_work(step)
-    if executor not in MODELLED or len(step.load.get("requests") or [None]) > 1:
-        what = f"executor {executor}" if executor not in MODELLED else "a scenario of several requests"
+    unknown = not step.target_model or step.target_model.get("sleep_ms") is None
+    if unknown or executor not in MODELLED or len(step.load.get("requests") or [None]) > 1:
+        what = (f"server ({step.target}: its kind gives the model nothing to go on)" if unknown else
+                f"executor {executor}" if executor not in MODELLED else "a scenario of several requests")
         return NoPrediction(step.requests_asked if requests is None else requests, executor,
                             f"no model for this {what} yet", step.stop_ms,
                             step.stop_ms - duration_ms(step.load["graceful_stop"]))

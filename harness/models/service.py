@@ -14,9 +14,14 @@ def request_path(step: Step) -> str:
 
 
 def _service_ms(step: Step) -> int:
-    """The sleep a /hello request asks for: ?sleepMs= in the path wins over the server's SLEEP_MS."""
+    """The wait a request asks for: ?sleepMs= (the sample server's /hello) or ?ms= (the event loop's /sleep) in the
+    path wins over the target's own setting (its kind's `sleep_ms`: SLEEP_MS, or the webflux service's sleep_ms)."""
     query = parse_qs(urlsplit(request_path(step)).query)
-    return int(query["sleepMs"][0]) if "sleepMs" in query else step.knob("SLEEP_MS")
+    for name in ("sleepMs", "ms"):
+        if name in query:
+            return int(query[name][0])
+    own = (step.target_model or {}).get("sleep_ms")
+    return step.knob("SLEEP_MS") if own is None else own
 
 
 def longest_service_ms(step: Step) -> int:

@@ -30,12 +30,10 @@ import math
 from collections import Counter, deque
 from dataclasses import asdict, dataclass
 
-from urllib.parse import parse_qs, urlsplit
-
 from harness.lab.spec import FD_RESERVE, Step
 from harness.lab.units import duration_ms
 from harness.models.ceilings import open_files_ceiling
-from harness.models.service import _service_ms, request_path
+from harness.models.service import _service_ms
 
 KERNEL_EXTRA = 1  # the accept queue holds backlog + 1 (see module docstring)
 UNBOUNDED = 10**9  # "threads" of a server without a pool: virtual threads, an event loop
@@ -172,28 +170,25 @@ def connection_ceiling(max_connections: int, accept_count: int) -> int:
     return max_connections + accept_count + KERNEL_EXTRA
 
 
-def server_of(step: Step) -> Server:
-    """The server a step's load meets: Tomcat with its pool, on virtual threads (no pool: every request its own
-    thread), or chapter 7's event loop (a `webflux` service as load.target: no pool, no max-connections, its
-    backlog the kernel's somaxconn, connections kept open while the client keeps them). Either way it holds no more
-    connections than its open-files limit leaves room for (harness.models.ceilings; the limits are those the spec
-    was checked against: step.limits)."""
+def server_of(step: Step) -> Server | None:
+    """The server a step's load meets, from what its kind says of it (Step.target_model: the sample server's pool or
+    virtual threads, chapter 7's event loop with no pool, no connection limit of its own, the machine's somaxconn as
+    its backlog and no idle close). Either way it holds no more connections than its open-files limit leaves room
+    for (harness.models.ceilings; the limits are those the spec was checked against: step.limits). None when its kind
+    gives no model (your own app: its service time is unknown)."""
+    facts = step.target_model
+    if not facts or facts.get("sleep_ms") is None:
+        return None
     nofile = step.container.get("nofile", step.limits.get("nofile"))
     files = open_files_ceiling(nofile, FD_RESERVE) if nofile else UNBOUNDED
-    service = step.services.get(step.load.get("target", ""))
-    if service and service["kind"] == "webflux":
-        query = parse_qs(urlsplit(request_path(step)).query)
-        return Server(threads=UNBOUNDED, service_ms=int(query["ms"][0]) if "ms" in query else service["sleep_ms"],
-                      max_connections=files, accept_count=step.limits.get("somaxconn", DEFAULT_SOMAXCONN),
-                      keep_alive=step.load["connection_reuse"], keep_alive_timeout_ms=NEVER_MS)
-    timeout = step.knob("TOMCAT_CONNECTION_TIMEOUT")
+    keep_alive_timeout = facts["keep_alive_timeout_ms"]
     return Server(
-        threads=UNBOUNDED if step.server.get("VIRTUAL_THREADS") else step.knob("TOMCAT_MAX_THREADS"),
+        threads=UNBOUNDED if facts["threads"] is None else facts["threads"],
         service_ms=_service_ms(step),
-        max_connections=min(step.knob("TOMCAT_MAX_CONNECTIONS"), files),
-        accept_count=step.knob("TOMCAT_ACCEPT_COUNT"),
-        keep_alive=step.load["connection_reuse"] and step.knob("TOMCAT_MAX_KEEP_ALIVE_REQUESTS") != 1,
-        keep_alive_timeout_ms=step.server.get("TOMCAT_KEEP_ALIVE_TIMEOUT", timeout),  # Tomcat falls back to it
+        max_connections=files if facts["max_connections"] is None else min(facts["max_connections"], files),
+        accept_count=facts["accept_count"] if facts["accept_count"] is not None else step.limits.get("somaxconn", DEFAULT_SOMAXCONN),
+        keep_alive=step.load["connection_reuse"] and facts["keep_alive"],
+        keep_alive_timeout_ms=NEVER_MS if keep_alive_timeout is None else keep_alive_timeout,
     )
 
 

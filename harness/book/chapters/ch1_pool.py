@@ -14,9 +14,9 @@ from harness import LabError
 from harness.book.analysis import latency_percentiles, throughput_table
 from harness.book.charts import rps_chart
 from harness.book.steps import spec_steps
+from harness.lab.steps import step_from_config
 from harness.book.tables import people_table
 from harness.book.verdict import MODEL_NOISE, Verdict, verdict_of, within
-from harness.lab.spec import Step
 from harness.lab.store import ChapterData
 from harness.models.service import longest_service_ms
 
@@ -61,7 +61,7 @@ def pool_of(data: ChapterData) -> Pool:
                        + "; ".join(f"{s}: {t} threads, {p}" for (t, p, _), (s, _m) in pools.items()))
     (threads, path, mean_ms), (step, meta) = next(iter(pools.items()))
     config = meta["config"]
-    sleep_ms = longest_service_ms(Step(data.chapter, step, "", (), config["server"], config["load"], config["system"]))
+    sleep_ms = longest_service_ms(step_from_config(data.chapter, step, config))
     return Pool(threads, round(sleep_ms / mean_ms), sleep_ms, mean_ms, path)
 
 

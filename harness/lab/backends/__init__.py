@@ -1,28 +1,19 @@
-"""Where a step's server runs: `backend(name)` gives the local backend (harness.lab.backends.local) or the docker
-one (harness.lab.backends.docker); what both share is in harness.lab.backends.base."""
+"""Where a step's services run: `local` (each a child process of the harness) or `docker` (the kinds that can run in
+a container do: the sample server and postgres; the others run locally beside them, on the same host network). The
+process mechanics every kind shares are in harness.lab.backends.process, a container's in backends.docker.container.
+"""
 from __future__ import annotations
 
 from harness import LabError
 
-
-def _local_backend():
-    # imported when asked for, like docker's: the package's init then imports nothing that imports it back
-    # (backends.base → services.base → backends.process)
-    from harness.lab.backends.local import LocalProcessBackend
-
-    return LocalProcessBackend()
+BACKENDS = ("local", "docker")
 
 
-def _docker_backend():
-    from harness.lab.backends.docker.backend import DockerBackend  # imported when asked for: it needs the docker client
-
-    return DockerBackend()
-
-
-BACKENDS = {"local": _local_backend, "docker": _docker_backend}
-
-
-def backend(name: str):
+def check(name: str) -> None:
+    """A known backend, and for docker a daemon that answers on this machine (before anything starts)."""
     if name not in BACKENDS:
         raise LabError(f"unknown backend '{name}': choose one of {', '.join(BACKENDS)}")
-    return BACKENDS[name]()
+    if name == "docker":
+        from harness.lab.backends.docker.client import check_daemon  # imported when asked for: it needs the client
+
+        check_daemon()

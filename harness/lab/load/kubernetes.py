@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from harness import EXPERIMENTS
-from harness.lab.backends.base import server_env
+from harness.lab.services.sampleserver import server_env
 from harness.lab.load.options import load_plan
 from harness.lab.spec import Step, load_spec
 
@@ -76,7 +76,7 @@ def server_deployment(step: Step, image: str = SERVER_IMAGE) -> dict:
     name = resource_name(step, "-server")
     container = {
         "name": "server", "image": image,
-        "env": [{"name": k, "value": v} for k, v in server_env(step).items()],
+        "env": [{"name": k, "value": v} for k, v in server_env(step.server).items()],
         "ports": [{"name": SERVER_PORT_NAME, "containerPort": step.port}, {"name": "management",
                                                                           "containerPort": step.management_port}],
         "readinessProbe": {"httpGet": {"path": "/actuator/health", "port": "management"}},

@@ -1,10 +1,15 @@
-"""What every kind of service shares: its knobs validated like SERVER_KEYS, its ports, its tools checked before
+"""What every kind of service shares: its knobs validated like a spec section, its ports, its tools checked before
 anything starts, and a `RunningService` (pid, url, alive, exit reason, readiness, identity, stop, log tail).
 
-A step's services are plain dicts in `Step.services` ({name: {"kind": …, knob: value, …}}, defaults filled in),
-so step.json records them as they ran. The sample server is the implicit service `server` of kind `tomcat`
-(harness.lab.services.tomcat: the backends' RunningServer has the same interface); other kinds (harness.lab.services.nginx) run as local child processes started
-with the same spawn/terminate as the server (own session, PR_SET_PDEATHSIG), whatever the server's backend.
+A step is a small graph of services (`Step.services`: {name: {"kind": …, knob: value, …}}, defaults filled in, so
+step.json records them as they ran), each started after what it depends on and given what those give it (a
+database's URL), and one of them is the load's target. The sample server is the service `server` of kind `tomcat`
+(harness.lab.services.tomcat), set by the spec's `[server]`; a reader's own Spring Boot jar is kind `spring-jar`.
+Each kind is one module that describes itself once through `ServiceKind`: how it is built and started (as a local
+child process with the same spawn/terminate as every child, or in a container on the docker backend where it can),
+when it is ready and that it is the process started, what it reports about itself for step.json (its `title` and
+versions, which the book's Reproduce box shows), its metrics sampler, the number the progress line shows, and the
+facts a model of the load's target needs (`model_server`).
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import os
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import LabError
@@ -21,9 +26,11 @@ from harness.lab import placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
 from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminate
+from harness.lab.build import maven_package
 from harness.lab.jdk import check_java_home, java_command
 
 READY_TIMEOUT_S = 30
+SERVER = "server"  # the sample server's name in every step's service graph, and the load's default target
 Knobs = dict[str, tuple[type, "int | None"]]
 
 
@@ -36,7 +43,8 @@ class Context:
     running: dict  # name → RunningService, in start order
     endpoints: dict  # name → (address, port) the load (or a proxy) reaches each service on
     hosts: object = None  # harness.lab.netns.Hosts on network = "hosts", else None
-    backend: str = "local"  # the server's backend: a kind may run its process there too (postgres on docker)
+    backend: str = "local"  # the run's backend: the kinds that can run in a container do so on "docker"
+    given: dict = field(default_factory=dict)  # what the services this one depends on give it (environment)
 
     def command(self, service: str, cmd: list[str]) -> list[str]:
         """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts."""
@@ -84,7 +92,13 @@ class RunningService:
                     self.check_identity()
                     return ready_ms
             time.sleep(0.05)
-        raise StepFailed(f"{self.kind} '{self.name}' not ready after {timeout_s:.0f} s; its log ends:\n{self.log_tail()}")
+        hint = self.not_ready_hint()
+        raise StepFailed(f"{self.kind} '{self.name}' not ready after {timeout_s:.0f} s{': ' + hint if hint else ''}; "
+                         f"its log ends:\n{self.log_tail()}")
+
+    def not_ready_hint(self) -> str:
+        """What to check when it never got ready (a kind's own advice), or ''."""
+        return ""
 
     def pids(self) -> dict[str, int]:
         """The processes sampled (process.parquet's `process` column) by name: the service's own by default."""
@@ -94,7 +108,16 @@ class RunningService:
         """What the service reports about itself (versions, effective settings), for step.json."""
         return {}
 
+    def versions(self, info: dict) -> dict:
+        """The versions results depend on, from its `info`, for step.json's `versions` (the load target's)."""
+        return {}
+
     def step_meta(self) -> dict:
+        """Facts of how it ran (a container's limits, a database's clone), for step.json."""
+        return {}
+
+    def cgroups(self) -> dict:
+        """Cgroups sampled besides the processes, by name (a container's)."""
         return {}
 
     def stop(self) -> int:
@@ -106,13 +129,18 @@ class RunningService:
 
 
 class ServiceKind:
-    """A kind of service: its knobs (type, minimum) and defaults, ports, tools, start and sampler."""
+    """A kind of service: its knobs (type, minimum) and defaults, ports, tools, build, start, sampler and model facts."""
 
     name = "kind"
+    title = "a service"  # what readers call it (the book's Reproduce box), recorded in step.json with its version
     knobs: Knobs = {}
     defaults: dict = {}
-    before_server = False  # started before the sample server (which connects to it at start-up), stopped after it
+    before_server = False  # the sample server connects to it at start-up (a database): started before, stopped after
+    serves_as_server = False  # may be the service `server`, the load's default target (the sample server, a jar)
     on_hosts = False  # may run on a host of its own (network = "hosts": started through ctx.command)
+    backends = ("local",)  # where it runs: a local child process, and for some kinds a container (docker)
+    ready_timeout_s = READY_TIMEOUT_S
+    artifacts: tuple[Path, ...] = ()  # what `build` makes (`invoke clean` removes them)
 
     def resolve(self, service: str, values: dict, where: str, problems: list[str]) -> dict:
         """The spec's knobs typed and checked, defaults filled in (kind-specific checks in `check`)."""
@@ -128,10 +156,11 @@ class ServiceKind:
         """Checks of the step's resolved [server] against this service (e.g. a pool that must fit its connections)."""
 
     def server_env(self, running: RunningService) -> dict[str, str]:
-        """Environment a before_server service gives the sample server (e.g. where its database is)."""
+        """What this service gives the services that depend on it, as environment variables (a database's URL)."""
         return {}
 
     def depends_on(self, knobs: dict) -> list[str]:
+        """The services this one needs running first (besides the `before_server` ones, for the sample server)."""
         return []
 
     def endpoint(self, knobs: dict) -> tuple[str, int]:
@@ -145,21 +174,61 @@ class ServiceKind:
     def check_tools(self, backend: str) -> None:
         """Raise LabError (naming the package to install) before anything starts."""
 
+    def check_steps(self, steps, backend: str) -> None:
+        """Checks of the steps that run this kind, before anything starts (e.g. a launch they need)."""
+
+    def build(self) -> str | None:
+        """`invoke setup`: build what the kind runs (a jar); returns a line for setup's report, None when nothing."""
+        return None
+
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningService:
         raise NotImplementedError
 
     def sampler(self, running: RunningService, interval_ms: int):
-        """A harness.lab.samplers.Sampler whose rows go into <service name>.parquet, or None."""
+        """A harness.lab.samplers.Sampler whose rows go into <table>.parquet (`table`), or None."""
+        return None
+
+    def table(self, service: str) -> str:
+        """The step file its sampler's rows go to (<table>.parquet): the service's name."""
+        return service
+
+    def live(self, rows: list[dict]) -> str:
+        """Its own number for the progress line while it is the load's target (e.g. busy threads), from its
+        sampler's rows; "" when it has none."""
+        return ""
+
+    def model_server(self, knobs: dict) -> dict | None:
+        """What a model of the load's target needs to know of it (harness.models.spike): `threads` (None: no pool),
+        `max_connections` and `accept_count` (None: none of its own), `keep_alive_timeout_ms` (None: it never closes
+        an idle connection), `keep_alive`, and `sleep_ms` (its wait per request; None: unknown). None: no model."""
         return None
 
 
-class JarServiceKind(ServiceKind):
-    """A Java service of the lab's own (a jar `invoke setup` builds: netty, webflux): a service port and a management
-    port on `address`, started with the lab's java under the step's placement (and host), its log <name>.log."""
+def latest(rows: list[dict], metric: str):
+    """The last sampled value of a long-format metric (ts_ms, metric, value), or None."""
+    return next((r["value"] for r in reversed(rows) if r["metric"] == metric), None)
 
-    jar: Path
-    title = "the service"  # for the message when the jar is missing
+
+class JarServiceKind(ServiceKind):
+    """A Java service of the lab's own (a Maven project `invoke setup` packages: netty, webflux): a service port and a
+    management port on `address`, started with the lab's java under the step's placement (and host), its log
+    <name>.log."""
+
+    project: Path  # the Maven project; its jar is target/<project name>.jar
+    title = "the service"
     on_hosts = True
+
+    @property
+    def jar(self) -> Path:
+        return self.project / "target" / f"{self.project.name}.jar"
+
+    @property
+    def artifacts(self) -> tuple[Path, ...]:
+        return (self.project / "target",)
+
+    def build(self) -> str:
+        maven_package(self.project, f"{self.title} ({self.project.name}/)")
+        return f"{self.name}: {self.jar}"
 
     def check(self, service: str, k: dict, where: str, problems: list[str]) -> None:
         check_listening(k, ("port", "management_port"), f"{where}: services.{service}", problems)
@@ -173,15 +242,20 @@ class JarServiceKind(ServiceKind):
     def check_tools(self, backend: str) -> None:
         check_java_home(java_command())  # a clear LabError when there is no usable JDK 17+
         if not self.jar.is_file():
-            raise LabError(f"{self.title}'s jar is missing ({self.jar}): run `invoke setup`")
+            raise LabError(f"the {self.name} service's jar is missing ({self.jar}): run `invoke setup`")
 
     def spawn_jar(self, service: str, env: dict[str, str], ctx: Context):
         """`java -jar` of the service with `env` (and the variables every child gets); (process, log, started)."""
-        log = ctx.workdir / f"{service}.log"
-        started = time.monotonic()
-        proc = spawn(ctx.command(service, [java_command(), "-jar", str(self.jar)]),
-                     {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, log)
-        return proc, log, started
+        return spawn_java(service, [java_command(), "-jar", str(self.jar)], env, ctx)
+
+
+def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
+    """A JVM of the step's (`cmd`: java and its arguments) under the step's placement and on the service's host, with
+    `env` and the variables every child gets, its log <service>.log; returns (process, log, started)."""
+    log = ctx.workdir / f"{service}.log"
+    started = time.monotonic()
+    proc = spawn(ctx.command(service, cmd), {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, log)
+    return proc, log, started
 
 
 def typed_knobs(knobs: Knobs, values: dict, where: str, problems: list[str]) -> dict:

@@ -1,54 +1,47 @@
-"""A step's services besides the sample server, around the server the runner starts on its backend: checked before
-anything starts (tools, ports), started in dependency order in two groups around the server (BEFORE: the kinds the
-server connects to at start-up, e.g. postgres, whose `server_env` the server gets; AFTER: the rest, e.g. nginx in
-front of it), each waited ready and checked to be the process started, sampled under its own name, and stopped in
-reverse order: AFTER, then the server, then BEFORE (also when a start fails, on Ctrl-C and SIGTERM: the runner stops
-them in its `finally`). Their tables (<name>.parquet) and logs (<name>.log.gz) go into the
-step directory, also for a failed step.
+"""A step's service graph deployed: checked before anything starts (tools, launches, ports), each service started
+after what it needs and given what those give it (a database's URL), waited ready and checked to be the process
+started, sampled under its own name, and stopped in reverse order, each even if one before failed (also when a start
+fails, on Ctrl-C and SIGTERM: the runner stops them in its `finally`). Their tables (<table>.parquet) and logs
+(<name>.log.gz) go into the step directory, also for a failed step.
+
+What step.json says of them: the sample server's facts at its top level, as before services existed (`startup_ms`,
+`server_info`, `launch`, `container`, `server_env`, `server_exit`, and its versions), every other service under
+`services.<name>` (kind, title, url, ready time, pids, what it reports of itself, its exit).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from harness import LabError
 from harness.lab.backends.process import StepFailed, listener
 from harness.lab.services.base import Context, RunningService, port_in_use
-from harness.lab.services.config import KINDS, SERVER, start_order
-from harness.lab.services.tomcat import TomcatKind
+from harness.lab.services.graph import SERVER, endpoints, hosted, needs, start_order
+from harness.lab.services.kinds import KINDS
 
-TOMCAT = TomcatKind()  # the implicit service `server`: its backend starts it, the runner passes it in
-
-BEFORE, AFTER = "before", "after"  # the groups of services started before and after the sample server
-LONG_COLUMNS = ["ts_ms", "metric", "value"]  # every service's metrics table: long format, like actuator.parquet
+SECRET_WORDS = ("PASSWORD", "SECRET", "TOKEN")  # environment a service gives another that never goes into step.json
 
 
-def endpoints(step) -> dict[str, tuple[str, int]]:
-    """Where each service of a step answers: the sample server's SERVER_ADDRESS:SERVER_PORT, and each service's own."""
-    found = {SERVER: TOMCAT.endpoint(step.server)}
-    return found | {name: KINDS[k["kind"]].endpoint(k) for name, k in step.services.items()}
-
-
-def target(step) -> str:
-    """The service the load goes to (`load.target`, the sample server by default)."""
-    return (step.load or {}).get("target", SERVER)
+def kind_of(step, name: str):
+    return KINDS[step.services[name]["kind"]]
 
 
 def check_services(steps, backend: str) -> None:
-    """Before anything starts: every kind's tools (naming the package to install), then every service port free."""
+    """Before anything starts: every kind's tools (naming the package to install) and its checks of the steps that
+    run it, then every service port free."""
     for kind in sorted({k["kind"] for step in steps for k in step.services.values()}):
-        KINDS[kind].check_tools(backend)
+        using = [s for s in steps if any(k["kind"] == kind for k in s.services.values())]
+        where = placed_on(KINDS[kind], backend)
+        KINDS[kind].check_tools(where)
+        KINDS[kind].check_steps(using, where)
     for step in steps:
         if step.system["network"] == "loopback":  # hosts are made for the step: nothing listens on them yet
             check_ports_free(step)
 
 
-def groups(step) -> dict[str, list[str]]:
-    """The step's services in start order, split around the server: {BEFORE: [...], AFTER: [...]}."""
-    order = start_order(step.services)
-    at = order.index(SERVER)
-    return {BEFORE: order[:at], AFTER: order[at + 1:]}
+def placed_on(kind, backend: str) -> str:
+    """Where a kind runs on the run's backend: there when it can, else as a local process beside the containers
+    (they share the host's network, so it reaches them on the same loopback address)."""
+    return backend if backend in kind.backends else "local"
 
 
 def check_ports_free(step, error: type[Exception] = LabError, names=None) -> None:
@@ -56,11 +49,13 @@ def check_ports_free(step, error: type[Exception] = LabError, names=None) -> Non
         if names is not None and name not in names:
             continue
         for what, port in KINDS[knobs["kind"]].ports(knobs).items():
-            if port_in_use(knobs.get("address", "127.0.0.1"), port):
+            if port_in_use(KINDS[knobs["kind"]].endpoint(knobs)[0], port):
                 found = listener(port)
                 by = f" by {found[0]} (pid {found[1]})" if found else _ephemeral(port)
+                setting = f"[server] {'SERVER_PORT' if what == 'server' else 'MANAGEMENT_PORT'}" if name == SERVER and \
+                    knobs["kind"] == "tomcat" else f"services.{name}.{what}"
                 raise error(f"step {step.id}: service '{name}' needs port {port} ({what}), which is in use{by}: stop "
-                            f"that process or set services.{name}.{what} to another port")
+                            f"that process or set {setting} to another port")
 
 
 def _ephemeral(port: int) -> str:
@@ -70,60 +65,90 @@ def _ephemeral(port: int) -> str:
             f"which clients such as k6 draw from)") if low <= port <= high else ""
 
 
+def redacted(env: dict[str, str]) -> dict[str, str]:
+    return {k: "***" if any(word in k.upper() for word in SECRET_WORDS) else v for k, v in env.items()}
+
+
 class Deployment:
-    """The services of one step (not the server itself, which the runner starts on its backend and hands over once
-    started: `server`)."""
+    """The services of one step, started in dependency order and stopped in reverse."""
 
-    def __init__(self, step, workdir: Path, server=None, hosts=None, backend: str = "local"):
-        self.step, self.workdir, self.server, self.hosts = step, workdir, server, hosts  # hosts: netns.Hosts or None
-        self.backend = backend  # the server's: harness.lab.services.base.Context.backend
+    def __init__(self, step, workdir: Path, hosts=None, backend: str = "local"):
+        self.step, self.workdir, self.hosts, self.backend = step, workdir, hosts, backend  # hosts: netns.Hosts or None
         self.running: dict[str, RunningService] = {}  # in start order
-        self.meta: dict[str, dict] = {}  # step.json's `services`
-        self.sampling: dict = {}
+        self.meta: dict[str, dict] = {}  # step.json's `services`: every service but the sample server
+        self.server_meta: dict = {}  # the sample server's facts, for step.json's top level
+        self.sampling: dict = {}  # table name → sampler
 
-    def start(self, group: str = AFTER) -> None:
-        """Start the group's services, each after what it depends on; wait until each answers and is the process
-        started. AFTER needs the server (`self.server`) running."""
-        names = groups(self.step)[group]
+    def start(self, only: list[str] | None = None) -> None:
+        """Start every service (or those `only` names, with what they need), each after what it needs; wait until
+        each answers and is the process started."""
+        services = self.step.services
+        names = [n for n in start_order(services) if only is None or n in only]
         if self.hosts is None:  # a host made for the step has nothing on it yet
-            check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started since
-        running = dict(self.running) | ({SERVER: self.server} if self.server is not None else {})
-        ctx = Context(self.step, self.workdir, running, endpoints(self.step), self.hosts, self.backend)
+            check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started
         for name in names:
-            knobs = self.step.services[name]
-            service = KINDS[knobs["kind"]].start(name, knobs, ctx)
-            service.netns = self.hosts.path(name) if self.hosts is not None else None
-            self.running[name] = ctx.running[name] = service
-            self.meta[name] = {"kind": knobs["kind"], "url": service.url}
-            self.meta[name]["ready_ms"] = round(service.wait_ready())
-            self.meta[name] |= {"pid": service.pid, "processes": service.pids()}
-            self.meta[name] |= service.info() | service.step_meta()
+            kind = KINDS[services[name]["kind"]]
+            given = self.given_to(name)
+            ctx = Context(self.step, self.workdir, dict(self.running), endpoints(services), self.hosts,
+                          placed_on(kind, self.backend), given)
+            service = kind.start(name, services[name], ctx)
+            service.netns = self.hosts.path(name) if self.hosts is not None and name in hosted(services) else None
+            self.running[name] = service
+            if name == SERVER:
+                self.server_meta = {"server_env": redacted(given)} if given else {}
+            else:
+                self.meta[name] = {"kind": kind.name, "title": kind.title, "url": service.url}
+            self._ready(name, service, service.wait_ready(kind.ready_timeout_s))
 
-    def server_env(self) -> dict[str, str]:
-        """What the BEFORE services tell the server (e.g. SPRING_DATASOURCE_URL of the step's database)."""
-        env: dict[str, str] = {}
-        for name in groups(self.step)[BEFORE]:
-            if name in self.running:
-                env |= KINDS[self.step.services[name]["kind"]].server_env(self.running[name])
-        return env
+    def _ready(self, name: str, service: RunningService, ready_ms: float) -> None:
+        """What a service that is ready says of itself, for step.json."""
+        info = service.info()
+        if name == SERVER:
+            self.server_meta |= {"startup_ms": round(ready_ms), "server_info": info, "versions": service.versions(info)}
+            self.server_meta |= service.step_meta()
+        else:
+            self.meta[name] |= {"ready_ms": round(ready_ms), "pid": service.pid, "processes": service.pids()}
+            self.meta[name] |= info | service.step_meta()
+
+    def given_to(self, name: str) -> dict[str, str]:
+        """What the running services `name` needs give it (a database's SPRING_DATASOURCE_*)."""
+        given: dict[str, str] = {}
+        for needed in needs(name, self.step.services):
+            if needed in self.running:
+                given |= kind_of(self.step, needed).server_env(self.running[needed])
+        return given
+
+    @property
+    def server(self) -> RunningService | None:
+        return self.running.get(SERVER)
 
     def url(self, name: str) -> str:
-        return self.server.url if name == SERVER else self.running[name].url
+        return self.running[name].url
 
     def port(self, name: str) -> int:
-        return endpoints(self.step)[name][1]
+        return endpoints(self.step.services)[name][1]
 
     def pids(self) -> dict[str, int]:
         return {name: pid for service in self.running.values() for name, pid in service.pids().items()}
 
+    def cgroups(self) -> dict:
+        return {name: cgroup for service in self.running.values() for name, cgroup in service.cgroups().items()}
+
     def samplers(self, interval_ms: int) -> dict:
-        """Each service's own sampler, by service name (the Samplers run them with ss, actuator and process)."""
+        """Each service's own sampler, by the table its rows go to (the Samplers run them with ss and process)."""
         for name, service in self.running.items():
-            sampler = KINDS[self.step.services[name]["kind"]].sampler(service, interval_ms)
+            kind = kind_of(self.step, name)
+            sampler = kind.sampler(service, interval_ms)
             if sampler is not None:
                 sampler.netns = service.netns
-                self.sampling[name] = sampler
+                self.sampling[kind.table(name)] = sampler
         return dict(self.sampling)
+
+    def live(self, name: str) -> str:
+        """The service's own number for the progress line (e.g. the sample server's busy threads)."""
+        kind = kind_of(self.step, name)
+        sampler = self.sampling.get(kind.table(name))
+        return kind.live(sampler.rows) if sampler is not None else ""
 
     def check_alive(self) -> None:
         for name, service in self.running.items():
@@ -131,27 +156,28 @@ class Deployment:
                 raise StepFailed(f"{service.kind} '{name}' exited during the step ({service.exit_reason()}); "
                                  f"its log ends:\n{service.log_tail()}")
 
-    def stop(self, group: str | None = None) -> None:
-        """Stop the group's services (all without one) in reverse start order, every one even if one fails (a
-        failure is recorded as its exit); a second Ctrl-C while stopping is re-raised once all were asked to stop."""
+    def stop(self) -> None:
+        """Stop every service in reverse start order, each even if one fails (a failure is recorded as its exit); a
+        second Ctrl-C while stopping is re-raised once all were asked to stop."""
         interrupted = None
-        names = groups(self.step)[group] if group else list(self.running)
-        for name, service in reversed([(n, s) for n, s in self.running.items() if n in names]):
+        for name, service in reversed(list(self.running.items())):
             try:
-                self.meta[name]["exit"] = service.stop()
+                code = service.stop()
             except Exception as err:
-                self.meta[name]["exit"] = f"not stopped cleanly: {err}"
+                code = f"not stopped cleanly: {err}"
             except BaseException as err:  # noqa: B036
-                interrupted = interrupted or err
-            self.meta[name] |= service.step_meta()  # what stopping added (e.g. the clone dropped)
-        self.running = {n: s for n, s in self.running.items() if n not in names}
+                interrupted, code = interrupted or err, "interrupted while stopping"
+            if name == SERVER:
+                self.server_meta["server_exit"] = code
+            else:
+                self.meta[name] |= {"exit": code} | service.step_meta()  # what stopping added (e.g. the clone dropped)
+        self.running = {}
         if interrupted is not None:
             raise interrupted
 
     def write(self, writer) -> None:
-        """Each service's metrics as <name>.parquet (long format) and its log as <name>.log.gz."""
+        """Each sampler's rows as <table>.parquet and each service's log as <name>.log.gz."""
+        for table, sampler in self.sampling.items():
+            writer.table(table, sampler.rows)
         for name in self.step.services:
-            if name in self.sampling:
-                frame = pd.DataFrame(self.sampling[name].rows, columns=LONG_COLUMNS)
-                frame.to_parquet(writer.path / f"{name}.parquet", index=False, compression="zstd")
-            writer.gzip(writer.path / f"{name}.log", f"{name}.log")
+            writer.gzip(self.workdir / f"{name}.log", f"{name}.log")

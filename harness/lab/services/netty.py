@@ -14,10 +14,8 @@ from __future__ import annotations
 from harness import ROOT
 from harness.lab.backends.process import http_json
 from harness.lab.samplers import Sampler
-from harness.lab.services.base import Context, JarServiceKind, RunningService, StepFailed
+from harness.lab.services.base import Context, JarServiceKind, RunningService, StepFailed, latest
 
-NETTY_DIR = ROOT / "netty-server"
-NETTY_JAR = NETTY_DIR / "target" / "netty-server.jar"
 ENV = {"address": "NETTY_ADDRESS", "port": "NETTY_PORT", "management_port": "NETTY_MANAGEMENT_PORT",
        "io_threads": "NETTY_IO_THREADS", "executor_threads": "NETTY_EXECUTOR_THREADS", "backlog": "NETTY_BACKLOG"}
 COUNTERS = ("requests", "connections_opened", "connections_closed")
@@ -30,7 +28,7 @@ def service_env(knobs: dict) -> dict[str, str]:
 
 class NettyKind(JarServiceKind):
     name = "netty"
-    jar, title = NETTY_JAR, "the Netty service"
+    project, title = ROOT / "netty-server", "RESTEasy (Netty)"
     knobs = {
         "address": (str, None),
         "port": (int, 1),
@@ -47,6 +45,10 @@ class NettyKind(JarServiceKind):
 
     def sampler(self, running: RunningNetty, interval_ms: int):
         return NettySampler(interval_ms, running.management_url)
+
+    def live(self, rows: list[dict]) -> str:
+        opened = latest(rows, "netty.connections_open")
+        return "" if opened is None else f"connections open {int(opened)}"
 
 
 class RunningNetty(RunningService):
@@ -93,3 +95,6 @@ def metric_rows(ts_ms: int, metrics: dict) -> list[dict]:
     values = {f"netty.{c}": float(metrics[c]) for c in COUNTERS}
     values["netty.connections_open"] = values["netty.connections_opened"] - values["netty.connections_closed"]
     return [{"ts_ms": ts_ms, "metric": m, "value": v} for m, v in values.items()]
+
+
+KIND = NettyKind()

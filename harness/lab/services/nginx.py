@@ -18,8 +18,8 @@ from pathlib import Path
 from harness.lab.backends.process import PASSED_ENV, listener, spawn
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
-from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, ppid,
-                                       require)
+from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, latest,
+                                       ppid, require)
 
 PACKAGE = "nginx"
 STATUS_PATH = "/nginx_status"
@@ -93,6 +93,7 @@ http {{
 
 class NginxKind(ServiceKind):
     name = "nginx"
+    title = "nginx"
     on_hosts = True
     knobs = {
         "mode": (str, None),  # proxy (to `upstream`) or return (answer `return_status` itself, no upstream)
@@ -169,6 +170,10 @@ class NginxKind(ServiceKind):
     def sampler(self, running: RunningNginx, interval_ms: int):
         return StubStatusSampler(interval_ms, running.status_url,
                                  running.upstream[1] if running.upstream else None, running.log)
+
+    def live(self, rows: list[dict]) -> str:
+        active = latest(rows, "active")
+        return "" if active is None else f"nginx connections {int(active)}"
 
 
 class RunningNginx(RunningService):
@@ -323,3 +328,6 @@ class ErrorLogCounter:
         for key, n in count_error_lines(whole.decode(errors="replace")).items():
             self.totals[key] += n
         return dict(self.totals)
+
+
+KIND = NginxKind()

@@ -42,7 +42,9 @@ DATABASE_SQL = f"SELECT {', '.join(DATABASE_COUNTERS)} FROM pg_stat_database WHE
 
 class PostgresKind(ServiceKind):
     name = "postgres"
+    title = "PostgreSQL"
     before_server = True  # the server connects to it at start-up
+    backends = ("local", "docker")
     knobs = {
         "port": (int, 1),
         "max_connections": (int, 1),
@@ -365,3 +367,6 @@ class PgSampler(Sampler):
         super().stop()
         if self.conn is not None:
             self.conn.close()
+
+
+KIND = PostgresKind()

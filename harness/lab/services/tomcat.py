@@ -1,25 +1,88 @@
-"""The sample server (Spring Boot on Tomcat) as a kind: the implicit service `server` of every step.
+"""The sample server (Spring Boot on Tomcat, sample-server/) as a kind: the service `server` of every step that needs
+it, set by the spec's `[server]` (its knobs are SERVER_KEYS, the articles' environment variables; Spring's defaults
+in SERVER_DEFAULTS).
 
-Its knobs are the `[server]` section (SERVER_KEYS, Spring's defaults in SERVER_DEFAULTS), its backend (local process
-or docker container, harness.lab.backends) starts it, and the backend's `RunningServer` is its RunningService:
-readiness is Actuator's health UP, identity the pid Actuator reports, metrics Actuator's Prometheus scrape
-(actuator.parquet, sampled by harness.lab.samplers as before services existed).
+It runs as a local child process (the JVM from sampleserver: CDS when trained, a Java 21+ for virtual threads, the
+pair-room jar for chapter 5) or, on the docker backend, in a fresh container (tomcat_container). Readiness is
+Actuator's health UP on the management port, identity the pid Actuator reports, its own report of itself (effective
+Tomcat settings, versions) /actuator/info, its metrics Actuator's Prometheus scrape (actuator.parquet), and the
+progress line shows its busy threads. What it gives the model: the pool (or none on virtual threads), max-connections,
+accept-count and the keep-alive that decide who gets in (harness.models.spike).
 """
 from __future__ import annotations
 
-from harness.lab.services.base import ServiceKind
-from harness.lab.services.config import SERVER  # noqa: F401 — the implicit service's name, the load's default target
-from harness.lab.spec import SERVER_DEFAULTS, SERVER_KEYS
-
+from harness import SERVER_DIR, LabError
+from harness.lab.jdk import check_java_home, java_command
+from harness.lab.samplers import ActuatorSampler
+from harness.lab.services import sampleserver, tomcat_container
+from harness.lab.services.base import Context, RunningService, ServiceKind, latest, spawn_java
+from harness.lab.services.sampleserver import HEALTH_TIMEOUT_S, RunningServer, knob, server_env
+from harness.lab.spec import SERVER_KEYS
 
 class TomcatKind(ServiceKind):
     name = "tomcat"
+    title = "Spring Boot (Tomcat)"
+    serves_as_server = True
     knobs = SERVER_KEYS
-    defaults = SERVER_DEFAULTS
+    backends = ("local", "docker")
+    ready_timeout_s = HEALTH_TIMEOUT_S
+    artifacts = (SERVER_DIR / "target",)
+
+    def build(self) -> str:
+        sampleserver.build()
+        return f"server: {sampleserver.JAR} (+ CDS archive); chapter 5's pair-room API: {sampleserver.PAIR_ROOM_JAR}"
 
     def endpoint(self, knobs: dict) -> tuple[str, int]:
-        return (knobs.get("SERVER_ADDRESS", SERVER_DEFAULTS["SERVER_ADDRESS"]),
-                knobs.get("SERVER_PORT", SERVER_DEFAULTS["SERVER_PORT"]))
+        return knob(knobs, "SERVER_ADDRESS"), knob(knobs, "SERVER_PORT")
 
     def ports(self, knobs: dict) -> dict[str, int]:
-        return {"server": self.endpoint(knobs)[1], "management": knobs.get("MANAGEMENT_PORT", SERVER_DEFAULTS["MANAGEMENT_PORT"])}
+        return {"server": knob(knobs, "SERVER_PORT"), "management": knob(knobs, "MANAGEMENT_PORT")}
+
+    def check_tools(self, backend: str) -> None:
+        if backend == "docker":
+            tomcat_container.check_image()
+            return
+        check_java_home(java_command())
+        if not sampleserver.JAR.exists():
+            raise LabError(f"the server jar {sampleserver.JAR.relative_to(SERVER_DIR.parent)} is missing: "
+                           f"run `invoke setup`")
+
+    def check_steps(self, steps, backend: str) -> None:
+        if backend == "docker":
+            if any(sampleserver.virtual(s.server) for s in steps):
+                raise LabError("VIRTUAL_THREADS needs Java 21+, and the server image holds the lab's JDK 17 (Spring "
+                               "would run platform threads without a word): run these steps on the local backend")
+            return
+        sampleserver.check_launches(steps)
+
+    def start(self, service: str, knobs: dict, ctx: Context) -> RunningService:
+        env = server_env(knobs, ctx.given)
+        if ctx.backend == "docker":
+            return tomcat_container.start_container(ctx.step, service, knobs, env, ctx.workdir / "server.log")
+        cmd = sampleserver.launch_command(knobs, ctx.step.system)  # finds the java first: start-up is the JVM's own
+        proc, log, started = spawn_java(service, cmd, env, ctx)
+        return RunningServer(service, proc, log, started, knobs, sampleserver.launch_of(knobs, ctx.step.system))
+
+    def sampler(self, running: RunningServer, interval_ms: int):
+        return ActuatorSampler(interval_ms, running.management_url, running.port)
+
+    def table(self, service: str) -> str:
+        return "actuator"  # the sample server's metrics have their own file in every step directory
+
+    def live(self, rows: list[dict]) -> str:
+        busy = latest(rows, "tomcat.threads.busy")
+        return "" if busy is None else f"busy threads {int(busy)}"
+
+    def model_server(self, knobs: dict) -> dict:
+        """Tomcat's pool (none on virtual threads: every request its own thread), max-connections and accept-count,
+        and its keep-alive: a kept connection holds its slot until the keep-alive timeout, which falls back to the
+        connection-timeout when unset (Tomcat's rule)."""
+        return {"threads": None if knobs.get("VIRTUAL_THREADS") else knob(knobs, "TOMCAT_MAX_THREADS"),
+                "max_connections": knob(knobs, "TOMCAT_MAX_CONNECTIONS"),
+                "accept_count": knob(knobs, "TOMCAT_ACCEPT_COUNT"),
+                "keep_alive": knob(knobs, "TOMCAT_MAX_KEEP_ALIVE_REQUESTS") != 1,
+                "keep_alive_timeout_ms": knobs.get("TOMCAT_KEEP_ALIVE_TIMEOUT", knob(knobs, "TOMCAT_CONNECTION_TIMEOUT")),
+                "sleep_ms": knob(knobs, "SLEEP_MS")}
+
+
+KIND = TomcatKind()

@@ -13,16 +13,14 @@ from __future__ import annotations
 from harness import ROOT
 from harness.lab.backends.process import http_json
 from harness.lab.samplers import ActuatorSampler
-from harness.lab.services.base import Context, JarServiceKind, RunningService, StepFailed
+from harness.lab.services.base import Context, JarServiceKind, RunningService, StepFailed, latest
 
-WEBFLUX_DIR = ROOT / "webflux-server"
-WEBFLUX_JAR = WEBFLUX_DIR / "target" / "webflux-server.jar"
 ENV = {"address": "SERVER_ADDRESS", "port": "SERVER_PORT", "management_port": "MANAGEMENT_PORT", "sleep_ms": "SLEEP_MS"}
 
 
 class WebfluxKind(JarServiceKind):
     name = "webflux"
-    jar, title = WEBFLUX_JAR, "the WebFlux service"
+    project, title = ROOT / "webflux-server", "Spring Boot (WebFlux)"
     knobs = {
         "address": (str, None),
         "port": (int, 1),
@@ -36,6 +34,17 @@ class WebfluxKind(JarServiceKind):
 
     def sampler(self, running: RunningWebflux, interval_ms: int):
         return ActuatorSampler(interval_ms, running.management_url, running.port)
+
+    def live(self, rows: list[dict]) -> str:
+        held = latest(rows, "reactor.netty.http.server.connections")
+        return "" if held is None else f"connections {int(held)}"
+
+    def model_server(self, knobs: dict) -> dict:
+        """An event loop: no pool (a timer per wait, no thread held), no connection limit of its own, the kernel's
+        somaxconn as its backlog (None here: the model takes the machine's), and Reactor Netty closes no idle
+        kept-alive connection by itself."""
+        return {"threads": None, "max_connections": None, "accept_count": None, "keep_alive": True,
+                "keep_alive_timeout_ms": None, "sleep_ms": knobs["sleep_ms"]}
 
 
 class RunningWebflux(RunningService):
@@ -65,3 +74,6 @@ class RunningWebflux(RunningService):
         """Versions and the event loop's size, as the service reported them on /actuator/info."""
         return {"version": self._info.get("springBootVersion"), "reactor_netty": self._info.get("reactorNetty"),
                 "java": self._info.get("java"), "event_loop_threads": self._info.get("eventLoopThreads")}
+
+
+KIND = WebfluxKind()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness import SERVER_DIR, LabError, say
 from harness.lab import system
-from harness.lab.backends.base import JAR, PAIR_ROOM_JAR
+from harness.lab.services.sampleserver import JAR, PAIR_ROOM_JAR
 from harness.lab.services import pgbinaries
 from harness.lab.services.pgcontainer import POSTGRES_DOCKERFILE, POSTGRES_LABEL, POSTGRES_TAG, binaries_digest
 from harness.lab.backends.docker.client import (

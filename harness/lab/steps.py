@@ -1,0 +1,50 @@
+"""Steps made otherwise than from today's spec file: with your own Spring Boot jar as the server (`invoke run
+chapter3 --server app.jar`), and as a recorded step ran (from its step.json `config`, which the book reads: editing a
+spec never changes how old data is read).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from harness import LabError
+from harness.lab.services.base import SERVER
+from harness.lab.services.graph import recorded, target_model
+from harness.lab.services.kinds import KINDS
+from harness.lab.spec import Spec, Step
+
+
+def with_own_server(spec: Spec, jar: str, path: str | None = None) -> Spec:
+    """`spec` with your Spring Boot jar as the service `server` of every step that runs the sample server (kind
+    spring-jar, listening where the step's [server] says), the load sent to `path` when given, and its results kept
+    apart from the chapter's own (data/<chapter>@<jar name>/). Problems are listed at once, before anything starts."""
+    problems: list[str] = []
+    steps = []
+    for step in spec.steps:
+        if SERVER not in step.services:
+            steps.append(step)
+            continue
+        values = {"path": jar, "port": step.port, "management_port": step.management_port, "address": step.address}
+        knobs = KINDS["spring-jar"].resolve(SERVER, values, f"--server {jar}", problems)
+        load = dict(step.load) | ({"path": path} if path and step.load else {})
+        if path and len(step.load.get("requests") or []) > 1:
+            problems.append(f"step {step.id}: --path cannot replace a scenario of several requests (load.requests)")
+        services = step.services | {SERVER: {"kind": "spring-jar", **knobs}}
+        steps.append(replace(step, chapter=f"{spec.chapter}@{Path(jar).stem}", services=services, load=load,
+                             target_model=target_model(services, load)))
+    if problems:
+        raise LabError("your server cannot be run:\n" + "\n".join(f"  - {p}" for p in sorted(set(problems))))
+    return Spec(f"{spec.chapter}@{Path(jar).stem}", f"{spec.title} — on {Path(jar).name}", spec.description, spec.path,
+                steps)
+
+
+def step_from_config(chapter: str, step_id: str, config: dict, limits: dict | None = None) -> Step:
+    """The Step a recorded step ran as, from its step.json `config` (not from today's spec, which may have changed
+    since): its sections, its service graph and what its target tells a model; `limits` the machine's it was
+    checked against (the models' ceilings), when known."""
+    services = recorded(config)
+    load = config.get("load", {})
+    return Step(chapter, step_id, "", (), config.get("server", {}), load, config.get("system", {}),
+                kind=config.get("kind", "load"), starts=config.get("starts", 0), same_as=config.get("same_as", ""),
+                container=config.get("container", {}), services=services, placement=config.get("placement", {}),
+                limits=dict(limits or {}), target_model=target_model(services, load) if load else None)

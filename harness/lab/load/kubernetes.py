@@ -10,9 +10,17 @@
   settings as its environment, JAVA_TOOL_OPTIONS as on both backends, and the step's [container] cpus and memory as
   its resources (requests = limits, so the scheduler gives it what the step asked), behind a Service;
 Kubernetes sets no open-files limit per pod (the node's container runtime does), so [container] nofile has no field
-here; the manifests say so in an annotation. Which fields are used follows k6-operator's documentation of the
-TestRun; the CRD's published schema is not on any registry this lab can reach, so `check_testrun` tests the fields
-the documentation requires, not the schema itself.
+here; the manifests say so in an annotation.
+
+Addresses: locally the server and Actuator bind loopback (their default; the spec refuses any other SERVER_ADDRESS).
+In a pod they bind the pod's IP, given by the downward API (status.podIP) as SERVER_ADDRESS and MANAGEMENT_ADDRESS:
+the address the Service's endpoints and the kubelet's readiness probe connect to: one named address, as locally,
+rather than every interface (0.0.0.0). The Service exposes the service port only; Actuator's port is declared on
+the container for the probe, not on the Service. The cost: `kubectl port-forward`, which connects to the pod's
+loopback, does not reach the server.
+
+tests/test_kubernetes.py validates the TestRuns against k6-operator's own CRD schema (when ../shared/k6-operator/
+holds it) and the other resources against the Kubernetes API's schemas (the kubernetes-validate package).
 
 Getting results back: each runner writes k6's CSV and summary to /home/k6 inside its pod; copy them out (`kubectl
 cp <runner-pod>:/home/k6/k6.csv k6-<n>.csv`) into a step directory and the lab merges them as it does its own
@@ -26,7 +34,8 @@ from pathlib import Path
 
 import yaml
 
-from harness import EXPERIMENTS
+from harness import EXPERIMENTS, LabError
+from harness.lab.services.base import SERVER
 from harness.lab.services.sampleserver import server_env
 from harness.lab.load.options import load_plan
 from harness.lab.spec import Step, load_spec
@@ -36,7 +45,8 @@ SCRIPT_FILE = "lab.js"
 RUNNER_DIR = "/home/k6"  # the k6 image's working directory, where the runner writes its files
 SERVER_IMAGE = "concurrency-lab/sample-server:latest"  # `invoke image`; push it where the cluster pulls from
 SERVER_PORT_NAME = "http"
-NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # an RFC 1123 label: what Kubernetes accepts as a name
+MANAGEMENT_PORT_NAME = "management"
+POD_ADDRESS_VARIABLES = ("SERVER_ADDRESS", "MANAGEMENT_ADDRESS")  # the server's and Actuator's bind addresses
 
 
 def resource_name(step: Step, suffix: str = "") -> str:
@@ -46,7 +56,24 @@ def resource_name(step: Step, suffix: str = "") -> str:
 
 def manifests(step: Step, server_image: str = SERVER_IMAGE) -> list[dict]:
     """The step's ConfigMap, TestRun, server Deployment and Service, in the order to apply them."""
+    problems = unsupported(step)
+    if problems:
+        raise LabError(f"{step.chapter} step {step.id}: no manifests: " + "; ".join(problems))
     return [script_config_map(step), server_deployment(step, server_image), server_service(step), testrun(step)]
+
+
+def unsupported(step: Step) -> list[str]:
+    """Why the manifests cannot describe this step (empty: they can): they hold k6 and the sample server alone."""
+    if step.kind != "load":
+        return [f"a {step.kind} step runs no load, so there is nothing for k6-operator to run"]
+    problems = []
+    if step.load.get("tool", "k6") != "k6":
+        problems.append(f"its load runs {step.load['tool']}, and k6-operator runs k6 only")
+    others = {name: s for name, s in step.services.items() if not (name == SERVER and s["kind"] == "tomcat")}
+    if others:
+        names = ", ".join(f"{name} ({service['kind']})" for name, service in others.items())
+        problems.append(f"it needs services the manifests do not deploy: {names}")
+    return problems
 
 
 def script_config_map(step: Step) -> dict:
@@ -74,12 +101,16 @@ def testrun(step: Step) -> dict:
 
 def server_deployment(step: Step, image: str = SERVER_IMAGE) -> dict:
     name = resource_name(step, "-server")
+    settings = {k: v for k, v in server_env(step.server).items() if k not in POD_ADDRESS_VARIABLES}
+    pod_address = {"valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
     container = {
         "name": "server", "image": image,
-        "env": [{"name": k, "value": v} for k, v in server_env(step.server).items()],
-        "ports": [{"name": SERVER_PORT_NAME, "containerPort": step.port}, {"name": "management",
-                                                                          "containerPort": step.management_port}],
-        "readinessProbe": {"httpGet": {"path": "/actuator/health", "port": "management"}},
+        "env": [{"name": k, "value": v} for k, v in settings.items()] + [{"name": k} | pod_address
+                                                                         for k in POD_ADDRESS_VARIABLES],
+        "ports": [{"name": SERVER_PORT_NAME, "containerPort": step.port},
+                  {"name": MANAGEMENT_PORT_NAME, "containerPort": step.management_port}],
+        # No host: the kubelet probes the pod's IP, where Actuator listens.
+        "readinessProbe": {"httpGet": {"path": "/actuator/health", "port": MANAGEMENT_PORT_NAME}},
     }
     limits = {k: v for k, v in (("cpu", _cpu(step)), ("memory", _memory(step))) if v}
     if limits:
@@ -120,32 +151,18 @@ def _memory(step: Step) -> str | None:
     return number + {"": "", "b": "", "k": "Ki", "m": "Mi", "g": "Gi"}[unit]
 
 
-def check_testrun(resource: dict) -> list[str]:
-    """What k6-operator's documentation requires of a TestRun that this one lacks (empty: none): its apiVersion and
-    kind, a valid name, `parallelism` a positive integer and `script` naming a ConfigMap and a file. Not the CRD's
-    OpenAPI schema, which this lab cannot obtain (see the module docstring)."""
-    problems = []
-    if resource.get("apiVersion") != API_VERSION or resource.get("kind") != "TestRun":
-        problems.append(f"apiVersion/kind must be {API_VERSION}/TestRun")
-    if not NAME.match(resource.get("metadata", {}).get("name", "")):
-        problems.append("metadata.name must be an RFC 1123 label")
-    spec = resource.get("spec", {})
-    if not isinstance(spec.get("parallelism"), int) or spec["parallelism"] < 1:
-        problems.append("spec.parallelism must be a positive integer")
-    config_map = spec.get("script", {}).get("configMap", {})
-    if not (isinstance(config_map.get("name"), str) and isinstance(config_map.get("file"), str)):
-        problems.append("spec.script.configMap needs name and file")
-    if any(set(e) != {"name", "value"} or not isinstance(e["value"], str)
-           for e in spec.get("runner", {}).get("env", [])):
-        problems.append("spec.runner.env must be name/value pairs of strings")
-    return problems
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value used twice (the labels, the pod's address) twice, not as a YAML anchor and alias."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
 
 
 def write_manifests(chapter: str, step_id: str, out: str | None = None, image: str | None = None) -> str:
     """The manifests of one step as YAML: written into `out` (one file, named after the step; the path is returned)
     or returned as text."""
     step = load_spec(chapter).select([step_id])[0]
-    text = yaml.safe_dump_all(manifests(step, image or SERVER_IMAGE), sort_keys=False)
+    text = yaml.dump_all(manifests(step, image or SERVER_IMAGE), Dumper=_PlainDumper, sort_keys=False)
     if out is None:
         return text
     path = Path(out) / f"{resource_name(step)}.yaml"

@@ -1,6 +1,7 @@
 package lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.Map;
 
@@ -80,6 +81,22 @@ class EnvBindingTest {
             Http.Timed hello = Http.get(Http.serverPort(context), "/hello?sleepMs=0");
             assertThat(hello.status()).isEqualTo(200);
             assertThat(hello.body()).isEqualTo("Hello, World!");
+        }
+    }
+
+    @Test
+    void actuatorListensOnTheAddressManagementAddressNames() {
+        // 127.0.0.2 is loopback too (Linux routes all of 127/8 to lo), but a socket bound to 127.0.0.1 does not
+        // accept its connections: Actuator answering there, and not on 127.0.0.1, shows the variable is the bind.
+        Map<String, Object> env = Http.env("SERVER_PORT", "0", "MANAGEMENT_PORT", "0",
+                "MANAGEMENT_ADDRESS", "127.0.0.2");
+        try (ConfigurableApplicationContext context = FakeEnvApp.start(env)) {
+            int managementPort = Http.managementPort(context);
+            assertThat(Http.get("127.0.0.2", managementPort, "/actuator/health").status()).isEqualTo(200);
+            assertThatThrownBy(() -> Http.get("127.0.0.1", managementPort, "/actuator/health"))
+                    .hasCauseInstanceOf(java.net.ConnectException.class);  // refused: nothing listens there
+            // The service port keeps its own address (SERVER_ADDRESS's default).
+            assertThat(Http.get(Http.serverPort(context), "/hello?sleepMs=0").status()).isEqualTo(200);
         }
     }
 

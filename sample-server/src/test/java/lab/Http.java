@@ -41,7 +41,11 @@ final class Http {
     }
 
     static Timed get(int port, String pathAndQuery) {
-        HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + pathAndQuery))
+        return get("127.0.0.1", port, pathAndQuery);
+    }
+
+    static Timed get(String host, int port, String pathAndQuery) {
+        HttpRequest request = HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + pathAndQuery))
                 .timeout(Duration.ofSeconds(30)).GET().build();
         long start = System.nanoTime();
         try {

@@ -8,6 +8,7 @@ step really loads the template.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -16,7 +17,9 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -24,7 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # also run as a script, by `nobody` (below)
 
-from harness.lab.services import pgbinaries, pgcluster  # noqa: E402
+from harness.lab.services import pgauth, pgbinaries, pgcluster, pgshm  # noqa: E402
 from harness.lab.services.deploy import Deployment  # noqa: E402
 from harness.lab.spec import parse_spec  # noqa: E402
 
@@ -67,24 +70,30 @@ def clusters():
         assert left == [], f"a postgres outlived the test: {left}"
 
 
-def drive(workdir: Path, port: int, delete: bool) -> dict:
-    """The kind on its own: started (template loaded or reused, cloned), the clone's rows counted and, with `delete`,
-    all its messages deleted; then stopped. Returns the service's step.json entry and what was seen."""
+@contextmanager
+def running_db(workdir: Path, port: int):
+    """The kind on its own, through a Deployment: started (template loaded or reused, cloned), stopped at the end."""
     raw = {"defaults": {"load": {"vus": 1}, "services": {"db": {**STANDIN, "port": port}}}, "step": [{"id": "s"}]}
     limits = {"nofile": 4096, "somaxconn": 4096, "can_raise_somaxconn": False, "cores": 2}
     step = parse_spec("t", raw, workdir / "t.toml", limits).steps[0]
     deployment = Deployment(step, workdir)
     try:
         deployment.start(only=["db"])
-        service = deployment.running["db"]
-        with pgcluster.connect(port, service.database, pgcluster.LAB_USER) as conn:
+        yield deployment, deployment.running["db"]
+    finally:
+        deployment.stop()
+
+
+def drive(workdir: Path, port: int, delete: bool) -> dict:
+    """The clone's rows counted and, with `delete`, all its messages deleted. Returns the service's step.json entry
+    and what was seen."""
+    with running_db(workdir, port) as (deployment, service):
+        with service.cluster.connect(port, service.database, pgauth.LAB_USER) as conn:
             messages = conn.execute("SELECT count(*) FROM message").fetchone()[0]
             if delete:
                 conn.execute("DELETE FROM message")
         owner = Path(f"/proc/{service.pid}/status").read_text().split("Uid:")[1].split()[0]
         env = deployment.given_to("server")
-    finally:
-        deployment.stop()
     return {"meta": deployment.meta["db"], "messages": messages, "owner_uid": int(owner), "env": env}
 
 
@@ -193,6 +202,127 @@ def _comm(pid: int) -> str:
         return ""
 
 
+
+
+# ---- authentication ------------------------------------------------------------------------------
+
+def attempt(port: int, database: str, user: str, password: str | None) -> str:
+    """A connection tried the way any local user could, with no password file or PGPASSWORD to fall back on;
+    returns the user the server says it is."""
+    import psycopg
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    with mock.patch.dict(os.environ, env, clear=True), psycopg.connect(host="127.0.0.1", port=port, dbname=database, user=user, password=password,
+                                            passfile=os.devnull, connect_timeout=5) as conn:
+        return conn.execute("SELECT current_user").fetchone()[0]
+
+
+def test_wrong_and_missing_passwords_are_refused_for_the_superuser_and_the_app_role(clusters, tmp_path):
+    import psycopg
+
+    with running_db(tmp_path, 38294) as (deployment, service):
+        credentials, database = service.cluster.credentials, service.database
+        for user, right in ((pgauth.SUPERUSER, credentials.superuser), (pgauth.LAB_USER, credentials.app)):
+            for wrong in ("lab", right[:-1]):  # the README's old password, a near miss
+                with pytest.raises(psycopg.OperationalError, match=f'password authentication failed for user "{user}"'):
+                    attempt(38294, database, user, wrong)
+            for missing in (None, ""):  # the server asks for one, where `trust` let anyone in
+                with pytest.raises(psycopg.OperationalError, match="no password supplied"):
+                    attempt(38294, database, user, missing)
+            assert attempt(38294, database, user, right) == user
+        env = deployment.given_to("server")
+        assert env["SPRING_DATASOURCE_USERNAME"] == "lab" and env["SPRING_DATASOURCE_PASSWORD"] == credentials.app
+        assert credentials.superuser not in env.values()
+        assert deployment.meta["db"]["auth"] == ["scram-sha-256"]  # what pg_hba_file_rules says, in step.json
+        kept = service.cluster.dir / pgauth.CREDENTIALS
+        assert oct(kept.stat().st_mode & 0o777) == "0o600" and kept.stat().st_uid == os.geteuid()
+        if pgbinaries.as_root():  # the cluster's user (postgres's own) cannot read them
+            peek = subprocess.run(pgbinaries.run_as_prefix() + ["cat", str(kept)], capture_output=True, text=True)
+            assert peek.returncode != 0 and "Permission denied" in peek.stderr
+    log = (tmp_path / "db.log").read_text()
+    for user in (pgauth.SUPERUSER, pgauth.LAB_USER):  # refused by the server itself
+        assert log.count(f'FATAL:  password authentication failed for user "{user}"') == 2, log
+    assert credentials.superuser not in log and credentials.app not in log
+
+
+def test_no_password_is_written_into_the_steps_data(runs):
+    metas, data = runs
+    credentials = pgauth.Credentials.load(Path(metas["first"]["services"]["db"]["cluster"]))
+    assert metas["first"]["server_env"]["SPRING_DATASOURCE_PASSWORD"] == "***"
+    for path in (data / PROFILE.stem).rglob("*"):
+        if path.is_file():
+            raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+            assert credentials.app.encode() not in raw and credentials.superuser.encode() not in raw, path
+
+
+# ---- shared memory a killed postgres leaves ------------------------------------------------------
+
+def sysv_of(data: Path) -> tuple[int, int]:
+    """(key, shmid) of a running postmaster's SysV segment: line 7 of its postmaster.pid."""
+    key, shmid = (data / "postmaster.pid").read_text().splitlines()[6].split()
+    return int(key), int(shmid)
+
+
+def maps(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/maps").read_text()
+    except OSError:  # not started yet, or ended
+        return ""
+
+
+def kill_hard(pid: int, shmid: int) -> None:
+    """SIGKILL to the postmaster, as when the harness dies; its children end on their own, detaching the segment."""
+    os.kill(pid, signal.SIGKILL)
+    from test_e2e import wait_for
+
+    wait_for(lambda: [s.nattch for s in pgshm.segments() if s.shmid == shmid] == [0], 30, "the postmaster's children to end")
+
+
+def swept(capsys, tmp_path) -> str:
+    """What the next run (of any chapter) says when it cleans up before starting."""
+    from harness.lab import preflight
+
+    capsys.readouterr()
+    with mock.patch.dict(os.environ, {"LAB_DATA_DIR": str(tmp_path / "data")}):
+        preflight.clean_leftovers("chapter1")
+    return capsys.readouterr().out
+
+
+def test_a_killed_postgres_leaves_only_its_sysv_segment_which_the_next_run_removes(clusters, tmp_path, capsys):
+    with running_db(tmp_path, 38295) as (_, service):
+        mapped = maps(service.pid)
+        assert "/dev/shm/" not in mapped and "pg_dynshmem/mmap." in mapped  # its DSM control segment in the data dir
+        key, shmid = sysv_of(service.cluster.data)
+        kill_hard(service.pid, shmid)
+        shutil.rmtree(service.cluster.dir)  # as a rebuild or replacement would: postgres can no longer clean it up
+    said = swept(capsys, tmp_path)
+    assert f"killed PostgreSQL server(s) left: SysV segment(s) {shmid} (key {key})" in said, said
+    assert shmid not in {s.shmid for s in pgshm.segments()}
+
+
+def test_dev_shm_left_by_a_cluster_on_posix_dsm_is_removed_too(clusters, tmp_path, capsys):
+    """Clusters of earlier versions of the lab kept their dynamic shared memory in /dev/shm (PostgreSQL's default)."""
+    with running_db(tmp_path, 38296) as (_, service):
+        cluster = service.cluster
+    cmd = pgbinaries.run_as_prefix() + [str(pgbinaries.binary("postgres")), "-D", str(cluster.data), "-c", "port=38296",
+                                        "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+                                        "-c", "dynamic_shared_memory_type=posix"]
+    with open(tmp_path / "posix.log", "w") as log:
+        proc = subprocess.Popen(cmd, env=pgcluster.pg_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        from test_e2e import wait_for
+
+        wait_for(lambda: "/dev/shm/PostgreSQL." in maps(proc.pid), 30, "postgres to start")
+        dsm = {line.split()[-1] for line in maps(proc.pid).splitlines() if "/dev/shm/" in line}
+        key, shmid = sysv_of(cluster.data)
+        kill_hard(proc.pid, shmid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert all(Path(f).exists() for f in dsm)  # left behind
+    said = swept(capsys, tmp_path)
+    assert f"SysV segment(s) {shmid} (key {key})" in said and all(Path(f).name in said for f in dsm), said
+    assert not any(Path(f).exists() for f in dsm) and shmid not in {s.shmid for s in pgshm.segments()}
 
 
 if __name__ == "__main__":  # run by `nobody` in test_the_non_root_path_runs_postgres_as_the_user_itself

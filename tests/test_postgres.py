@@ -177,7 +177,7 @@ def test_on_docker_the_steps_postgres_runs_in_the_labs_image_as_the_clusters_own
     owner = data.stat()
     assert argv[argv.index("--user") + 1] == f"{owner.st_uid}:{owner.st_gid}"  # never root when the harness is
     assert ["--network", "host", "--pid", "host"] == argv[argv.index("--network"):argv.index("--network") + 4]
-    assert argv[argv.index("--volume") + 1] == f"{data.parent}:{data.parent}"
+    assert argv[argv.index("--volume") + 1] == f"{data}:{data}"  # not the credentials beside it
     assert argv[argv.index("--cpuset-cpus") + 1] == "1" and argv[argv.index("--cpus") + 1] == "0.5"
     assert argv[argv.index(POSTGRES_TAG) + 1:] == ["-D", str(data), "-c", "port=38192"]
     assert pgcontainer.container_name(step, "db") == "lab-t-s-db"

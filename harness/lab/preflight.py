@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness import EXPERIMENTS, ROOT, LabError, say
 from harness.lab import store
+from harness.lab.services import pgshm
 
 
 def check_data_root() -> Path:
@@ -85,7 +86,9 @@ def _running(pid: int) -> bool:
 
 
 def clean_leftovers(chapter: str) -> None:
-    """Remove the temporary step directories of runs that died (SIGKILL, power loss); report those of a live run."""
+    """Remove the temporary step directories of runs that died (SIGKILL, power loss); report those of a live run.
+    And the shared memory their postgres servers left (pgshm), whatever the chapter."""
+    pgshm.clean_up()
     for path, pid in store.leftovers(chapter):
         if _running(pid):
             say(f"note: {path} belongs to a run still going (pid {pid}); left alone")

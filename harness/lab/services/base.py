@@ -141,6 +141,7 @@ class ServiceKind:
     backends = ("local",)  # where it runs: a local child process, and for some kinds a container (docker)
     ready_timeout_s = READY_TIMEOUT_S
     artifacts: tuple[Path, ...] = ()  # what `build` makes (`invoke clean` removes them)
+    secret_env: tuple[str, ...] = ()  # what it gives others that step.json never records (shown as "***")
 
     def resolve(self, service: str, values: dict, where: str, problems: list[str]) -> dict:
         """The spec's knobs typed and checked, defaults filled in (kind-specific checks in `check`)."""

@@ -18,9 +18,6 @@ from harness.lab.services.base import Context, RunningService, port_in_use
 from harness.lab.services.graph import SERVER, endpoints, hosted, needs, start_order
 from harness.lab.services.kinds import KINDS
 
-SECRET_WORDS = ("PASSWORD", "SECRET", "TOKEN")  # environment a service gives another that never goes into step.json
-
-
 def kind_of(step, name: str):
     return KINDS[step.services[name]["kind"]]
 
@@ -65,10 +62,6 @@ def _ephemeral(port: int) -> str:
             f"which clients such as k6 draw from)") if low <= port <= high else ""
 
 
-def redacted(env: dict[str, str]) -> dict[str, str]:
-    return {k: "***" if any(word in k.upper() for word in SECRET_WORDS) else v for k, v in env.items()}
-
-
 class Deployment:
     """The services of one step, started in dependency order and stopped in reverse."""
 
@@ -95,7 +88,7 @@ class Deployment:
             service.netns = self.hosts.path(name) if self.hosts is not None and name in hosted(services) else None
             self.running[name] = service
             if name == SERVER:
-                self.server_meta = {"server_env": redacted(given)} if given else {}
+                self.server_meta = {"server_env": self.recorded(name, given)} if given else {}
             else:
                 self.meta[name] = {"kind": kind.name, "title": kind.title, "url": service.url}
             self._ready(name, service, service.wait_ready(kind.ready_timeout_s))
@@ -109,6 +102,11 @@ class Deployment:
         else:
             self.meta[name] |= {"ready_ms": round(ready_ms), "pid": service.pid, "processes": service.pids()}
             self.meta[name] |= info | service.step_meta()
+
+    def recorded(self, name: str, given: dict[str, str]) -> dict[str, str]:
+        """What `name` was given, as step.json keeps it: the secrets its services name (`secret_env`) as "***"."""
+        secret = {k for needed in needs(name, self.step.services) for k in kind_of(self.step, needed).secret_env}
+        return {k: "***" if k in secret else v for k, v in given.items()}
 
     def given_to(self, name: str) -> dict[str, str]:
         """What the running services `name` needs give it (a database's SPRING_DATASOURCE_*)."""

@@ -17,6 +17,7 @@ import hashlib
 import io
 import os
 import platform
+import pwd
 import shutil
 import subprocess
 import tarfile
@@ -114,6 +115,11 @@ def run_as_prefix(root: bool | None = None) -> list[str]:
     setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
     user, group = RUN_AS
     return [setpriv, f"--reuid={user}", f"--regid={group}", "--clear-groups", "--pdeathsig", "keep"]
+
+
+def runner_uid() -> int:
+    """The user postgres runs as: nobody when the harness is root, the harness's own otherwise."""
+    return pwd.getpwnam(RUN_AS[0]).pw_uid if as_root() else os.geteuid()
 
 
 def give_to_runner(path: Path) -> None:

@@ -1,10 +1,11 @@
 """The postgres kind's cluster and template database, made once and reused by every step that asks for the same data.
 
 A cluster lives in the cache `.tools/postgres/clusters/<key>/` (`LAB_PG_CLUSTERS` moves it; outside data/: it is a
-means, not a result): `data/` is the initdb'd cluster, `ready.json` is written once the template is loaded. The key
+means, not a result): `data/` is the initdb'd cluster, `credentials.json` its generated passwords (harness.lab.services.
+pgauth: every connection authenticates with SCRAM), `ready.json` is written once the template is loaded. The key
 holds the PostgreSQL version, the template's name, its row count and a hash of its SQL files (and of LOAD_FORMAT, the
-loading procedure below), so a change to any of them builds a new cluster; a cluster without `ready.json` (a load
-killed half-way) is rebuilt from scratch.
+making and loading procedure below), so a change to any of them builds a new cluster; a cluster without `ready.json`
+(a load killed half-way) is rebuilt from scratch.
 
 The template `<template>_template` is loaded as the lab's user: <template>-schema.sql, then <template>-data.sql with
 `SET lab.rows = <rows>` (the data file reads `current_setting('lab.rows')::int`), then <template>-indexes.sql when
@@ -30,11 +31,12 @@ import time
 from pathlib import Path
 
 from harness import ROOT, TOOLS, LabError
-from harness.lab.services import pgbinaries
+from harness.lab.services import pgauth, pgbinaries
+from harness.lab.services.pgauth import LAB_USER, PG_HBA, SUPERUSER, Credentials, scram_verifier
 
-LOAD_FORMAT = 1  # bump when the loading procedure changes: every cluster is rebuilt
-SUPERUSER = "postgres"
-LAB_USER, LAB_PASSWORD = "lab", "lab"  # the server's login (trust on loopback: the password is not checked)
+# Bump when making or loading a cluster changes: every cluster is rebuilt (outdated ones are replaced). 2: password
+# authentication, so no cluster made with 1's `trust` is ever used again.
+LOAD_FORMAT = 2
 PARTS = ("schema", "data", "indexes", "drop-indexes")
 REQUIRED = ("schema", "data")
 
@@ -60,16 +62,6 @@ def template_db(template: str) -> str:
     return re.sub(r"[^a-z0-9_]", "_", template) + "_template"
 
 
-def connect(port: int, dbname: str = "postgres", user: str = SUPERUSER, timeout_s: int = 2):
-    """A psycopg connection over loopback TCP (the cluster has no Unix socket), in autocommit."""
-    try:
-        import psycopg
-    except ImportError:
-        raise LabError("psycopg is missing: pip install -r requirements.lock") from None
-    return psycopg.connect(host="127.0.0.1", port=port, dbname=dbname, user=user, password=LAB_PASSWORD,
-                           connect_timeout=timeout_s, autocommit=True, application_name="lab-harness")
-
-
 class Cluster:
     """One cached cluster: its directories, whether it is ready, and building it."""
 
@@ -78,9 +70,28 @@ class Cluster:
         self.dir = clusters_root() / cluster_key(template, rows, files)
         self.data = self.dir / "data"
         self.marker = self.dir / "ready.json"
+        self._credentials: Credentials | None = None
 
     def ready(self) -> bool:
-        return self.marker.is_file()
+        """The template loaded (and the passwords kept: a cluster without them is rebuilt too)."""
+        return self.marker.is_file() and pgauth.exists(self.dir)
+
+    @property
+    def credentials(self) -> Credentials:
+        if self._credentials is None:
+            self._credentials = Credentials.load(self.dir)
+        return self._credentials
+
+    def connect(self, port: int, dbname: str = "postgres", user: str = SUPERUSER, timeout_s: int = 2):
+        """The harness's psycopg connection to this cluster's postgres on `port` over loopback TCP (the cluster has
+        no Unix socket), in autocommit, with the user's generated password."""
+        try:
+            import psycopg
+        except ImportError:
+            raise LabError("psycopg is missing: pip install -r requirements.lock") from None
+        return psycopg.connect(host="127.0.0.1", port=port, dbname=dbname, user=user,
+                               password=self.credentials.password(user), connect_timeout=timeout_s, autocommit=True,
+                               application_name="lab-harness")
 
     def initdb(self) -> float:
         """A fresh cluster (what a half-built one left is removed first, and outdated ones of the same template and
@@ -90,12 +101,22 @@ class Cluster:
             shutil.rmtree(old, ignore_errors=True)
         self.data.mkdir(parents=True, mode=0o700)
         pgbinaries.give_to_runner(self.data)
-        cmd = pgbinaries.run_as_prefix() + [
-            str(pgbinaries.binary("initdb")), "-D", str(self.data), "-U", SUPERUSER, "--auth=trust",
-            "--encoding=UTF8", "--locale=C", "--no-instructions"]
-        done = subprocess.run(cmd, capture_output=True, text=True, env=pg_env(), cwd=self.dir)
+        self._credentials = Credentials.generate()
+        self._credentials.save(self.dir)
+        pwfile = self.dir / "superuser.verifier"  # for initdb, which runs as the cluster's user: then removed
+        try:
+            with os.fdopen(os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+                out.write(scram_verifier(self._credentials.superuser) + "\n")
+            pgbinaries.give_to_runner(pwfile)
+            cmd = pgbinaries.run_as_prefix() + [
+                str(pgbinaries.binary("initdb")), "-D", str(self.data), "-U", SUPERUSER, "--auth=scram-sha-256",
+                f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C", "--no-instructions"]
+            done = subprocess.run(cmd, capture_output=True, text=True, env=pg_env(), cwd=self.dir)
+        finally:
+            pwfile.unlink(missing_ok=True)
         if done.returncode != 0:
             raise LabError(f"initdb failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
+        (self.data / "pg_hba.conf").write_text(PG_HBA)  # initdb's file, so it stays the cluster user's
         return (time.monotonic() - began) * 1000
 
     def replaced(self) -> list[Path]:
@@ -108,24 +129,46 @@ class Cluster:
         """The template database loaded, analysed and frozen as a template; returns milliseconds."""
         began = time.monotonic()
         name = template_db(self.template)
-        with connect(port) as admin:
+        with self.connect(port) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name}")
-            if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [LAB_USER]).fetchone():
-                admin.execute(f"CREATE ROLE {LAB_USER} LOGIN PASSWORD '{LAB_PASSWORD}'")
+            # on a fresh cluster (initdb): the verifier, not the password, so nothing PostgreSQL could log holds it
+            admin.execute(f"CREATE ROLE {LAB_USER} LOGIN PASSWORD '{scram_verifier(self.credentials.app)}'")
             admin.execute(f"CREATE DATABASE {name} OWNER {LAB_USER}")
-        with connect(port, name, LAB_USER, timeout_s=10) as conn:  # the objects are the server's user's own
+        with self.connect(port, name, LAB_USER, timeout_s=10) as conn:  # the objects are the server's user's own
             conn.execute(self.files["schema"].read_text())
             conn.execute(f"SET lab.rows = '{self.rows}'")
             conn.execute(self.files["data"].read_text())
             if "indexes" in self.files:
                 conn.execute(self.files["indexes"].read_text())
             conn.execute("ANALYZE")
-        with connect(port) as admin:
+        with self.connect(port) as admin:
             admin.execute(f"ALTER DATABASE {name} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false")
             admin.execute("CHECKPOINT")  # the clones copy clean files
         self.marker.write_text(json.dumps({"template": self.template, "rows": self.rows, "database": name,
                                            "files": {p: str(f) for p, f in self.files.items()}}, indent=1))
         return (time.monotonic() - began) * 1000
+
+    def clone(self, port: int, database: str) -> float:
+        """The step's database, copied from the template (leftover step_* clones of a killed run dropped first)."""
+        with self.connect(port) as admin:
+            for (old,) in admin.execute("SELECT datname FROM pg_database WHERE datname LIKE 'step\\_%'").fetchall():
+                admin.execute(f'DROP DATABASE "{old}" WITH (FORCE)')
+            began = time.monotonic()
+            # FILE_COPY: copy the template's files after a checkpoint, rather than WAL-logging every block (PostgreSQL
+            # 15+'s default), which at a million rows takes seconds longer.
+            admin.execute(f"CREATE DATABASE {database} TEMPLATE {template_db(self.template)} OWNER {LAB_USER} "
+                          f"STRATEGY FILE_COPY")
+            return (time.monotonic() - began) * 1000
+
+    def drop_indexes(self, port: int, database: str) -> float:
+        began = time.monotonic()
+        with self.connect(port, database, LAB_USER) as conn:
+            conn.execute(self.files["drop-indexes"].read_text())
+        return (time.monotonic() - began) * 1000
+
+    def drop(self, port: int, database: str) -> None:
+        with self.connect(port) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
 class ClusterLock:
@@ -189,30 +232,6 @@ def remove_unused() -> tuple[list[Path], list[Path]]:
         finally:
             lock.release()
     return removed, kept
-
-
-def clone(port: int, template: str, database: str) -> float:
-    """The step's database, copied from the template (leftover step_* clones of a killed run dropped first)."""
-    with connect(port) as admin:
-        for (old,) in admin.execute("SELECT datname FROM pg_database WHERE datname LIKE 'step\\_%'").fetchall():
-            admin.execute(f'DROP DATABASE "{old}" WITH (FORCE)')
-        began = time.monotonic()
-        # FILE_COPY: copy the template's files after a checkpoint, rather than WAL-logging every block (PostgreSQL
-        # 15+'s default), which at a million rows takes seconds longer.
-        admin.execute(f"CREATE DATABASE {database} TEMPLATE {template_db(template)} OWNER {LAB_USER} STRATEGY FILE_COPY")
-        return (time.monotonic() - began) * 1000
-
-
-def drop_indexes(port: int, database: str, sql: Path) -> float:
-    began = time.monotonic()
-    with connect(port, database, LAB_USER) as conn:
-        conn.execute(sql.read_text())
-    return (time.monotonic() - began) * 1000
-
-
-def drop(port: int, database: str) -> None:
-    with connect(port) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
 def pg_env() -> dict[str, str]:

@@ -2,8 +2,9 @@
 (harness.lab.backends.docker.image.POSTGRES_TAG: the same pinned binaries as a local step, on the lab's base image).
 
 The cached cluster and its template are made, and the step's clone taken, by a local postgres as on the local
-backend (preparation, not measured); the step's own postgres then runs in the container on that cluster, mounted
-at the same path and run as its owner (`nobody` when the harness is root: PostgreSQL refuses root). The container
+backend (preparation, not measured); the step's own postgres then runs in the container on that cluster's data
+directory, mounted at the same path (the cluster's credentials beside it are not) and run as its owner (`nobody` when
+the harness is root: PostgreSQL refuses root), with the same pg_hba.conf: password authentication only. The container
 shares the host's network (the server reaches 127.0.0.1:<port>, as locally) and its pid namespace, so postmaster.pid
 names a pid the harness sees: the identity check, the process-tree sampler and /proc work as for a local postgres.
 The step's `[placement]` for the service becomes the container's CPU set and quota. Its output goes to <name>.log
@@ -43,13 +44,12 @@ def check_image() -> None:
 
 
 def run_argv(step, service: str, data: Path, args: list[str]) -> list[str]:
-    """`docker run` for the step's postgres: host network and pids, the cluster mounted where it is, its owner's uid,
-    the service's placement; `args` are postgres's own (-D …, -c …)."""
+    """`docker run` for the step's postgres: host network and pids, the cluster's data directory mounted where it is,
+    its owner's uid, the service's placement; `args` are postgres's own (-D …, -c …)."""
     owner = os.stat(data)
-    cluster = str(data.parent)
     return ["run", "--detach", "--name", container_name(step, service), "--label", f"{LABEL}=1",
             "--label", f"{LABEL}.step={step.chapter}/{step.id}", "--network", "host", "--pid", "host",
-            "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{cluster}:{cluster}", *placement.docker_args(step, service),
+            "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{data}:{data}", *placement.docker_args(step, service),
             POSTGRES_TAG, *args]
 
 

@@ -4,9 +4,12 @@ server connects to it at start-up and gets SPRING_DATASOURCE_URL/USERNAME/PASSWO
 The pinned binaries (harness.lab.services.pgbinaries) run `postgres -D <cluster>` in the foreground as a child of the
 harness (spawn/terminate/PR_SET_PDEATHSIG as for nginx; under the step's `[placement]` for the service's name, so its
 cgroup and CPU list hold the postmaster and every backend it forks), as `nobody` when the harness is root. It
-listens on 127.0.0.1 only, with no Unix socket. The cluster and its template database are made once and cached
-(harness.lab.services.pgcluster); each step gets a clone, dropped at its end. Readiness: psycopg connects and
-`SELECT 1` answers; identity: postmaster.pid names the pid started and the backend answering is its child.
+listens on 127.0.0.1 only, with no Unix socket, and every connection proves a password (SCRAM; the cluster's own,
+generated: harness.lab.services.pgauth); the server gets the app role's. The cluster and its template database are
+made once and cached (harness.lab.services.pgcluster); each step gets a clone, dropped at its end. Its dynamic shared
+memory is kept in the data directory; what a killed postgres leaves in shared memory the next run removes
+(harness.lab.services.pgshm). Readiness: psycopg connects and `SELECT 1` answers; identity: postmaster.pid names the
+pid started and the backend answering is its child.
 Metrics: pg_stat_activity, pg_stat_database and the process tree's CPU and memory in <name>.parquet.
 On the docker backend the step's postgres runs in a container of the lab's own image, built offline by `invoke
 image` from the same binaries (harness.lab.services.pgcontainer); the preparation stays local.
@@ -22,7 +25,7 @@ from pathlib import Path
 from harness import LabError, say
 from harness.lab import placement
 from harness.lab.samplers import CLOCK_TICKS, PAGE_SIZE, Sampler
-from harness.lab.services import pgbinaries, pgcluster, pgcontainer
+from harness.lab.services import pgauth, pgbinaries, pgcluster, pgcontainer
 from harness.lab.backends.process import process_running, spawn
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid
 
@@ -38,6 +41,7 @@ DATABASE_COUNTERS = ("xact_commit", "xact_rollback", "tup_returned", "tup_fetche
 ACTIVITY_SQL = ("SELECT state, wait_event_type, count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
                 "AND datname = %s AND pid <> pg_backend_pid() GROUP BY 1, 2")
 DATABASE_SQL = f"SELECT {', '.join(DATABASE_COUNTERS)} FROM pg_stat_database WHERE datname = %s"
+PASSWORD_ENV = "SPRING_DATASOURCE_PASSWORD"
 
 
 class PostgresKind(ServiceKind):
@@ -45,6 +49,7 @@ class PostgresKind(ServiceKind):
     title = "PostgreSQL"
     before_server = True  # the server connects to it at start-up
     backends = ("local", "docker")
+    secret_env = (PASSWORD_ENV,)  # in server_env: given to the server, never recorded (step.json shows "***")
     knobs = {
         "port": (int, 1),
         "max_connections": (int, 1),
@@ -124,7 +129,8 @@ class PostgresKind(ServiceKind):
             str(pgbinaries.binary("postgres")), "-D", str(cluster.data),
             "-c", f"port={knobs['port']}", "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
             "-c", f"max_connections={knobs['max_connections']}", "-c", f"shared_buffers={knobs['shared_buffers']}",
-            "-c", f"superuser_reserved_connections={SUPERUSER_RESERVED}"]
+            "-c", f"superuser_reserved_connections={SUPERUSER_RESERVED}",
+            "-c", "dynamic_shared_memory_type=mmap"]  # in the data directory, not /dev/shm (pgshm)
         log = ctx.workdir / f"{service}.log"
         database = f"step_{getattr(ctx.step, 'index', 0)}"
         prepared = self._prepare(service, cmd, log, knobs, cluster, database, initdb_ms)
@@ -156,11 +162,12 @@ class PostgresKind(ServiceKind):
         return preparing.times | {"prepare_ready_ms": round((time.monotonic() - preparing.started) * 1000)}
 
     def server_env(self, running: RunningPostgres) -> dict[str, str]:
+        """The app role's login for the step's clone (never the superuser's); PASSWORD_ENV is a secret_env."""
         return {"SPRING_DATASOURCE_URL": f"jdbc:postgresql://127.0.0.1:{running.port}/{running.database}",
-                "SPRING_DATASOURCE_USERNAME": pgcluster.LAB_USER, "SPRING_DATASOURCE_PASSWORD": pgcluster.LAB_PASSWORD}
+                "SPRING_DATASOURCE_USERNAME": pgauth.LAB_USER, PASSWORD_ENV: running.cluster.credentials.app}
 
     def sampler(self, running: RunningPostgres, interval_ms: int):
-        return PgSampler(interval_ms, running.port, running.database, running.pid)
+        return PgSampler(interval_ms, running.cluster, running.port, running.database, running.pid)
 
 
 def _clear_stale_pid(data: Path) -> None:
@@ -195,7 +202,7 @@ class RunningPostgres(RunningService):
 
     def ready(self) -> bool:
         try:
-            with pgcluster.connect(self.port, timeout_s=1) as conn:
+            with self.cluster.connect(self.port, timeout_s=1) as conn:
                 return conn.execute("SELECT 1").fetchone() == (1,)
         except Exception:  # psycopg.OperationalError while starting up ("the database system is starting up")
             return False
@@ -205,11 +212,11 @@ class RunningPostgres(RunningService):
             master = int((self.cluster.data / "postmaster.pid").read_text().split()[0])
         except (OSError, ValueError, IndexError):
             raise StepFailed(f"postgres '{self.name}' answers but its cluster has no postmaster.pid: not the one started") from None
-        with pgcluster.connect(self.port) as conn:
-            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-        if master != self.pid or ppid(backend) != self.pid:
+        with self.cluster.connect(self.port) as conn:  # the backend's parent read while it lives
+            parent = ppid(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+        if master != self.pid or parent != self.pid:
             raise StepFailed(f"postgres '{self.name}': another postgres answers on port {self.port} (postmaster.pid "
-                             f"names {master}, the backend's parent is {ppid(backend)}), not the one started ({self.pid})")
+                             f"names {master}, the backend's parent is {parent}), not the one started ({self.pid})")
 
     def wait_ready(self, timeout_s: float = 30) -> float:
         """Ready and ours, then the template (loaded once per cluster) cloned into the step's database."""
@@ -228,17 +235,19 @@ class RunningPostgres(RunningService):
         self.times |= {"template_reused": reused, "template_load_ms": 0 if reused else
                        round(self.cluster.load_template(self.port))}
         self.cloned = True  # from here on a clone may exist: stop() drops it
-        self.times["clone_ms"] = round(pgcluster.clone(self.port, self.knobs["template"], self.database), 1)
+        self.times["clone_ms"] = round(self.cluster.clone(self.port, self.database), 1)
         if not self.knobs["indexes"]:
-            self.times["drop_indexes_ms"] = round(
-                pgcluster.drop_indexes(self.port, self.database, self.cluster.files["drop-indexes"]), 1)
+            self.times["drop_indexes_ms"] = round(self.cluster.drop_indexes(self.port, self.database), 1)
 
     def info(self) -> dict:
-        with pgcluster.connect(self.port) as conn:
+        with self.cluster.connect(self.port) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]
             settings = dict(conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name IN "
-                                         "('max_connections', 'shared_buffers', 'superuser_reserved_connections')"))
+                                         "('max_connections', 'shared_buffers', 'superuser_reserved_connections', "
+                                         "'dynamic_shared_memory_type')"))
+            auth = sorted({m for (m,) in conn.execute("SELECT auth_method FROM pg_hba_file_rules")})
         return {"version": version, "database": self.database, "template": pgcluster.template_db(self.knobs["template"]),
+                "auth": auth,
                 "cluster": str(self.cluster.dir), "binaries": str(pgbinaries.home()), "settings": settings,
                 "os_user": pgbinaries.RUN_AS[0] if pgbinaries.as_root() else None}
 
@@ -250,7 +259,7 @@ class RunningPostgres(RunningService):
         rolled back and closed), SIGTERM/SIGKILL to its process group if it does not end."""
         try:
             if self.cloned and self.alive():
-                pgcluster.drop(self.port, self.database)
+                self.cluster.drop(self.port, self.database)
                 self.times["clone_dropped"] = True
         finally:
             try:
@@ -351,14 +360,14 @@ class PgSampler(Sampler):
     name_ = "pg"
     cpu_budget = 0.02  # two small queries and /proc per backend: it skips ticks rather than cost more
 
-    def __init__(self, interval_ms: int, port: int, database: str, postmaster: int):
+    def __init__(self, interval_ms: int, cluster: pgcluster.Cluster, port: int, database: str, postmaster: int):
         super().__init__(interval_ms)
-        self.port, self.database, self.postmaster = port, database, postmaster
+        self.cluster, self.port, self.database, self.postmaster = cluster, port, database, postmaster
         self.conn = None
 
     def take(self, ts_ms: int) -> list[dict]:
         if self.conn is None or self.conn.closed:
-            self.conn = pgcluster.connect(self.port)
+            self.conn = self.cluster.connect(self.port)
         activity = self.conn.execute(ACTIVITY_SQL, [self.database]).fetchall()
         database = self.conn.execute(DATABASE_SQL, [self.database]).fetchone()
         return metric_rows(ts_ms, activity, database, tree_usage(self.postmaster))

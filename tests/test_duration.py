@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from harness import DATA
 from harness.lab.load.options import batch_vus
 from harness.lab.load.recording import AUTO_MAX_REQUESTS
 from harness.lab.runner import TAIL_SAMPLES
@@ -19,7 +18,7 @@ from harness.models import expected_step_ms
 from harness.models.closed_loop import predict_throughput
 from harness.models.duration_check import as_run_ms, before_ms, measured_steps, report
 
-from conftest import LIMITS
+from conftest import FROZEN_DATA, LIMITS
 
 NETTY = {"api": {"kind": "netty", "port": 8600, "management_port": 8599}}
 PROXY = NETTY | {"edge": {"kind": "nginx", "upstream": "api", "port": 8580, "status_port": 8581}}
@@ -248,11 +247,9 @@ def test_a_step_is_estimated_as_it_ran():
 
 
 def test_the_report_compares_a_chapters_steps(tmp_path):
-    """On a copy of the committed smoke steps (the spec matches them by id): one row for the chapter, the fit and
+    """On a copy of the frozen smoke run (the spec matches its steps by id): one row for the chapter, the fit and
     check groups, and a row per kind of step; a step the spec no longer has is left out."""
-    if not (DATA / "smoke" / "waves" / "step.json").exists():
-        pytest.skip("no committed smoke steps in data/smoke to copy")
-    shutil.copytree(DATA / "smoke", tmp_path / "smoke", ignore=shutil.ignore_patterns("*.parquet", "*.gz"))
+    shutil.copytree(FROZEN_DATA / "smoke", tmp_path / "smoke", ignore=shutil.ignore_patterns("*.parquet", "*.gz"))
     gone = json.loads((tmp_path / "smoke" / "waves" / "step.json").read_text()) | {"id": "gone"}
     (tmp_path / "smoke" / "gone").mkdir()
     (tmp_path / "smoke" / "gone" / "step.json").write_text(json.dumps(gone))

@@ -39,19 +39,20 @@ ROWS_LIMIT = 20000  # record = "auto" keeps rows up to this many requests asked 
 STARTUP_ALLOWANCE_MS = 4000  # the estimate this module replaces: 4 s a step plus the model's minimum (the "before")
 
 # ---- start: a JVM's start-up is CPU work, its time that work over the CPUs it may use --------------------------
-SERVER_CDS_CPU_MS = 3900  # the sample server with its CDS archive: 1.87 s on 2 CPUs (chapter2/redeploy-cds, median
-# of 10); 3.85 s on the one CPU chapter 4 gives it (median), 8.9 s on half of it (chapter 4's quota 0.5, median)
-SERVER_JAR_CPU_MS = 6300  # the plain fat jar: 3.16 s on 2 CPUs (chapter2/redeploy-jar, median of 10)
-PAIR_ROOM_CPU_MS = 16000  # the pair-room jar (JPA, Hibernate, HikariCP): 8.0 s on 2 CPUs (chapter 5, median)
-NETTY_CPU_MS = 730  # netty-server ready: 0.70-0.78 s on the one CPU chapter 6 pins it to
-WEBFLUX_CPU_MS = 6400  # webflux-server ready: 2.9-3.7 s on 2 CPUs (chapter 7's loop-*, median 3.2 s)
+SERVER_CDS_CPU_MS = 4000  # the sample server with its CDS archive: 2.12 s to healthy on 2 CPUs (chapters 1 and 2's
+# load steps, median of 43), 3.92 s on one CPU (chapter 4's quota 1.0, median of 28), 8.93 s on half (quota 0.5, of 6)
+SERVER_JAR_CPU_MS = 6300  # the plain fat jar: 3.16 s on 2 CPUs (chapter2/redeploy-jar, median of 10 starts)
+PAIR_ROOM_CPU_MS = 16400  # the pair-room jar (JPA, Hibernate, HikariCP): 8.2 s on 2 CPUs (chapter 5, median of 31)
+NETTY_CPU_MS = 730  # netty-server ready: 0.70-0.78 s, median 0.73, on the one CPU chapter 6 pins it to
+WEBFLUX_CPU_MS = 6400  # webflux-server ready: 2.9-3.7 s, median 3.2, on 2 CPUs (chapter 7's loop-*)
 NGINX_START_MS = 60  # nginx ready: 58-62 ms (chapter 6)
-PG_READY_CPU_MS = 36  # postgres ready: 0.36 s on a tenth of a CPU (chapter 5's quota 0.1, median), 80 ms on one
+PG_READY_CPU_MS = 37  # postgres ready: 0.37 s on a tenth of a CPU (chapter 5's quota 0.1, median), 80 ms on one
 PG_CLONE_US_PER_ROW = 0.9  # CREATE DATABASE … TEMPLATE: 0.6-1.3 s for a template of 1,000,000 rows (chapter 5)
 PG_INITDB_MS = 1250  # a new cluster's initdb: 1244 ms (chapter5/api-room-create)
 PG_LOAD_US_PER_ROW = 90  # the template's load: 90.15 s for 1,000,000 rows a table (chapter5/api-room-create)
-HOSTS_MS = 300  # making and removing network-namespace hosts: chapter 6's hosts-* steps, ~0.3 s above loopback's
-SAMPLERS_START_MS = 150  # server healthy → load started: 0.1-0.2 s (chapter 1, chapter 2's hold-*)
+HOSTS_MS = 300  # making network-namespace hosts: chapter 6's hosts-* steps start 0.3 s later than their loopback
+# twins (median of 7 pairs)
+SAMPLERS_START_MS = 70  # server healthy → load started: 32-101 ms, median 64 (chapters 1 and 2)
 
 # ---- load -------------------------------------------------------------------------------------------------------
 PROCESS_MS = 50  # a load tool's process to its first request with one VU: 30-40 ms (chapter1/k6-c1, k6-c10)
@@ -71,13 +72,14 @@ THREAD_START_MS = 0.8  # Tomcat starting a worker thread in a spike: chapter2/ho
 REQUEST_MS = 1.5  # a closed loop's own round trip per request: chapter1/k6-c1 took 100.75 s for 500 × 200 ms
 
 # ---- stop -------------------------------------------------------------------------------------------------------
-STOP_MS = 170  # stopping the server, writing the small tables and logs: the stop phase minus its 1 s of tail
-# samples, 1.1-1.35 s (chapter 1; chapter2/hold-300, queue-300)
-REDEPLOY_STOP_MS = 100  # a redeploy's stop per start: 10 starts took 1.1 s beyond their start-ups (chapter2/redeploy-*)
+STOP_MS = 200  # stopping the server, writing the small tables and logs: the stop phase, 1.15-1.35 s with its 1 s of
+# tail samples (chapter 1's steps, median 1.2 s; chapter2/hold-300, queue-300: 1.19, 1.24 s)
+REDEPLOY_STOP_MS = 100  # a redeploy's stop per start: 10 starts took 0.7-1.1 s beyond their start-ups
+# (chapter2/redeploy-jar, redeploy-cds)
 JVM_EXIT_MS_PER_KTHREAD2 = 43  # a JVM's exit with T threads: 43 ms × (T/1000)² (chapter2/hold-*: +1.5 s at 6000
 # threads, +4.6 s at 10,000, +10 s at 15,000; queue-15000's 15,000 connections on 200 threads: nothing)
-SERVICE_STOP_MS = {"postgres": 1300, "webflux": 1500}  # stop phases above the sample server's alone: chapter5/api-*
-# (postgres, dropping the clone: 2.3-2.9 s), chapter7/loop-* (3.2-4.6 s)
+SERVICE_STOP_MS = {"postgres": 1300, "webflux": 1500}  # stop phases beyond the sample server's: chapter5/api-* take
+# 2.3-2.9 s (postgres stopped, its clone dropped), chapter7/loop-* 1.5 s more than platform-* of as many users
 WRITE_US_PER_ROW = 30  # requests.parquet: 0.45-0.7 s for 14,000-24,000 rows (chapter6/connect, reuse)
 AGGREGATE_US_PER_REQUEST = 6.5  # per-second tables from k6's CSV: ~0.65 s per 100,000 requests (chapter 6's k6 steps)
 

@@ -16,6 +16,7 @@ from harness.lab.units import duration_ms
 from harness.models import duration as d
 from harness.models import expected_step_ms
 from harness.models.closed_loop import predict_throughput
+from harness.models.spike import predict_spike
 from harness.models.duration_check import as_run_ms, before_ms, measured_steps, report
 
 from conftest import FROZEN_DATA, LIMITS
@@ -67,6 +68,15 @@ def test_tomcat_starts_a_thread_per_user_of_a_spike_virtual_threads_none():
                               {"server": {"VIRTUAL_THREADS": True}, "load": {"vus": 1000}})
     assert d.threads_started(platform, 1000) == 1000 and d.threads_started(virtual, 1000) == 0
     assert d.spike_ms(platform, 1000) - d.spike_ms(virtual, 1000) == 1000 * d.THREAD_START_MS
+
+
+def test_a_spike_past_its_ceiling_also_counts_the_users_admitted_late():
+    """One thread, one connection, a queue of one: ten users of 5 s each. The model drops seven SYNs, which give up
+    at k6's 30 s dial timeout; admitted late instead, the ten are served one after another for 50 s."""
+    s = step(server={"TOMCAT_MAX_THREADS": 1, "TOMCAT_MAX_CONNECTIONS": 1, "TOMCAT_ACCEPT_COUNT": 1},
+             load={"vus": 10, "connection_reuse": False})
+    assert predict_spike(s).min_duration_ms == 30_000
+    assert 50_000 <= d.spike_ms(s, 10) < 50_000 + 100
 
 
 def test_batch_mode_starts_users_sooner_than_one_vu_each():

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from harness.lab.spec import Step, peak_vus
 from harness.lab.units import duration_ms
 from harness.models.bounds import bounds_per_s
 from harness.models.closed_loop import closed_loop_rps, is_closed_loop, predict_throughput
 from harness.models.service import mean_service_ms
-from harness.models.spike import server_of, simulate
+from harness.models.spike import connection_ceiling, server_of, simulate
 from harness.models.work import demand, is_work, predict_work, server_cores
 
 FIT_CHAPTERS = ("chapter1", "chapter2", "chapter4", "chapter6")  # where the generic constants were measured
@@ -257,12 +257,16 @@ def spread_ms(step: Step, users: int) -> int:
 def spike_ms(step: Step, users: int, window_ms: int | None = None) -> int:
     """The spike model's last response (harness.models.spike.simulate, which predict_spike plays with every user at
     once) for `users` arriving evenly over k6's start-up spread (or `window_ms`), plus the time Tomcat takes to start
-    their threads; at most k6's stop time."""
+    their threads; at most k6's stop time. Past the connection ceiling the model, which drops the SYNs that find the
+    accept queue full, is a lower bound (its docstring): the kernel admits many of those users late instead (SYN-RECV,
+    retransmits), so the later of its two plays counts, as it is and with a queue that holds every user."""
     spread = spread_ms(step, users) if window_ms is None else window_ms
     arrivals = [i * spread // users for i in range(users)]
-    outcomes = simulate(users, server_of(step), duration_ms(step.load["request_timeout"]), arrivals)
-    last = max(o.end_ms for o in outcomes) + threads_started(step, users) * THREAD_START_MS
-    return round(min(last, step.stop_ms))
+    server, timeout = server_of(step), duration_ms(step.load["request_timeout"])
+    plays = [server] + ([replace(server, accept_count=users)]
+                        if users > connection_ceiling(server.max_connections, server.accept_count) else [])
+    last = max(o.end_ms for play in plays for o in simulate(users, play, timeout, arrivals))
+    return round(min(last + threads_started(step, users) * THREAD_START_MS, step.stop_ms))
 
 
 def threads_started(step: Step, users: int) -> int:

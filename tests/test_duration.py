@@ -117,6 +117,16 @@ def test_constant_vus_runs_its_duration_and_the_iterations_in_flight():
     assert run == 20_000 + 2000 and requests == 100 * 20
 
 
+def test_a_loops_requests_follow_the_latency_a_model_gives():
+    """A webflux service waits its sleep on a timer (no pool): 100 users × 10 s / 0.5 s; a scenario's API: unknown."""
+    flux = step(load={"executor": "constant-vus", "vus": 100, "duration": "10s", "target": "flux", "path": "/sleep"},
+                services={"flux": {"kind": "webflux", "port": 8790, "management_port": 8791, "sleep_ms": 500}})
+    assert d.executor_ms(flux) == (10_000 + 500, 2000)
+    scenario = step(load={"executor": "constant-vus", "vus": 100, "duration": "10s",
+                          "requests": [{"path": "/api/x", "think_time": "1s"}]})
+    assert d.latency_ms(scenario) is None and d.executor_ms(scenario) == (10_000 + 1000, None)
+
+
 def test_constant_vus_shorter_than_its_service_is_one_request_per_started_user():
     """The articles' 1-second constant-vus: each user one request, as many as k6 starts within the second."""
     s = step(server={"TOMCAT_MAX_THREADS": 10_000, "TOMCAT_MAX_CONNECTIONS": 16_000},

@@ -211,14 +211,14 @@ def modelled_target(step: Step) -> bool:
 
 
 def iterations_ms(step: Step) -> tuple[int, int]:
-    """A fixed number of iterations: a closed loop (the closed-loop model's two bounds, midway, plus each request's
-    round trip), a spike of one request per user (the spike model), or a scenario (its think times, round by round)."""
+    """A fixed number of iterations: a closed loop on the sample server (the closed-loop model's two bounds, midway,
+    plus each request's round trip), a spike of one request per user (the spike model), or else round by round."""
     load = step.load
-    if one_request(step) and modelled_target(step) and is_closed_loop(step):
+    if one_request(step) and load.get("target", SERVER) == SERVER and is_closed_loop(step):
         model = predict_throughput(step)
         midway = (model.duration_ms + model.requests / model.rps_low * 1000) / 2
         return round(midway + model.requests / model.concurrency * REQUEST_MS), model.requests
-    if one_request(step) and modelled_target(step):
+    if one_request(step) and modelled_target(step) and not is_closed_loop(step):
         return spike_ms(step, load["vus"]), step.requests_asked
     rounds = load["iterations"] if load["executor"] == "per-vu-iterations" else math.ceil(load["iterations"] / load["vus"])
     return round(rounds * iteration_ms(step)) + spread_ms(step, load["vus"]), step.requests_asked
@@ -226,25 +226,32 @@ def iterations_ms(step: Step) -> tuple[int, int]:
 
 def constant_vus_ms(step: Step) -> tuple[int, int | None]:
     """VUs looping for `duration`: one long request each when the service outlasts the duration (chapters 2 and 3's
-    1-second steps: as many as k6 starts in time), else requests until the end and those in flight."""
+    1-second steps: as many as k6 starts in time), else iterations until the end, then those in flight; as many
+    requests as the users' loop makes where a model gives its latency."""
     load = step.load
     duration = duration_ms(load["duration"])
-    if is_work(step):
-        return duration + in_flight_ms(step), round(predict_work(step).tps * duration / 1000)
-    if one_request(step) and modelled_target(step) and server_of(step).service_ms >= duration:
+    if not is_work(step) and one_request(step) and modelled_target(step) and server_of(step).service_ms >= duration:
         issued = min(load["vus"], math.ceil(K6_ITERATIONS_PER_S * duration / 1000))
         return max(duration, spike_ms(step, issued, min(duration, spread_ms(step, issued)))), issued
-    rps = server_rps(step)
-    return duration + in_flight_ms(step), round(rps * duration / 1000) if rps else None
+    iteration = iteration_ms(step)
+    known = latency_ms(step) is not None and 0 < iteration < math.inf
+    requests = round(load["vus"] * duration / iteration * len(load.get("requests") or [None])) if known else None
+    return duration + in_flight_ms(step), requests
 
 
-def server_rps(step: Step) -> float | None:
-    """A closed loop of one request per iteration on the sample server: the closed-loop model's throughput at the
-    peak users (no think time); None for other loads, whose speed no model gives."""
-    if step.load.get("requests") or step.load.get("target", SERVER) != SERVER:  # a scenario, or another service
+def latency_ms(step: Step) -> float | None:
+    """A request's time in a closed loop of the step's peak users, where a model gives it: on /work the operational
+    bounds' (inf where a queue grows without end), on the sample server Little's law on the closed loop's throughput,
+    on a webflux service its wait (no pool); None for a scenario (its API's times are no model's) and other services."""
+    if is_work(step):
+        latency = predict_work(step).mean_latency_ms
+        return math.inf if math.isnan(latency) else latency
+    if step.load.get("requests") or not modelled_target(step):
         return None
+    if step.load.get("target", SERVER) != SERVER:
+        return server_of(step).service_ms
     threads = math.inf if step.server.get("VIRTUAL_THREADS") else step.knob("TOMCAT_MAX_THREADS")
-    return closed_loop_rps(peak_vus(step.load), threads, mean_service_ms(step))
+    return peak_vus(step.load) / closed_loop_rps(peak_vus(step.load), threads, mean_service_ms(step)) * 1000
 
 
 def spread_ms(step: Step, users: int) -> int:
@@ -277,15 +284,10 @@ def threads_started(step: Step, users: int) -> int:
 
 
 def iteration_ms(step: Step) -> float:
-    """One iteration of a looping VU: its think times and its request's latency where a model gives one (/work: the
-    operational bounds, inf where a queue grows without end; a GET of the sample server: Little's law on the closed
-    loop's throughput); a scenario's latencies are unknown (its think times dominate: chapter 5's 1 s each)."""
+    """One iteration of a looping VU: its think times and its requests' latency where a model gives one (a scenario's
+    latencies are unknown: its think times dominate, chapter 5's 1 s each)."""
     think = sum(duration_ms(r["think_time"]) for r in step.load.get("requests") or [])
-    if is_work(step):
-        latency = predict_work(step).mean_latency_ms
-        return math.inf if math.isnan(latency) else think + latency
-    rps = server_rps(step)
-    return think + (peak_vus(step.load) / rps * 1000 if rps else 0)
+    return think + (latency_ms(step) or 0)
 
 
 def in_flight_ms(step: Step) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import LabError
 from harness.lab.load.options import batch_vus
 from harness.lab.load.recording import AUTO_MAX_REQUESTS
 from harness.lab.runner import TAIL_SAMPLES
@@ -286,6 +287,8 @@ def test_the_report_names_a_folder_without_a_spec(tmp_path):
     (tmp_path / "nochapter" / "x" / "step.json").write_text(json.dumps({"id": "x", "status": "complete", "machine": {
         "nofile_limit": 20000, "somaxconn": 4096, "cores": 2}}))
     assert any(line.startswith("nochapter") and "skipped" in line for line in report(tmp_path))
+    with pytest.raises(LabError, match="no data directory"):
+        report(tmp_path / "missing")
 
 
 def test_duration_strings_are_read_as_the_lab_reads_them():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import DATA, LabError
@@ -56,6 +57,15 @@ def step_kind(step: Step) -> str:
     return f"{load['tool']} {load['executor']}{extra}" + (f" ×{load['processes']}" if load.get("processes", 1) > 1 else "")
 
 
+@dataclass(frozen=True)
+class Row:
+    chapter: str
+    step: Step
+    measured_ms: float  # step.json's wall_s
+    before_ms: int
+    after_ms: int
+
+
 def _clock(ms: float) -> str:
     seconds = round(ms / 1000)
     return f"{seconds // 60}:{seconds % 60:02d}"
@@ -65,40 +75,54 @@ def _error(estimated: float, measured: float) -> str:
     return f"{100 * (estimated - measured) / measured:+.0f}%" if measured else "n/a"
 
 
-def report(data: Path) -> list[str]:
-    """Per chapter: steps, measured, before and after (totals and error), the worst steps; then the fit and check
-    chapters' totals and the error by step kind."""
-    lines = [f"{'chapter':<10}{'steps':>6}{'measured':>10}{'before':>16}{'after':>16}  worst steps (after)"]
-    rows = []  # (chapter, step, wall, before, after)
-    for chapter in sorted(p.name for p in data.iterdir() if (p / ".").is_dir()):
+def _totals(rows: list[Row]) -> tuple[float, float, float]:
+    return (sum(r.measured_ms for r in rows), sum(r.before_ms for r in rows), sum(r.after_ms for r in rows))
+
+
+def rows_of(data: Path, lines: list[str]) -> list[Row]:
+    """Every chapter folder's measured steps with both estimates; a folder no spec reads is named in `lines`."""
+    rows = []
+    for chapter in sorted(p.name for p in data.iterdir() if p.is_dir()):
         try:
             steps = measured_steps(data, chapter)
         except LabError as err:
             lines.append(f"{chapter:<10} skipped: {str(err).splitlines()[0]}")
             continue
-        mine = [(chapter, s, m["wall_s"] * 1000, before_ms(s, m), as_run_ms(s, m)) for s, m in steps]
-        if not mine:
-            continue
-        rows += mine
-        wall, before, after = (sum(r[i] for r in mine) for i in (2, 3, 4))
-        worst = sorted(mine, key=lambda r: -abs(r[4] - r[2]))[:3]
-        lines.append(f"{chapter:<10}{len(mine):>6}{_clock(wall):>10}{_clock(before):>8} {_error(before, wall):>6}"
-                     f"{_clock(after):>9} {_error(after, wall):>6}  "
-                     + ", ".join(f"{r[1].id} {(r[4] - r[2]) / 1000:+.0f} s" for r in worst))
-    for name, group in (("fit", [r for r in rows if r[0] in FIT_CHAPTERS]),
-                        ("check", [r for r in rows if r[0] not in FIT_CHAPTERS])):
-        wall, before, after = (sum(r[i] for r in group) for i in (2, 3, 4))
-        chapters = ", ".join(sorted({r[0] for r in group}))
-        lines.append(f"{name} ({chapters}): measured {_clock(wall)}, before {_error(before, wall)}, after "
-                     f"{_error(after, wall)}")
+        rows += [Row(chapter, s, m["wall_s"] * 1000, before_ms(s, m), as_run_ms(s, m)) for s, m in steps]
+    return rows
+
+
+def report(data: Path) -> list[str]:
+    """Per chapter: steps, measured, before and after (totals and error), the worst steps; then the fit and check
+    chapters' totals and the error by kind of step."""
+    if not data.is_dir():
+        raise LabError(f"no data directory {data}: give the folder that holds the chapters' step folders")
+    lines = [f"{'chapter':<10}{'steps':>6}{'measured':>10}{'before':>16}{'after':>16}  worst steps (after)"]
+    rows = rows_of(data, lines)
+    for chapter in sorted({r.chapter for r in rows}):
+        mine = [r for r in rows if r.chapter == chapter]
+        measured, before, after = _totals(mine)
+        worst = sorted(mine, key=lambda r: -abs(r.after_ms - r.measured_ms))[:3]
+        lines.append(f"{chapter:<10}{len(mine):>6}{_clock(measured):>10}{_clock(before):>8} {_error(before, measured):>6}"
+                     f"{_clock(after):>9} {_error(after, measured):>6}  "
+                     + ", ".join(f"{r.step.id} {(r.after_ms - r.measured_ms) / 1000:+.0f} s" for r in worst))
+    for name, group in (("fit", [r for r in rows if r.chapter in FIT_CHAPTERS]),
+                        ("check", [r for r in rows if r.chapter not in FIT_CHAPTERS])):
+        if group:
+            measured, before, after = _totals(group)
+            lines.append(f"{name} ({', '.join(sorted({r.chapter for r in group}))}): measured {_clock(measured)}, "
+                         f"before {_error(before, measured)}, after {_error(after, measured)}")
     lines.append(f"{'step kind':<34}{'steps':>6}{'measured':>10}{'after':>8}{'mean |error|':>14}")
-    for kind in sorted({step_kind(r[1]) for r in rows}):
-        group = [r for r in rows if step_kind(r[1]) == kind]
-        wall, after = sum(r[2] for r in group), sum(r[4] for r in group)
-        spread = sum(abs(r[4] - r[2]) / r[2] for r in group) / len(group) * 100
-        lines.append(f"{kind:<34}{len(group):>6}{_clock(wall):>10}{_error(after, wall):>8}{spread:>13.0f}%")
+    for kind in sorted({step_kind(r.step) for r in rows}):
+        group = [r for r in rows if step_kind(r.step) == kind]
+        measured, _, after = _totals(group)
+        mean = sum(abs(r.after_ms - r.measured_ms) / r.measured_ms for r in group) / len(group) * 100
+        lines.append(f"{kind:<34}{len(group):>6}{_clock(measured):>10}{_error(after, measured):>8}{mean:>13.0f}%")
     return lines
 
 
 if __name__ == "__main__":
-    print("\n".join(report(Path(sys.argv[1]) if len(sys.argv) > 1 else DATA)))
+    try:
+        print("\n".join(report(Path(sys.argv[1]) if len(sys.argv) > 1 else DATA)))
+    except LabError as err:
+        sys.exit(str(err))

@@ -10,13 +10,13 @@ from dataclasses import asdict, dataclass
 from harness.lab.spec import Step
 from harness.lab.units import duration_ms
 from harness.models.closed_loop import ThroughputPrediction, is_closed_loop, predict_throughput
+from harness.models.duration import STARTUP_ALLOWANCE_MS, estimate  # noqa: F401  (STARTUP_…: the runner's message)
 from harness.models.spike import Prediction, predict_spike
 from harness.models.work import WorkPrediction, is_work, predict_work
 
 # Stored in step.json beside each prediction: bump it when a model's predictions change, so data made with an older
 # model can be told apart.
 MODEL_VERSION = 2
-STARTUP_ALLOWANCE_MS = 4000  # redeploy-to-healthy plus teardown, for progress estimates only
 
 
 MODELLED = ("per-vu-iterations", "constant-vus", "shared-iterations")  # spikes and closed loops of one GET
@@ -53,7 +53,5 @@ def predict(step: Step, requests: int | None = None) -> Prediction | ThroughputP
 
 
 def expected_step_ms(step: Step) -> int:
-    """A wall-time estimate for progress messages: start-up plus the load phase (a redeploy step: start-ups)."""
-    if step.kind == "redeploy":
-        return STARTUP_ALLOWANCE_MS * step.starts
-    return STARTUP_ALLOWANCE_MS + predict(step).min_duration_ms
+    """A wall-time estimate for progress messages: the whole step, start to written (harness.models.duration)."""
+    return estimate(step).duration_ms

@@ -53,12 +53,12 @@ def setup(c):
 def run(c, chapter, step=None, force=False, backend="local", dashboard=False, server=None, path=None):
     """Run an experiment: each step on freshly started services, results in data/<chapter>/."""
     from harness.lab.runner import run_chapter
-    from harness.plan import plan_step
+    from harness.plan import plan_steps
 
     with _clear_errors():
         spec = _spec_with_server(chapter, server, path)
         outcomes = run_chapter(chapter, step or None, force=force, backend=backend, dashboard=dashboard,
-                               plan=plan_step, spec=spec)
+                               plan=plan_steps, spec=spec)
     if any(o.status != "complete" for o in outcomes):
         raise Exit("some steps failed: see the reasons above (kept with status failed)", code=1)
 

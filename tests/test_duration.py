@@ -11,7 +11,7 @@ from harness import LabError
 from harness.lab.load.options import batch_vus
 from harness.lab.load.recording import AUTO_MAX_REQUESTS
 from harness.lab.runner import TAIL_SAMPLES
-from harness.lab.services.config import SERVER
+from harness.lab.services.base import SERVER
 from harness.lab.spec import parse_spec
 from harness.lab.units import duration_ms
 from harness.models import duration as d

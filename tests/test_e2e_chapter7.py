@@ -21,6 +21,16 @@ def chapter(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported
         yield data, ch7_table(data).set_index("step")
 
 
+def test_the_event_loop_step_starts_no_sample_server(chapter):
+    """The WebFlux step runs the WebFlux service and k6, nothing else (the processes sampled); the Tomcat steps run the
+    sample server and k6."""
+    data, _ = chapter
+    ran = data.process.groupby("step")["process"].agg(set)
+    assert ran["loop-30"] == {"flux", "k6"}
+    assert ran["platform-30"] == {"server", "k6"}
+    assert "startup_ms" not in data.steps["loop-30"] and "server" not in data.steps["loop-30"]["config"]
+
+
 def test_every_model_answers_every_user(chapter):
     _, table = chapter
     assert list(table.index) == ["platform-30", "virtual-30", "loop-30", "virtual-60"]

@@ -53,11 +53,11 @@ load = {{ executor = "constant-arrival-rate", rate = 10, duration = "2s", pre_al
 
 def test_arrival_rates_through_the_runner(data_dir, tmp_path):
     from harness.lab.runner import run_chapter
-    from harness.plan import plan_step
+    from harness.plan import plan_steps
 
     spec = tmp_path / "profiles.toml"
     spec.write_text(SPEC)
-    outcomes = run_chapter(str(spec), plan=plan_step)
+    outcomes = run_chapter(str(spec), plan=plan_steps)
     assert [o.status for o in outcomes] == ["complete", "complete"], [o.reason for o in outcomes]
     ramp = json.loads(next(data_dir.rglob("ramp/step.json")).read_text())  # wherever a spec run by path is stored
     assert ramp["requests"]["asked"] == 60  # 0 → 20/s over 2 s, then 20/s for 2 s

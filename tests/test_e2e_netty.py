@@ -54,10 +54,22 @@ def test_the_service_answers_and_is_sampled_under_its_name(run):
     table = pd.read_parquet(step / "api.parquet")
     assert list(table.columns) == ["ts_ms", "metric", "value"]
     assert {"netty.requests", "netty.connections_opened", "netty.connections_open"} <= set(table["metric"])
-    assert {"api", "k6", "server"} <= set(pd.read_parquet(step / "process.parquet")["process"])
+    assert set(pd.read_parquet(step / "process.parquet")["process"]) == {"api", "k6"}
     ok = answered(step)
     assert gained(step, "netty.requests") >= ok * 0.95  # k6's requests reached the service
     assert gained(step, "netty.connections_opened") <= 8  # k6 kept its 4 connections open
+
+
+def test_a_step_starts_only_the_services_its_load_reaches(run):
+    """No sample server where nothing needs it: only nginx, the Netty service and k6 ran (the processes sampled), and
+    step.json records no server's start, report or log."""
+    for name in ("proxied", "pooled"):
+        step = run[name]
+        meta = json.loads((step / "step.json").read_text())
+        ran = set(pd.read_parquet(step / "process.parquet")["process"])
+        assert ran == {"api", "edge", "edge.worker1", "k6"}, ran
+        assert not {"startup_ms", "server_info", "server_exit"} & set(meta) and "server" not in meta["config"]
+        assert not (step / "server.log.gz").exists() and not (step / "actuator.parquet").exists()
 
 
 def test_without_upstream_keep_alive_nginx_opens_a_connection_per_request(run):

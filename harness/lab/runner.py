@@ -32,9 +32,9 @@ LOAD_EXTRA_WAIT_S = 60  # beyond the load options' stop time before the load too
 TAIL_SAMPLES = 2  # sampler ticks kept running after k6 ends, to see connections drain
 
 
-def no_plan(step: Step) -> dict:
-    """What the lab knows of a step without a model: nothing predicted, no estimate of its duration."""
-    return {"model": None, "model_version": None, "expected_ms": None}
+def no_plan(steps: list[Step]) -> dict[str, dict]:
+    """What the lab knows of steps without a model: nothing predicted, no estimate of their duration."""
+    return {s.id: {"model": None, "model_version": None, "expected_ms": None, "expected_requests": None} for s in steps}
 
 
 @dataclass
@@ -47,10 +47,11 @@ class Outcome:
 
 
 def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = False, backend: str = "local",
-                dashboard: bool = False, plan: Callable[[Step], dict] = no_plan, spec=None) -> list[Outcome]:
+                dashboard: bool = False, plan: Callable[[list[Step]], dict] = no_plan, spec=None) -> list[Outcome]:
     """Validate everything first, then run the steps that are not complete yet (all with `force`); complete steps
-    measured with another configuration than the spec's (fingerprint.py) are refused unless forced. `plan(step)`
-    gives each step's prediction and expected duration; `spec` a spec already loaded (e.g. with another server)."""
+    measured with another configuration than the spec's (fingerprint.py) are refused unless forced. `plan(steps)`
+    gives each step's prediction and expected duration (harness.plan); `spec` a spec already loaded (e.g. with
+    your own server)."""
     preflight.check_data_root()
     spec = spec or load_spec(chapter)
     name, chapter = chapter, spec.chapter  # a spec given as a path is stored under its file name
@@ -71,7 +72,7 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
         return []
     tools = {name: load_tool(name) for name in sorted({s.load["tool"] for s in todo if s.kind == "load"})}  # refuse a missing tool now
     check_services(todo, backend)  # each kind's tools and launches, and every port free
-    plans = {s.id: plan(s) for s in todo}
+    plans = plan(todo)
     estimates = [(plans[s.id]["expected_ms"] or 0) / 1000 for s in todo]
     say(f"{spec.title}: {len(todo)} step(s), expected to take {_clock(sum(estimates))}" if all(estimates) else
         f"{spec.title}: {len(todo)} step(s)")
@@ -107,7 +108,7 @@ def _result_line(outcome: Outcome) -> str:
 def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file: str = "",
              plan: dict | None = None) -> Outcome:
     writer = store.StepWriter(step.chapter, step.id)
-    plan = plan or no_plan(step)
+    plan = plan or no_plan([step])[step.id]
     meta = _base_meta(step, backend, tool, plan)
     fingerprint.stamp(meta, step, spec_file)
     began = time.monotonic()
@@ -289,6 +290,7 @@ def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:
         "model": plan["model"],
         "model_version": plan["model_version"],
         "expected_ms": plan["expected_ms"],
+        "expected_requests": plan["expected_requests"],
         "jvm_options": list(JVM_OPTIONS) if SERVER in step.services else [],
         "versions": ({tool.name: tool.version()} if tool else {}) | {"python": sys.version.split()[0]},
         "machine": system.machine(),

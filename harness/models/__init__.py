@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from harness.lab.spec import Step
 from harness.lab.units import duration_ms
 from harness.models.closed_loop import ThroughputPrediction, is_closed_loop, predict_throughput
-from harness.models.duration import STARTUP_ALLOWANCE_MS, estimate  # noqa: F401  (STARTUP_…: the runner's message)
+from harness.models.duration import estimate
 from harness.models.spike import Prediction, predict_spike
 from harness.models.work import WorkPrediction, is_work, predict_work
 

@@ -24,7 +24,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field, replace
 
-from harness.lab.spec import Step, peak_vus
+from harness.lab.spec import SERVER, Step, peak_vus
 from harness.lab.units import duration_ms
 from harness.models.bounds import bounds_per_s
 from harness.models.closed_loop import closed_loop_rps, is_closed_loop, predict_throughput
@@ -33,7 +33,6 @@ from harness.models.spike import connection_ceiling, server_of, simulate
 from harness.models.work import demand, is_work, predict_work, server_cores
 
 FIT_CHAPTERS = ("chapter1", "chapter2", "chapter4", "chapter6")  # where the generic constants were measured
-SERVER = "server"  # the sample server's service name (harness.lab.services.config.SERVER)
 TAIL_SAMPLES = 2  # sampler ticks after the load (harness.lab.runner.TAIL_SAMPLES; a test keeps the two equal)
 ROWS_LIMIT = 20000  # record = "auto" keeps rows up to this many requests asked (recording.AUTO_MAX_REQUESTS)
 STARTUP_ALLOWANCE_MS = 4000  # the estimate this module replaces: 4 s a step plus the model's minimum (the "before")
@@ -125,9 +124,8 @@ def template_key(knobs: dict) -> tuple:
 # ---- start ------------------------------------------------------------------------------------------------------
 
 def needs_server(step: Step) -> bool:
-    """The sample server runs when the load goes to it or a service proxies to it."""
-    return (step.load or {}).get("target", SERVER) == SERVER or any(
-        knobs.get("upstream") == SERVER for knobs in step.services.values())
+    """The sample server runs when the step's graph has it (the load goes to it, or a service proxies to it)."""
+    return SERVER in step.services
 
 
 def cpus(step: Step, name: str) -> float:
@@ -160,7 +158,7 @@ def service_start_ms(step: Step, name: str, template_cold: bool = False) -> int:
 
 def start_phase(step: Step, template_cold: bool = False) -> int:
     total = SAMPLERS_START_MS + (HOSTS_MS if step.system.get("network") == "hosts" else 0)
-    total += sum(service_start_ms(step, name, template_cold) for name in step.services)
+    total += sum(service_start_ms(step, name, template_cold) for name in step.services if name != SERVER)
     return total + (server_start_ms(step) if needs_server(step) else 0)
 
 
@@ -206,8 +204,7 @@ def one_request(step: Step) -> bool:
 
 def modelled_target(step: Step) -> bool:
     """The spike and closed-loop models know the sample server (platform or virtual threads) and a webflux service."""
-    target = step.load.get("target", SERVER)
-    return target == SERVER or step.services.get(target, {}).get("kind") == "webflux"
+    return bool(step.target_model) and step.target_model.get("sleep_ms") is not None
 
 
 def iterations_ms(step: Step) -> tuple[int, int]:

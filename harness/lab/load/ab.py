@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.lab.load.tool import LoadTool
 from harness import LabError
 from harness.lab.spec import Step
 from harness.lab.units import duration_ms
@@ -77,16 +78,16 @@ def ab_version(ab: Path) -> str:
     return match.group(1) if match else ""
 
 
-class AbTool:
+class AbTool(LoadTool):
     name = "ab"
 
-    def __init__(self):
-        self.binary = find_ab()
+    def find(self) -> Path:
+        return find_ab()
 
     def version(self) -> str:
         return ab_version(self.binary)
 
-    def command(self, step: Step, target: str, workdir: Path, dashboard: bool) -> tuple[list[str], dict]:
+    def command(self, step: Step, target: str, workdir: Path, dashboard: bool, part: int = 1) -> tuple[list[str], dict]:
         return ab_command(self.binary, step, target, workdir), {}
 
     def collect(self, workdir: Path, step: Step | None = None) -> pd.DataFrame | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.lab.load.tool import LoadTool
 from harness import EXPERIMENTS, TOOLS, LabError
 from harness.lab.load.options import load_plan, peak_vus
 from harness.lab.load.recording import (  # noqa: F401 (read_requests, PHASES: the k6 reader's API, kept here)
@@ -187,11 +188,11 @@ def merge_parts(workdir: Path, parts: int, vus: int = 0) -> None:
             path.unlink()
 
 
-class K6Tool:
+class K6Tool(LoadTool):
     name = "k6"
 
-    def __init__(self):
-        self.binary = find_k6()
+    def find(self) -> Path:
+        return find_k6()
 
     def version(self) -> str:
         return k6_version(self.binary)

@@ -1,6 +1,6 @@
 """k6's CSV output, streamed in chunks (never read whole), → one row per request or per-second series.
 
-The CSV contract (docs: /work/shared-notes/lab-v2-design.md): k6 writes one row per metric sample. Just before each
+The CSV contract (experiments/k6/lab.js writes it; docs/architecture.md shows where it fits): k6 writes one row per metric sample. Just before each
 request the script counts `lab_request_started`; k6 then writes `http_reqs` and the phase trends with the request's
 `status`, `error_code`, `error` (and `name`) tags and, as sample metadata (or extra tags in older k6), `vu`, `iter`
 and `req` (the request's index within its iteration; missing = 0). (vu, iter, req) is one request: the counter gives

@@ -26,6 +26,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from harness.lab.load.tool import LoadTool
 from harness import LabError
 from harness.lab.load.recording import Recording
 from harness.lab.spec import Step
@@ -104,16 +105,16 @@ def collect_summary(workdir: Path, step: Step | None = None) -> Recording | None
     return Recording("summary", totals=summary_totals(summary))
 
 
-class WrkTool:
+class WrkTool(LoadTool):
     name = "wrk"
 
-    def __init__(self):
-        self.binary = find_wrk()
+    def find(self) -> Path:
+        return find_wrk()
 
     def version(self) -> str:
         return wrk_version(self.binary)
 
-    def command(self, step: Step, target: str, workdir: Path, dashboard: bool) -> tuple[list[str], dict]:
+    def command(self, step: Step, target: str, workdir: Path, dashboard: bool, part: int = 1) -> tuple[list[str], dict]:
         return wrk_command(self.binary, step, target, workdir)
 
     def collect(self, workdir: Path, step: Step | None = None) -> Recording | None:

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from harness import LabError
-from harness.lab import placement
-from harness.lab.backends.docker.client import LABEL, check_daemon, container_name, docker, docker_env, image_labels
+from harness.lab.backends.docker import container as containers
+from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env, image_labels
 from harness.lab.backends.process import process_running, spawn, terminate
 from harness.lab.services import pgbinaries
 
@@ -43,32 +43,27 @@ def check_image() -> None:
         raise LabError(f"the PostgreSQL image {POSTGRES_TAG} holds other binaries than `invoke setup` pins: {rebuild}")
 
 
-def run_argv(step, service: str, data: Path, args: list[str]) -> list[str]:
-    """`docker run` for the step's postgres: host network and pids, the cluster's data directory mounted where it is,
-    its owner's uid, the service's placement; `args` are postgres's own (-D …, -c …)."""
+def options(data: Path) -> list[str]:
+    """postgres's own `docker run` options: the host's pids (postmaster.pid names a pid the harness sees), its data
+    directory mounted where it is, run as that directory's owner."""
     owner = os.stat(data)
-    return ["run", "--detach", "--name", container_name(step, service), "--label", f"{LABEL}=1",
-            "--label", f"{LABEL}.step={step.chapter}/{step.id}", "--network", "host", "--pid", "host",
-            "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{data}:{data}", *placement.docker_args(step, service),
-            POSTGRES_TAG, *args]
+    return ["--pid", "host", "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{data}:{data}"]
+
+
+def run_argv(step, service: str, data: Path, args: list[str]) -> list[str]:
+    """`docker run` for the step's postgres (harness.lab.backends.docker.container: host network, the service's
+    placement); `args` are postgres's own (-D …, -c …)."""
+    return containers.run_argv(step, service, POSTGRES_TAG, options(data), args)
 
 
 def start(step, service: str, data: Path, args: list[str], log: Path):
     """The container started; returns (its id, its postgres's host pid, the `docker logs` process writing `log`)."""
-    name = container_name(step, service)
-    docker("rm", "--force", name, check=False)  # a leftover of a run killed hard
+    container, pid = containers.start(step, service, POSTGRES_TAG, options(data), args)
     try:
-        container = docker(*run_argv(step, service, data, args)).stdout.strip()
-        pid = int(docker("inspect", "--format", "{{.State.Pid}}", container).stdout.strip())
         return container, pid, spawn(["docker", "logs", "--follow", container], docker_env(), log)
     except BaseException:  # no container may outlive a failed start
-        docker("rm", "--force", name, check=False)
+        containers.remove(container)
         raise
-
-
-def exit_code(container: str) -> int:
-    done = docker("inspect", "--format", "{{.State.ExitCode}}", container, check=False)
-    return int(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else -1
 
 
 def stop(container: str, pid: int, logs, wait_s: float) -> int:
@@ -79,9 +74,9 @@ def stop(container: str, pid: int, logs, wait_s: float) -> int:
             deadline = time.monotonic() + wait_s
             while process_running(pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
-        code = exit_code(container)
+        code = containers.exit_code(container)
     finally:
-        docker("rm", "--force", container, check=False)
+        containers.remove(container)
         terminate(logs)
     return code
 

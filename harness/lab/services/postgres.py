@@ -26,7 +26,8 @@ from harness import LabError, say
 from harness.lab import placement
 from harness.lab.samplers import CLOCK_TICKS, PAGE_SIZE, Sampler
 from harness.lab.services import pgauth, pgbinaries, pgcluster, pgcontainer
-from harness.lab.backends.process import process_running, spawn
+from harness.lab.backends.docker import container as containers
+from harness.lab.backends.process import spawn
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid
 
 TEMPLATE_SQL_DIR = "sample-server/src/main/resources/db"  # <template>-schema.sql, -data.sql, -indexes.sql, -drop-indexes.sql
@@ -279,7 +280,7 @@ class RunningPostgres(RunningService):
         return super().stop()
 
 
-class RunningPostgresContainer(RunningPostgres):
+class RunningPostgresContainer(containers.InContainer, RunningPostgres):
     """The step's postgres in a container (harness.lab.services.pgcontainer): its postmaster's host pid stands for
     the process; a fast shutdown and the container removed stop it."""
 
@@ -288,15 +289,8 @@ class RunningPostgresContainer(RunningPostgres):
         super().__init__(name, None, log, started, knobs, cluster, database, initdb_ms, prepared, lock)
         self.container, self.host_pid, self.logs = container, host_pid, logs
 
-    @property
-    def pid(self) -> int:
-        return self.host_pid
-
-    def alive(self) -> bool:
-        return process_running(self.host_pid)
-
     def exit_reason(self) -> str:
-        return f"the container's exit code {pgcontainer.exit_code(self.container)}"
+        return f"the container's exit code {containers.exit_code(self.container)}"
 
     def info(self) -> dict:
         return super().info() | {"container": self.container[:12], "image": pgcontainer.POSTGRES_TAG}

@@ -13,7 +13,7 @@ from harness.lab import system
 from harness.lab.backends.docker import container as containers
 from harness.lab.backends.docker.client import check_daemon, container_name, docker, docker_env, image_labels
 from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, jar_digest
-from harness.lab.backends.process import STOP_GRACE_S, StepFailed, listener, process_running
+from harness.lab.backends.process import STOP_GRACE_S, StepFailed, listener
 from harness.lab.samplers import Cgroup
 from harness.lab.services import sampleserver
 from harness.lab.services.sampleserver import RunningServer, knob
@@ -65,7 +65,7 @@ def start_container(step, service: str, knobs: dict, env: dict[str, str], log: P
     return ContainerServer(service, container, host_pid, image, log, knobs, step, started)
 
 
-class ContainerServer(RunningServer):
+class ContainerServer(containers.InContainer, RunningServer):
     """A server in a container; `pid` is its JVM's pid on the host, so /proc sampling works as for a local one."""
 
     backend = "docker"
@@ -75,13 +75,6 @@ class ContainerServer(RunningServer):
         super().__init__(name, None, log, started, knobs, "docker")
         self.container, self.image, self.host_pid, self.step = container, image, host_pid, step
         self.image_id = containers.inspect(container, "{{.Image}}")
-
-    @property
-    def pid(self) -> int:
-        return self.host_pid
-
-    def alive(self) -> bool:
-        return process_running(self.host_pid)
 
     def exit_reason(self) -> str:
         code, oom = containers.inspect(self.container, "{{.State.ExitCode}} {{.State.OOMKilled}}").split()

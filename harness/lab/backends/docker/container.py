@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.lab import placement
 from harness.lab.backends.docker.client import LABEL, container_name, docker
+from harness.lab.backends.process import process_running
 
 
 def run_argv(step, service: str, image: str, options: list[str], command: list[str]) -> list[str]:
@@ -45,6 +46,20 @@ def exit_code(container: str) -> int:
 
 def remove(container: str) -> None:
     docker("rm", "--force", container, check=False)
+
+
+class InContainer:
+    """A running service's process facts when it runs in a container (mixed in before RunningService): its main
+    process's pid on the host (the lab samples /proc there as for a local process), alive while that runs."""
+
+    host_pid: int
+
+    @property
+    def pid(self) -> int:
+        return self.host_pid
+
+    def alive(self) -> bool:
+        return process_running(self.host_pid)
 
 
 def namespace_pid(host_pid: int) -> int:

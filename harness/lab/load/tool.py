@@ -1,0 +1,28 @@
+"""The one interface of the lab's load tools (k6, ab, wrk)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LoadTool:
+    """What the runner asks of a load generator: its binary (found when made: a clear error names what to install),
+    its version for step.json, the command of one process of a step, and what it recorded."""
+
+    name = "tool"
+
+    def __init__(self):
+        self.binary = self.find()
+
+    def find(self) -> Path:
+        raise NotImplementedError
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def command(self, step, target: str, workdir: Path, dashboard: bool, part: int = 1) -> tuple[list[str], dict]:
+        """The argv and environment of process `part` (1 unless load.processes splits the test: k6 only)."""
+        raise NotImplementedError
+
+    def collect(self, workdir: Path, step=None):
+        """The step's recording (harness.lab.load.recording.Recording, or ab's rows), None when it wrote nothing."""
+        raise NotImplementedError

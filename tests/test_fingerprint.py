@@ -14,7 +14,7 @@ import pytest
 from conftest import LIMITS
 from harness import DATA, EXPERIMENTS, LabError
 from harness.lab import fingerprint, interrupts, preflight, store
-from harness.lab.spec import load_spec, parse_spec
+from harness.lab.spec import chapters, load_spec, parse_spec
 
 SMOKE = {"defaults": {"server": {"SLEEP_MS": 1000}, "load": {"vus": 10}},
          "step": [{"id": "waves", "load": {"connection_reuse": False}}]}
@@ -41,13 +41,22 @@ def record(data_dir: Path, step, chapter="t", status="complete", fingerprinted=T
     return meta
 
 
-@pytest.mark.parametrize("chapter", ["smoke", "chapter1", "chapter2", "chapter3"])
+@pytest.mark.parametrize("chapter", [c for c in chapters() if (DATA / c).is_dir()])
 def test_committed_data_is_up_to_date_with_its_spec(chapter, monkeypatch):
-    """Steps recorded before fingerprints existed are compared by config: none of the committed ones is stale."""
+    """Every committed step is complete, intact and still its spec's: measured with today's configuration, load tool,
+    scripts and inputs (the services' code and data files)."""
     monkeypatch.setenv("LAB_DATA_DIR", str(DATA))
     for step in load_spec(chapter).steps:
         state = fingerprint.state(chapter, step, None, versions())
         assert state.status == "complete", (step.id, state)
+
+
+@pytest.mark.parametrize("chapter", [c for c in chapters() if (DATA / c).is_dir()])
+def test_committed_data_comes_from_committed_code(chapter):
+    """A step measured from uncommitted code (git_commit ending in +dirty) cannot be checked out by anyone."""
+    dirty = [p.parent.name for p in sorted((DATA / chapter).glob("*/step.json"))
+             if json.loads(p.read_text()).get("git_commit", "").endswith("+dirty")]
+    assert not dirty, f"{chapter}: measured from uncommitted code: {', '.join(dirty)}"
 
 
 def test_an_edited_knob_makes_the_step_stale_naming_the_key(data_dir):
@@ -66,9 +75,27 @@ def test_keys_a_step_recorded_before_they_existed_count_only_off_their_default(d
         del meta["config"]["system"][key]
     del meta["config"]["container"]
     (data_dir / "t" / "waves" / "step.json").write_text(json.dumps(meta))
-    assert fingerprint.state("t", step, None, versions()).status == "complete"
+    not_vouched = fingerprint.input_changes(None, {})  # no fingerprint: its inputs were not recorded
+    assert fingerprint.state("t", step, None, versions()).changes == not_vouched
     unsampled = step_of(SMOKE | {"step": [{"id": "waves", "system": {"sampling": False}, "load": {"connection_reuse": False}}]})
-    assert fingerprint.state("t", unsampled, None, versions()).changes == ["system.sampling: (unset) → false"]
+    assert fingerprint.state("t", unsampled, None, versions()).changes == ["system.sampling: (unset) → false", *not_vouched]
+
+
+def test_an_edited_input_makes_the_step_stale_naming_the_service(data_dir, tmp_path):
+    """A database's SQL file edited since the step ran: stale, naming the service (its knobs did not change)."""
+    import shutil
+
+    sql = tmp_path / "sql"
+    shutil.copytree(Path(__file__).parent / "samples" / "postgres", sql)
+    raw = {"defaults": {"load": {"vus": 1}, "services": {"db": {"kind": "postgres", "template": "standin",
+                                                               "sql_dir": str(sql), "port": 38199}}},
+           "step": [{"id": "waves"}]}
+    step = parse_spec("t", raw, Path("t.toml"), LIMITS).steps[0]
+    record(data_dir, step)
+    assert fingerprint.state("t", step, None, versions()).status == "complete"
+    (sql / "standin-data.sql").write_text((sql / "standin-data.sql").read_text() + "\n-- edited\n")
+    state = fingerprint.state("t", step, None, versions())
+    assert state.status == "stale" and state.changes == ["inputs: db.cluster changed since the step ran"]
 
 
 def test_new_sections_are_compared_key_by_key():

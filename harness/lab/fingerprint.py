@@ -5,7 +5,10 @@ step.json's `fingerprint` = {"sha256": …, "parts": {…}} over everything that
   step.json's `config` holds, whatever sections it has: server, load, system, container, services, placement …);
 - `load_tool`: the load generator and its version ("k6 v1.8.1");
 - `scripts`: the sha256 of each file under experiments/k6/ (k6 steps: the code that builds the load);
-- `record`: the recording format the step asks for (one row per request, or per-second series).
+- `record`: the recording format the step asks for (one row per request, or per-second series);
+- `inputs`: per service of the step's graph, what of it shapes results besides its knobs (ServiceKind.inputs: the
+  sample server's and the other Java services' sources, your jar, a database's SQL files and binaries, nginx's
+  version), as digests.
 
 Whether a complete step still belongs to today's spec is decided by `changes()`: the stored `config` is compared with
 today's key by key (so a step recorded before a key existed stays up to date while that key keeps today's default),
@@ -67,8 +70,27 @@ def of(step, config: dict, tool_name: str | None, tool_version: str | None) -> d
         "load_tool": f"{tool_name} {tool_version}" if load_step else None,
         "scripts": scripts() if load_step and tool_name == "k6" else None,
         "record": record_format(step),
+        "inputs": inputs(step),
     }
     return {"sha256": sha256(parts), "parts": parts}
+
+
+def inputs(step) -> dict[str, dict[str, str]]:
+    """Each service's inputs (its kind's digests of code, data files, binaries)."""
+    from harness.lab.services.kinds import KINDS  # the kinds import the spec, which imports this module's callers
+
+    return {name: KINDS[knobs["kind"]].inputs(knobs) for name, knobs in step.services.items()}
+
+
+def input_changes(stored: dict | None, current: dict) -> list[str]:
+    """"inputs: <service>.<what> changed since the step ran" for each input that differs; a step recorded before
+    inputs were recorded cannot vouch for them."""
+    if stored is None:
+        return ["inputs: not recorded (measured before the lab recorded its services' code and data files): "
+                "re-run it to vouch for them"]
+    old, new = flatten(stored), flatten(current)
+    return [f"inputs: {key} {'changed' if key in old and key in new else 'added' if key in new else 'removed'} "
+            f"since the step ran" for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
 
 
 # ---- comparing ------------------------------------------------------------------------------------
@@ -148,7 +170,7 @@ def changes(step, meta: dict, backend: str | None, tool_version: Callable[[str],
                 found.append(f"{name}: {what} since the step ran")
     if "record" in parts and parts["record"] != record_format(step):
         found.append(f"record format: {parts['record']} → {record_format(step)}")
-    return found
+    return found + input_changes(parts.get("inputs"), inputs(step))
 
 
 # ---- a step's state --------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from harness.lab.netns import entered
 from harness.lab.typed import typed_values
 from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminate
 from harness.lab.build import maven_package
+from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command
 
 READY_TIMEOUT_S = 30
@@ -178,6 +179,11 @@ class ServiceKind:
     def check_steps(self, steps, backend: str) -> None:
         """Checks of the steps that run this kind, before anything starts (e.g. a launch they need)."""
 
+    def inputs(self, knobs: dict) -> dict[str, str]:
+        """What of this service shapes a step's results besides its knobs, as digests for the step's fingerprint: its
+        code (a Maven project's sources, your jar), its data files (a database's SQL), its binaries' version."""
+        return {}
+
     def build(self) -> str | None:
         """`invoke setup`: build what the kind runs (a jar); returns a line for setup's report, None when nothing."""
         return None
@@ -230,6 +236,9 @@ class JarServiceKind(ServiceKind):
     def build(self) -> str:
         maven_package(self.project, f"{self.title} ({self.project.name}/)")
         return f"{self.name}: {self.jar}"
+
+    def inputs(self, knobs: dict) -> dict[str, str]:
+        return {"code": tree_digest(self.project / "src", self.project / "pom.xml")}
 
     def check(self, service: str, k: dict, where: str, problems: list[str]) -> None:
         check_listening(k, ("port", "management_port"), f"{where}: services.{service}", problems)

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from functools import cache
 from pathlib import Path
 
 from harness.lab.backends.process import PASSED_ENV, listener, spawn
@@ -42,6 +43,16 @@ def parse_stub_status(text: str) -> dict[str, int]:
     if not match:
         raise ValueError(f"not a stub_status page: {text[:200]!r}")
     return dict(zip(STUB_METRICS, map(int, match.groups()), strict=True))
+
+
+@cache
+def nginx_version(binary: str | None) -> str:
+    """`nginx -v`'s version (it prints to stderr), "missing" without a binary."""
+    if not binary:
+        return "missing"
+    out = subprocess.run([binary, "-v"], capture_output=True, text=True).stderr
+    match = re.search(r"nginx/(\S+)", out)
+    return match.group(1) if match else out.strip()
 
 
 def nginx_binary() -> str | None:
@@ -149,6 +160,9 @@ class NginxKind(ServiceKind):
     def check_tools(self, backend: str) -> None:
         require("nginx", nginx_binary(), PACKAGE)
 
+    def inputs(self, knobs: dict) -> dict[str, str]:
+        return {"version": nginx_version(nginx_binary())}
+
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningNginx:
         run_dir = ctx.workdir / f".{service}-run"  # pid and temp files; removed when stopped
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -227,9 +241,7 @@ class RunningNginx(RunningService):
         return {self.name: self.pid} | {f"{self.name}.worker{n}": pid for n, pid in enumerate(workers, start=1)}
 
     def info(self) -> dict:
-        out = subprocess.run([self.binary, "-v"], capture_output=True, text=True).stderr
-        match = re.search(r"nginx/(\S+)", out)
-        return {"version": match.group(1) if match else out.strip(), "config": f"{self.name}.conf"}
+        return {"version": nginx_version(self.binary), "config": f"{self.name}.conf"}
 
     def stop(self) -> int:
         try:

@@ -92,6 +92,12 @@ class PostgresKind(ServiceKind):
                             f"for superusers, {SAMPLER_CONNECTIONS} for the harness's sampler); raise max_connections "
                             f"or lower the pool")
 
+    def inputs(self, knobs: dict) -> dict[str, str]:
+        """The cluster a step's clone comes from: the binaries' version, the template's SQL files, its row count and
+        how it is loaded (pgcluster.cluster_key)."""
+        files = pgcluster.sql_files(knobs["sql_dir"], knobs["template"])
+        return {"cluster": pgcluster.cluster_key(knobs["template"], knobs["rows"], files)}
+
     def endpoint(self, knobs: dict) -> tuple[str, int]:
         return "127.0.0.1", knobs["port"]
 

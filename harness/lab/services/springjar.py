@@ -21,6 +21,7 @@ from pathlib import Path
 
 from harness import ROOT, say
 from harness.lab.backends.process import listener
+from harness.lab.integrity import sha256
 from harness.lab.jdk import check_java_home, java_command, java_major, virtual_threads_java
 from harness.lab.samplers import ActuatorSampler
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, check_listening, latest, spawn_java
@@ -102,6 +103,10 @@ class SpringJarKind(ServiceKind):
         elif spring_boot_manifest(jar_path(k)) is None:
             problems.append(f"{at}.path {k['path']} is not an executable Spring Boot jar (its manifest names no "
                             f"Start-Class: build it with spring-boot-maven-plugin's repackage or bootJar)")
+
+    def inputs(self, knobs: dict) -> dict[str, str]:
+        path = jar_path(knobs)
+        return {"jar": sha256(path) if path.is_file() else "missing"}
 
     def endpoint(self, knobs: dict) -> tuple[str, int]:
         return knobs["address"], knobs["port"]

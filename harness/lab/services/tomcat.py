@@ -12,6 +12,7 @@ accept-count and the keep-alive that decide who gets in (harness.models.spike).
 from __future__ import annotations
 
 from harness import SERVER_DIR, LabError
+from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command
 from harness.lab.samplers import ActuatorSampler
 from harness.lab.services import sampleserver, tomcat_container
@@ -31,6 +32,9 @@ class TomcatKind(ServiceKind):
     def build(self) -> str:
         sampleserver.build()
         return f"server: {sampleserver.JAR} (+ CDS archive); chapter 5's pair-room API: {sampleserver.PAIR_ROOM_JAR}"
+
+    def inputs(self, knobs: dict) -> dict[str, str]:
+        return {"code": tree_digest(SERVER_DIR / "src", SERVER_DIR / "pom.xml")}
 
     def endpoint(self, knobs: dict) -> tuple[str, int]:
         return knob(knobs, "SERVER_ADDRESS"), knob(knobs, "SERVER_PORT")

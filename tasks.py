@@ -185,6 +185,13 @@ def serve(c, port=4242):
             "clusters": "only the cached PostgreSQL clusters (.tools/postgres/clusters/) that no run is using"})
 def clean(c, data=False, clusters=False):
     """Remove build output and tools (and, with --data, results); --clusters removes only unused database clusters."""
+    from harness.lab.lock import holding
+
+    with _clear_errors(), holding("invoke clean"):  # never under a running run's feet
+        _clean(data, clusters)
+
+
+def _clean(data, clusters):
     if clusters:
         from harness.lab.services.pgcluster import clusters_root, remove_unused
 

@@ -211,11 +211,19 @@ def read_quota(path: Path) -> dict:
             "cpus": None if quota_us < 0 else round(quota_us / period_us, 4)}
 
 
-def _remove_leftovers(controller: Path) -> None:
-    for path in controller.glob(f"{CGROUP_PREFIX}*-*"):
+def _remove_leftovers(controller: Path | None) -> list[str]:
+    """The quota cgroups of harnesses that are gone (killed before they could remove them), removed; their names."""
+    removed = []
+    for path in controller.glob(f"{CGROUP_PREFIX}*-*") if controller else []:
         owner = path.name[len(CGROUP_PREFIX):].split("-", 1)[0]
         if owner.isdigit() and not Path(f"/proc/{owner}").exists():
             _rmdir(path)
+            removed.append(path.name)
+    return removed
+
+
+def remove_leftover_cgroups() -> list[str]:
+    return _remove_leftovers(cpu_controller())
 
 
 def _rmdir(path: Path) -> None:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness import LabError, say
-from harness.lab import backends, fingerprint, interrupts, netns, placement, preflight, store, system
+from harness.lab import backends, fingerprint, interrupts, lock, netns, placement, preflight, store, system
 from harness.lab.backends.process import StepFailed, spawn, terminate
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
@@ -54,7 +54,12 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     your own server)."""
     preflight.check_data_root()
     spec = spec or load_spec(chapter)
-    name, chapter = chapter, spec.chapter  # a spec given as a path is stored under its file name
+    with lock.holding(f"invoke run {chapter}"):
+        return _run(spec, chapter, step_ids, force, backend, dashboard, plan)
+
+
+def _run(spec, name: str, step_ids, force: bool, backend: str, dashboard: bool, plan) -> list[Outcome]:
+    chapter = spec.chapter  # a spec given as a path is stored under its file name
     steps = spec.select(step_ids)
     backends.check(backend)
     if backend != "docker" and any(s.container for s in steps):
@@ -123,8 +128,8 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
         meta["status"] = "complete"
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
-    except KeyboardInterrupt:
-        meta |= {"status": "failed", "reason": "interrupted by the user (Ctrl-C) in the middle of the step"}
+    except KeyboardInterrupt as err:
+        meta |= {"status": "failed", "reason": f"interrupted by {interrupts.interrupted_by(err)} in the middle of the step"}
         with interrupts.saving():
             where = _finish(writer, meta, began)
         say(f"    interrupted: what was measured is kept as a failed step in {where}")

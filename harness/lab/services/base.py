@@ -259,10 +259,17 @@ class JarServiceKind(ServiceKind):
         return spawn_java(service, [java_command(), "-jar", str(self.jar)], env, ctx)
 
 
+TEMP_DIR = ".tmp"  # in a step's work directory: its JVMs' java.io.tmpdir (Tomcat's work folders), removed with it
+
+
 def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     """A JVM of the step's (`cmd`: java and its arguments) under the step's placement and on the service's host, with
-    `env` and the variables every child gets, its log <service>.log; returns (process, log, started)."""
+    `env` and the variables every child gets, its log <service>.log, its temporary files in the step's work directory
+    (not /tmp, where they would outlive it); returns (process, log, started)."""
     log = ctx.workdir / f"{service}.log"
+    temp = ctx.workdir / TEMP_DIR / service
+    temp.mkdir(parents=True, exist_ok=True)
+    cmd = [cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
     started = time.monotonic()
     proc = spawn(ctx.command(service, cmd), {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, log)
     return proc, log, started

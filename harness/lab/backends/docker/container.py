@@ -5,6 +5,7 @@ next run when a harness was killed). The service's kind gives the image and its 
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness.lab import placement
@@ -17,7 +18,8 @@ def run_argv(step, service: str, image: str, options: list[str], command: list[s
     under the service's placement; `options` are the kind's own (limits, env, user, volumes), `command` what the
     image runs (nothing: its entrypoint)."""
     return ["run", "--detach", "--name", container_name(step, service), "--label", f"{LABEL}=1",
-            "--label", f"{LABEL}.step={step.chapter}/{step.id}", "--network", "host",
+            "--label", f"{LABEL}.step={step.chapter}/{step.id}", "--label", f"{LABEL}.pid={os.getpid()}",
+            "--network", "host",
             *placement.docker_args(step, service), *options, image, *command]
 
 

@@ -15,18 +15,22 @@ from contextlib import contextmanager
 
 from invoke import Exit, task
 
-from harness import DATA, ROOT, TOOLS, LabError
+from harness import DATA, ROOT, TOOLS, LabError, silence_stdout
 
 
 @contextmanager
 def _clear_errors():
-    """A LabError is the user's to fix: show its message, no traceback, exit 2."""
+    """A LabError is the user's to fix: show its message, no traceback, exit 2. Output piped into a reader that
+    stopped early (`| head -1`) ends the command quietly: the reader had what it wanted."""
     try:
         yield
     except LabError as err:
         raise Exit(f"error: {err}", code=2) from None
     except KeyboardInterrupt:
         raise Exit("interrupted: children stopped, partial data kept as a failed step", code=130) from None
+    except BrokenPipeError:
+        silence_stdout()
+        raise Exit(code=0) from None
 
 
 @task

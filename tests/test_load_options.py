@@ -86,7 +86,7 @@ def test_ramping_arrival_rate_asks_the_area_under_its_rate():
      "load.rate must be ≥ 1, got 0"),
     ({"executor": "ramping-vus", "stages": []}, "load.stages is empty"),
     (RAMP_RATE | {"stages": [{"duration": "soon", "target": 5}]}, "load.stages[1]: duration 'soon' is not a duration"),
-    (RAMP_RATE | {"stages": [{"duration": "5s", "target": -1}]}, "load.stages[1]: target must be a whole number ≥ 0"),
+    (RAMP_RATE | {"stages": [{"duration": "5s", "target": -1}]}, "load.stages[1]: target must be a whole number from 0 to 2,147,483,647, got -1"),
     (RAMP_RATE | {"stages": [{"duration": "5s", "target": 1, "rate": 2}]}, "load.stages[1]: unknown key 'rate'"),
     (RAMP_RATE | {"stages": ["5s"]}, "load.stages[1] must be a table"),
     (RAMP_RATE | {"stages": "5s"}, "load.stages must be list"),

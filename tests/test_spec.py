@@ -166,7 +166,7 @@ def test_redeploy_steps_take_starts_and_no_load():
     text = problems_of({"step": [{"id": "a", "kind": "redeploy", "starts": 0}, {"id": "b", "kind": "bench"},
                                  {"id": "c", "starts": 2, "load": {"vus": 1}},
                                  {"id": "d", "kind": "redeploy", "load": {"vus": 1}}]})
-    assert "starts must be a whole number ≥ 1" in text
+    assert "starts must be a whole number from 1 to 100, got 0" in text
     assert "kind must be one of load, redeploy" in text
     assert 'starts applies to kind = "redeploy" steps only' in text
     assert "a redeploy step sends no load" in text

@@ -4,34 +4,150 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import tempfile
 from pathlib import Path
 
-from harness import EXPERIMENTS, ROOT, LabError, say
+from harness import EXPERIMENTS, ROOT, TOOLS, LabError, say
 from harness.lab import store
+from harness.lab.load.options import requests_asked, scheduled_ms, stop_ms
+from harness.lab.load.recording import record_mode
 from harness.lab.services import pgshm
+
+# What a step writes into the data directory, as rough upper bounds (measured on this lab's own data):
+RAW_BYTES_PER_REQUEST = 1536  # k6's CSV (ab's TSV) while the step runs, deleted once read: 1.08 kB a request in
+# tests/samples/k6-lab.csv.gz, more with error texts; a test split over k6 processes is merged, so twice that then
+ROW_BYTES_PER_REQUEST = 32  # requests.parquet's small format: 6-13 B a request in data/chapter2, 3 and 6
+SERIES_BYTES_PER_SECOND = 2048  # per-second recording (series, outcomes, latency): at most 0.6 kB/s in data/
+SAMPLE_BYTES = 1024  # one tick of the samplers (ss, actuator, process, cpu, each service's): ~0.3 kB in data/
+STEP_BYTES = 4 * 2**20  # step.json, the tool's summary, compressed logs: at most 0.25 MB a step in data/
+DISK_RESERVE = 256 * 2**20  # left free: a full disk stops more than the lab
+# Requests per second one k6 process can issue at most: chapter 6's fastest k6 steps measured about 5,100/s on its
+# 2-core machine (k6 itself the bottleneck); twice that bounds a closed loop on a faster machine.
+K6_MAX_RATE = 10_000
 
 
 def check_data_root() -> Path:
     """LAB_DATA_DIR (or data/) must be a directory this user can write, or a path one can be created at."""
+    if "LAB_DATA_DIR" in os.environ and not os.environ["LAB_DATA_DIR"].strip():
+        raise LabError("LAB_DATA_DIR is set but empty (it would write into the working directory): unset it for "
+                       "data/, or point it at a directory")
     root = store.data_root()
     where = f"LAB_DATA_DIR={root}" if "LAB_DATA_DIR" in os.environ else f"the data directory {root}"
-    if root.exists() and not root.is_dir():
-        raise LabError(f"{where} is a file, not a directory: point LAB_DATA_DIR at a directory "
-                       f"(it is created if missing)")
-    existing = root
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise LabError(f"{where} cannot be created: {existing} is a file, not a directory")
+    problem = folder_problem(root, where)
+    if problem:
+        raise LabError(f"{problem}: point LAB_DATA_DIR at a directory you can write (it is created if missing)")
+    return root
+
+
+def folder_problem(folder: Path, where: str) -> str | None:
+    """Why `folder` cannot hold what the lab writes (a file, under a file, not writable), or None when it can: it is a
+    directory this user can write a file into, or the nearest existing folder above it is."""
+    existing = folder
     try:
+        if folder.exists() and not folder.is_dir():
+            return f"{where} is a file, not a directory"
+        existing = nearest_existing(folder)
+        if not existing.is_dir():
+            return f"{where} cannot be created: {existing} is a file, not a directory"
         with tempfile.TemporaryFile(dir=existing):
             pass
-    except OSError as err:
-        raise LabError(f"{where} is not writable ({existing}: {err.strerror}): point LAB_DATA_DIR at a directory "
-                       f"you can write") from None
-    return root
+    except (OSError, ValueError) as err:  # a read-only filesystem, no permission, a name too long
+        return f"{where} is not writable ({existing}: {getattr(err, 'strerror', None) or err})"
+    return None
+
+
+def nearest_existing(path: Path) -> Path:
+    """`path`, or the nearest folder above it that exists."""
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_environment(steps) -> None:
+    """Before anything starts, every problem of this machine for these steps in one message: the chapter's folder in
+    the data directory, the PostgreSQL clusters' folder (steps with a postgres service) and the free disk space."""
+    if not steps:
+        return
+    problems: list[str] = []
+    for chapter in sorted({step.chapter for step in steps}):
+        if problem := folder_problem(store.data_root() / chapter, f"the chapter's folder {store.data_root() / chapter}"):
+            problems.append(problem)
+    if any(knobs.get("kind") == "postgres" for step in steps for knobs in step.services.values()):
+        problems += cluster_problems()
+    if not problems and (problem := disk_problem(steps)):
+        problems.append(problem)
+    if problems:
+        raise LabError("this machine cannot run these steps yet:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def cluster_problems() -> list[str]:
+    """The folder of the cached PostgreSQL clusters (services.pgcluster.clusters_root: LAB_PG_CLUSTERS, else
+    .tools/postgres/clusters) must be writable, and so must every cluster and lock file in it: a cluster another user
+    made (root's, before a run as someone else) cannot be locked, used or replaced."""
+    named = os.environ.get("LAB_PG_CLUSTERS")
+    root = Path(named or TOOLS / "postgres" / "clusters")
+    where = f"LAB_PG_CLUSTERS={named}" if named else f"the PostgreSQL clusters' folder {root}"
+    hint = "give this run clusters of its own with LAB_PG_CLUSTERS=<a directory you can write>"
+    if problem := folder_problem(root, where):
+        return [f"{problem}: {hint}"]
+    theirs = [entry for entry in sorted(root.iterdir()) if not os.access(entry, os.W_OK)] if root.is_dir() else []
+    if theirs:
+        owner = _owner_name(theirs[0])
+        return [f"{where} holds clusters this user (uid {os.geteuid()}) cannot use: {', '.join(p.name for p in theirs[:3])}"
+                f"{' …' if len(theirs) > 3 else ''} belong to {owner}; run as {owner}, or {hint}"]
+    return []
+
+
+def _owner_name(path: Path) -> str:
+    uid = path.stat().st_uid
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def requests_bound(load: dict) -> int:
+    """At most how many requests a step's load issues: what its k6 processes can issue in the scheduled time, and no
+    more than it asks when that is fixed (iterations, or rate × duration; constant-vus and ramping-vus loop as fast as
+    the server answers). ab sends the iterations it is given."""
+    if load["tool"] == "ab":
+        return requests_asked(load)
+    most = int(scheduled_ms(load) / 1000 * K6_MAX_RATE * load.get("processes", 1))
+    return most if load["executor"] in ("constant-vus", "ramping-vus") else min(requests_asked(load), most)
+
+
+def step_bytes(step) -> tuple[int, int]:
+    """(what the step keeps, what it writes besides while it runs) in bytes, as upper bounds."""
+    if step.kind != "load":
+        return STEP_BYTES, 0
+    requests, seconds = requests_bound(step.load), stop_ms(step.load) / 1000
+    tool = step.load["tool"]
+    raw = 0 if tool == "wrk" else requests * RAW_BYTES_PER_REQUEST * (2 if step.load.get("processes", 1) > 1 else 1)
+    mode = "summary" if tool == "wrk" else "requests" if tool == "ab" else record_mode(step.system["record"],
+                                                                                       step.requests_asked)
+    rows = {"requests": requests * ROW_BYTES_PER_REQUEST, "seconds": seconds * SERIES_BYTES_PER_SECOND}.get(mode, 0)
+    samples = seconds * 1000 / step.system["sample_interval_ms"] * SAMPLE_BYTES if step.system["sampling"] else 0
+    return int(STEP_BYTES + rows + samples), int(raw)
+
+
+def disk_problem(steps) -> str | None:
+    """Whether the data directory's filesystem has room for what these steps write: all they keep, plus the most one
+    writes while it runs (the load tool's raw output, read back and deleted after its step)."""
+    sizes = {step.id: step_bytes(step) for step in steps}
+    largest = max(sizes, key=lambda s: sizes[s][1], default=None)
+    need = sum(kept for kept, _ in sizes.values()) + (sizes[largest][1] if largest else 0) + DISK_RESERVE
+    root = store.data_root()
+    free = shutil.disk_usage(nearest_existing(root)).free
+    if need <= free:
+        return None
+    mb = 2**20
+    return (f"the data directory {root} has {free / mb:,.0f} MB free, and these {len(steps)} step(s) may need up to "
+            f"{need / mb:,.0f} MB (the most at once for step {largest}: {sizes[largest][1] / mb:,.0f} MB of the load "
+            f"tool's raw output while it runs, deleted once read; {DISK_RESERVE // mb} MB kept free): free some space, "
+            f"run fewer steps (--step), or point LAB_DATA_DIR at a larger filesystem")
 
 
 def spec_file(path: Path) -> str:

@@ -68,6 +68,7 @@ def _run(spec, name: str, step_ids, force: bool, backend: str, dashboard: bool, 
     preflight.check_spec_home(spec)
     preflight.clean_leftovers(chapter)
     todo = fingerprint.todo(chapter, name, steps, backend, force)
+    preflight.check_environment(todo)  # the chapter's folder, the postgres clusters' folder, free disk space
     placement.preflight(todo, backend)  # names it starts, and root for a local quota
     _check_hosts(todo)
     skipped = len(steps) - len(todo)

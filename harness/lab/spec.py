@@ -17,7 +17,7 @@ from harness.lab import system
 from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
 from harness.lab.placement import check_placement, merge_placement
 from harness.lab.services.base import SERVER
-from harness.lab.typed import typed_values
+from harness.lab.typed import table_value, text_value, typed_values
 from harness.lab.units import memory_bytes
 
 # Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
@@ -55,15 +55,17 @@ SERVER_DEFAULTS = {
     "MANAGEMENT_PORT": 8081,
     "SERVER_ADDRESS": "127.0.0.1",
 }
-SYSTEM_KEYS: dict[str, tuple[type, int | None]] = {
+SYSTEM_KEYS: dict[str, tuple] = {  # (type, minimum[, maximum]): harness.lab.typed
     "raise_somaxconn": (bool, None),  # raise net.core.somaxconn to the accept-count when lower
     "allow_fd_exhaustion": (bool, None),  # the step deliberately probes the open-files limit
-    "sample_interval_ms": (int, 50),
+    "sample_interval_ms": (int, 50, 60_000),  # a sampler seeing a step less than once a minute sees nothing of it
     "sampling": (bool, None),  # false: no ss/Actuator/process samplers (chapter 2: do they change results?)
     "launch": (str, None),  # how the local JVM starts: auto (CDS when `invoke setup` made it), cds, jar
     "record": (str, None),  # per-request rows or per-second series (harness.lab.load.recording); auto: by size
     "network": (str, None),  # loopback, or hosts: the load tool and each service on a host of its own (lab.netns)
-    "link_delay_ms": (int, 0),  # hosts: a delay on every host's link (tc netem; refused where the kernel lacks it)
+    # hosts: a delay on every host's link (tc netem; refused where the kernel lacks it); at most 10 s, 30 times the
+    # longest round trip across the Earth
+    "link_delay_ms": (int, 0, 10_000),
 }
 SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500,
                    "sampling": True, "launch": "auto", "record": "auto", "network": "loopback", "link_delay_ms": 0}
@@ -88,6 +90,8 @@ FD_RESERVE = 200
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 FINDING_ID = re.compile(r"^F\d{3}-[a-z]$")
 MIN_CONTAINER_MEMORY = 6 * 2**20  # docker refuses less
+MAX_STARTS = 100  # a redeploy step's fresh servers: seconds each; chapter 2 times 10
+_LOADING: list[Path] = []  # the specs being read now (same_as reads another spec inside one)
 
 
 @dataclass(frozen=True)
@@ -192,14 +196,16 @@ def chapters() -> list[str]:
 
 def spec_path(chapter: str) -> Path:
     """experiments/<chapter>.toml; a path to a .toml elsewhere also works (the tests' scaled profiles)."""
+    path = Path(chapter) if chapter.endswith(".toml") else EXPERIMENTS / f"{chapter}.toml"
+    try:
+        found = path.is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte: no file either
+        found = False
+    if found:
+        return path
     if chapter.endswith(".toml"):
-        if not Path(chapter).exists():
-            raise LabError(f"no spec file {chapter}")
-        return Path(chapter)
-    path = EXPERIMENTS / f"{chapter}.toml"
-    if not path.exists():
-        raise LabError(f"no experiment '{chapter}': known ones are {', '.join(chapters()) or 'none'}")
-    return path
+        raise LabError(f"no spec file {chapter}")
+    raise LabError(f"no experiment '{chapter}': known ones are {', '.join(chapters()) or 'none'}")
 
 
 def load_spec(chapter: str, limits: dict | None = None) -> Spec:
@@ -209,7 +215,15 @@ def load_spec(chapter: str, limits: dict | None = None) -> Spec:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
         raise LabError(f"{path.name}: not valid TOML: {err}") from None
-    return parse_spec(path.stem, raw, path, limits or machine_limits())
+    except (OSError, UnicodeDecodeError) as err:
+        raise LabError(f"{path}: cannot be read: {err}") from None
+    if path.resolve() in _LOADING:  # same_as from spec to spec back to one still being read
+        raise LabError(f"{path.name} is reached again through same_as: specs' same_as must not go round in a circle")
+    _LOADING.append(path.resolve())
+    try:
+        return parse_spec(path.stem, raw, path, limits or machine_limits())
+    finally:
+        _LOADING.pop()
 
 
 def machine_limits() -> dict:
@@ -224,35 +238,50 @@ def machine_limits() -> dict:
 def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     problems: list[str] = []
     _unknown(raw, TOP_KEYS, "top level", problems)
-    defaults = raw.get("defaults", {})
+    title, description = (text_value(raw, key, chapter if key == "title" else "", "top level", problems)
+                          for key in ("title", "description"))
+    before = len(problems)
+    defaults = table_value(raw.get("defaults", {}), "[defaults]", problems)
     _unknown(defaults, set(SECTIONS) | {"findings", "services", "placement"}, "[defaults]", problems)
-    tables = raw.get("step", [])
-    if not tables:
-        problems.append("no [[step]] table: a spec needs at least one step")
     base = {section: _typed(section, defaults.get(section, {}), "[defaults]", problems) for section in SECTIONS}
-    base["findings"], base["services"] = defaults.get("findings", []), defaults.get("services", {})
+    base["findings"] = _findings(defaults.get("findings", []), "[defaults]", problems)
+    base["services"] = defaults.get("services", {})
     base["placement"] = merge_placement({}, defaults.get("placement", {}), "[defaults]", problems)
-    spec = Spec(chapter, raw.get("title", chapter), raw.get("description", ""), path)
-    tables = _expand_repeats(tables, problems)
+    complete = len(problems) == before  # steps on defaults with a problem lack what it set: their limits wait
+    spec = Spec(chapter, title, description, path)
+    tables = _expand_repeats(_step_tables(raw.get("step", []), problems), problems)
     seen: set[str] = set()
     for n, table in enumerate(tables, start=1):
-        where = f"step {table.get('id', f'#{n}')!s}"
-        _unknown(table, STEP_KEYS, where, problems)
         step_id = table.get("id")
-        if not isinstance(step_id, str) or not STEP_ID.match(step_id):
+        where = f"step {step_id if isinstance(step_id, str) and step_id else f'#{n}'}"
+        _unknown(table, STEP_KEYS, where, problems)
+        if not isinstance(step_id, str) or not STEP_ID.fullmatch(step_id):
             problems.append(f"{where}: id must be lower-case letters, digits and '-' (got {step_id!r})")
         elif step_id in seen:
             problems.append(f"{where}: id is used twice")
         seen.add(str(step_id))
         step_base = _same_as_base(table.get("same_as"), base, path, limits, where, problems)
         step = _resolve(chapter, table, step_base, n, len(tables), where, problems)
-        if step:
+        if step and complete:
             _check_limits(step, limits, where, problems)
             spec.steps.append(replace(step, limits=dict(limits)))
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise LabError(f"{path.name} has {len(problems)} problem(s):\n{lines}")
     return spec
+
+
+def _step_tables(tables, problems: list[str]) -> list[dict]:
+    """`[[step]]`: a list of tables, at least one."""
+    if not isinstance(tables, list):
+        problems.append(f"step must be [[step]] tables, got {tables!r}")
+        return []
+    if not tables:
+        problems.append("no [[step]] table: a spec needs at least one step")
+    for n, table in enumerate(tables, start=1):
+        if not isinstance(table, dict):
+            problems.append(f"step #{n} must be a [[step]] table, got {table!r}")
+    return [table for table in tables if isinstance(table, dict)]
 
 
 def _expand_repeats(tables: list[dict], problems: list[str]) -> list[dict]:
@@ -263,7 +292,7 @@ def _expand_repeats(tables: list[dict], problems: list[str]) -> list[dict]:
         if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= 100:
             problems.append(f"step {table.get('id')}: repeat must be a whole number from 1 to 100, got {repeat!r}")
             repeat = 1
-        if "repeat" not in table:
+        if "repeat" not in table or not isinstance(table.get("id"), str):  # without an id: named as one step
             out.append(table)
             continue
         out += [{k: v for k, v in table.items() if k != "repeat"} | {"id": f"{table.get('id')}-{n}"}
@@ -275,7 +304,7 @@ def _same_as_base(reference, base: dict, path: Path, limits: dict, where: str, p
     """The settings a step starts from: this chapter's defaults, or another chapter's step (`same_as`)."""
     if reference is None:
         return base
-    chapter, _, step_id = str(reference).rpartition(":")
+    chapter, _, step_id = reference.rpartition(":") if isinstance(reference, str) else ("", "", "")
     if not chapter or not step_id:
         problems.append(f"{where}: same_as must be '<chapter>:<step id>', e.g. 'chapter3:f-10k-pv', got {reference!r}")
         return base
@@ -299,8 +328,16 @@ def _unknown(table: dict, allowed: set[str], where: str, problems: list[str]) ->
         problems.append(f"{where}: unknown key '{key}' (allowed: {', '.join(sorted(allowed))})")
 
 
+def _findings(findings, where: str, problems: list[str]) -> list[str]:
+    if not isinstance(findings, list) or not all(isinstance(f, str) and FINDING_ID.fullmatch(f) for f in findings):
+        problems.append(f"{where}: findings must be a list of IDs like 'F000-a', got {findings!r}")
+        return []
+    return findings
+
+
 def _typed(section: str, values: dict, where: str, problems: list[str]) -> dict:
     keys = SECTIONS[section]
+    values = table_value(values, f"{where}: {section}", problems)
     _unknown(values, set(keys), f"{where} [{section}]", problems)
     return typed_values(keys, {k: v for k, v in values.items() if k in keys}, f"{where}: {section}", problems)
 
@@ -309,12 +346,8 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     before = len(problems)
     merged = {s: {**base[s], **_typed(s, table.get(s, {}), where, problems)} for s in SECTIONS}
     system_ = {**SYSTEM_DEFAULTS, **merged["system"]}
-    findings = table.get("findings", base["findings"])
-    if not isinstance(findings, list) or not all(isinstance(f, str) and FINDING_ID.match(f) for f in findings):
-        problems.append(f"{where}: findings must be a list of IDs like 'F000-a', got {findings!r}")
-        findings = []
-    if not isinstance(table.get("role", ""), str):
-        problems.append(f"{where}: role must be a string, got {table['role']!r}")
+    findings = _findings(table.get("findings", base["findings"]), where, problems)
+    why, role = (text_value(table, key, "", where, problems) for key in ("why", "role"))
     kind, starts = _check_kind(table, where, problems)
     placement = merge_placement(base["placement"], table.get("placement", {}), where, problems)
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
@@ -330,9 +363,9 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
         problems.append(f"{where}: system.link_delay_ms needs system.network = \"hosts\" (loopback has no link to delay)")
     if len(problems) > before:
         return None
-    return Step(chapter, table["id"], table.get("why", ""), tuple(findings), merged["server"], load, system_, n, total,
-                kind, starts, table.get("same_as", ""), merged["container"], table.get("role", ""), services,
-                placement, target_model=target_model(services, load) if kind == "load" else None)
+    return Step(chapter, table.get("id", ""), why, tuple(findings), merged["server"], load, system_, n, total,
+                kind, starts, table.get("same_as", ""), merged["container"], role, services, placement,
+                target_model=target_model(services, load) if kind == "load" else None)
 
 
 def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]:
@@ -343,8 +376,8 @@ def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]
     starts = table.get("starts", 5 if kind == "redeploy" else 0)
     if kind == "load" and "starts" in table:
         problems.append(f"{where}: starts applies to kind = \"redeploy\" steps only")
-    elif kind == "redeploy" and (not isinstance(starts, int) or isinstance(starts, bool) or starts < 1):
-        problems.append(f"{where}: starts must be a whole number ≥ 1, got {starts!r}")
+    elif kind == "redeploy" and (not isinstance(starts, int) or isinstance(starts, bool) or not 1 <= starts <= MAX_STARTS):
+        problems.append(f"{where}: starts must be a whole number from 1 to {MAX_STARTS}, got {starts!r}")
     if kind == "redeploy" and "load" in table:
         problems.append(f"{where}: a redeploy step sends no load; remove its [load] table")
     return kind, starts if isinstance(starts, int) else 0

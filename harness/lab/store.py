@@ -6,11 +6,13 @@ one: then it goes to `.<step-id>.failed/` so nothing measured is lost and nothin
 """
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
 import re
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,8 +21,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness import DATA
+from harness import DATA, LabError
 from harness.lab import histogram
+from harness.lab.backends.process import StepFailed
 
 STEP_FILE = "step.json"
 LOAD_TABLES = ("requests", "ss", "actuator", "process")  # what a load step writes
@@ -87,6 +90,18 @@ def leftovers(chapter: str) -> list[tuple[Path, int]]:
     return [(p, int(m["pid"])) for p, m in found if m and p.is_dir()]
 
 
+@contextmanager
+def _writing(what: str, error: type[Exception] = StepFailed):
+    """A write into the step directory that fails (a full disk above all) ends the step with a clear reason (a
+    StepFailed, the run goes on), or the run with a LabError where not even that can be recorded."""
+    try:
+        yield
+    except OSError as err:
+        full = err.errno == errno.ENOSPC or "No space left" in str(err)  # pyarrow's errors may carry no errno
+        why = "the disk is full (no space left on device): free some space and run the step again" if full else err
+        raise error(f"could not write {what}: {why}") from None
+
+
 class StepWriter:
     """Collects a step's files in a temporary directory; `finish` moves them into place."""
 
@@ -95,24 +110,27 @@ class StepWriter:
         self.final = step_dir(chapter, step_id)
         self.path = self.final.parent / f".{step_id}.partial-{os.getpid()}"
         shutil.rmtree(self.path, ignore_errors=True)
-        self.path.mkdir(parents=True)
+        with _writing(f"the step directory {self.path}", LabError):
+            self.path.mkdir(parents=True)
         self.recording: dict | None = None  # step.json's `recording` once requests or series are written
 
     def table(self, name: str, rows: list[dict] | pd.DataFrame) -> None:
         frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
-        if name == "requests":
-            self.recording = write_requests(frame, self.path / "requests.parquet")
-            return
-        for column in COLUMNS[name]:
-            if column not in frame:
-                frame[column] = pd.Series(dtype="float64")
-        frame.to_parquet(self.path / f"{name}.parquet", index=False, compression="zstd")
+        with _writing(f"{name}.parquet into {self.path}"):
+            if name == "requests":
+                self.recording = write_requests(frame, self.path / "requests.parquet")
+                return
+            for column in COLUMNS[name]:
+                if column not in frame:
+                    frame[column] = pd.Series(dtype="float64")
+            frame.to_parquet(self.path / f"{name}.parquet", index=False, compression="zstd")
 
     def series(self, t0_ms: int, tables: dict[str, pd.DataFrame]) -> None:
         """The per-second tables (series, outcomes, latency: `second` offsets from t0_ms, no ts_ms column)."""
         self.recording = {"format": "seconds", "t0_ms": int(t0_ms)}
         for name in SERIES_TABLES:
-            _write_compact(tables[name], self.path / f"{name}.parquet", self.recording)
+            with _writing(f"{name}.parquet into {self.path}"):
+                _write_compact(tables[name], self.path / f"{name}.parquet", self.recording)
 
     def summary(self) -> None:
         """No table: the load tool gave totals only (wrk, in step.json's `requests`)."""
@@ -121,13 +139,16 @@ class StepWriter:
     def gzip(self, source: Path, name: str) -> None:
         """Compress a log into the step directory as <name>.gz and drop the original."""
         if source.exists():
-            with open(source, "rb") as raw, gzip.open(self.path / f"{name}.gz", "wb") as packed:
+            with _writing(f"{name}.gz into {self.path}"), open(source, "rb") as raw, \
+                    gzip.open(self.path / f"{name}.gz", "wb") as packed:
                 shutil.copyfileobj(raw, packed)
             source.unlink()
 
     def finish(self, meta: dict) -> Path:
-        """Write step.json and move the step into place; returns where it went."""
-        (self.path / STEP_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        """Write step.json and move the step into place; returns where it went. When not even step.json can be
+        written, the run stops (LabError): the next run removes the half-written step (preflight.clean_leftovers)."""
+        with _writing(f"{STEP_FILE} of step {self.step_id} ({meta.get('status')}) into {self.path}", LabError):
+            (self.path / STEP_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
         target = self.final
         if meta["status"] != "complete" and is_complete(self.chapter, self.step_id):
             target = self.final.parent / f".{self.step_id}.failed"

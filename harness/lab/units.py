@@ -3,16 +3,17 @@ from __future__ import annotations
 
 import re
 
-DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+# At most 12 digits a part: more is no duration a lab step could wait for (the load's checks bound them further).
+DURATION = re.compile(r"^(?:(\d{1,12})h)?(?:(\d{1,12})m(?!s))?(?:(\d{1,12})s)?(?:(\d{1,12})ms)?$")
 
-MEMORY = re.compile(r"^([1-9]\d*)([kmg])$", re.IGNORECASE)
+MEMORY = re.compile(r"^([1-9]\d{0,12})([kmg])$", re.IGNORECASE)
 
 MEMORY_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30}
 
 
 def duration_ms(text: str) -> int:
     """k6 duration ('1m30s', '500ms', '5m') → milliseconds; ValueError when malformed."""
-    match = DURATION.match(text)
+    match = DURATION.fullmatch(text) if isinstance(text, str) else None
     if not text or not match or not any(match.groups()):
         raise ValueError(f"{text!r} is not a duration like '30s', '5m' or '500ms'")
     h, m, s, ms = (int(g or 0) for g in match.groups())
@@ -21,7 +22,7 @@ def duration_ms(text: str) -> int:
 
 def memory_bytes(text: str) -> int:
     """docker's memory size ('2g', '512m', '65536k') → bytes; ValueError when malformed."""
-    match = MEMORY.match(text)
+    match = MEMORY.fullmatch(text) if isinstance(text, str) else None
     if not match:
         raise ValueError(f"{text!r} is not a size like '2g' or '512m'")
     return int(match.group(1)) * MEMORY_UNITS[match.group(2).lower()]

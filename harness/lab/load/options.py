@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 
+from harness.lab.typed import INT_MAX
 from harness.lab.units import duration_ms
 
 LEGACY = ("per-vu-iterations", "constant-vus", "shared-iterations")  # today's: their resolved load is unchanged
@@ -28,7 +29,7 @@ EXECUTORS = (*LEGACY, "ramping-vus", "constant-arrival-rate", "ramping-arrival-r
 TOOLS = ("k6", "ab", "wrk")
 SPIKE_MODES = ("vus", "batch")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-LOAD_KEYS: dict[str, tuple[type, int | None]] = {
+LOAD_KEYS: dict[str, tuple] = {  # key → (type, minimum[, maximum]): harness.lab.typed
     "tool": (str, None),  # k6 (default), ab (the articles' other load generator) or wrk (constant-vus cross-check)
     "executor": (str, None),
     "vus": (int, 1),
@@ -52,7 +53,9 @@ LOAD_KEYS: dict[str, tuple[type, int | None]] = {
     "batch_per_host": (int, 1),  # batch mode: parallel connections per VU (default: its whole share)
     "requests": (list, None),  # a scenario: [[…load.requests]] tables
     "target": (str, None),  # the service the load goes to: "server" (default) or a [services.<name>] (services.config)
-    "processes": (int, 1),  # k6 processes sharing the test by execution segments (each its own open-files limit)
+    # k6 processes sharing the test by execution segments (each its own open-files limit); at most 99: their hosts
+    # on network = "hosts" are client, client2 … client99 (a host's name has at most 8 characters)
+    "processes": (int, 1, 99),
 }
 LOAD_DEFAULTS = {
     "tool": "k6",
@@ -85,6 +88,10 @@ REQUIRED = {
     "ramping-arrival-rate": ("stages", "pre_allocated_vus"),
 }
 DURATION_KEYS = ("duration", "graceful_stop", "max_duration", "request_timeout", "graceful_ramp_down", "time_unit")
+# The longest a step's load may be scheduled for, graceful stop included: the longest committed step runs minutes, a
+# chapter under an hour, and the runner waits that long for the load tool before calling it stuck; a day is room for
+# any real experiment, and what lies beyond (duration = "100000h") is a typo that would hold the machine for years.
+MAX_LOAD_MS = 24 * 3600 * 1000
 REQUEST_KEYS = {"name", "method", "path", "body", "headers", "think_time", "extract", "port", "background"}
 BUILTIN_VARS = ("vu", "iter")  # ${vu}: k6's VU id in the test, ${iter}: its iteration number in the scenario
 VAR = re.compile(r"\$\{([^}]*)\}")
@@ -127,17 +134,14 @@ def _check(load: dict, values: dict, where: str, problems: list[str]) -> None:
         if key in values and load[key] != LOAD_DEFAULTS.get(key, object()):
             users = [e for e in EXECUTORS if key in APPLIES[e]]
             problems.append(f"{where}: load.{key} does not apply to {executor} (it is a key of {', '.join(users)})")
-    for key in DURATION_KEYS:
-        if key in load and isinstance(load[key], str):
-            try:
-                if duration_ms(load[key]) <= 0 and key == "time_unit":
-                    problems.append(f"{where}: load.time_unit must be longer than 0, got {load[key]!r}")
-            except ValueError as err:
-                problems.append(f"{where}: load.{key}: {err}")
+    timed = _check_durations(load, where, problems)
     if executor == "shared-iterations" and load["iterations"] < load.get("vus", 0):
         problems.append(f"{where}: shared-iterations needs iterations ≥ vus (got {load['iterations']} < {load['vus']})")
     if "stages" in load and executor in APPLIES and "stages" in APPLIES[executor]:
-        _check_stages(load["stages"], where, problems)
+        timed &= _check_stages(load["stages"], where, problems)
+    if timed and all(key in load for key in REQUIRED[executor]) and stop_ms(load) > MAX_LOAD_MS:
+        problems.append(f"{where}: the load would be scheduled for {stop_ms(load) / 3600_000:,.1f} h (its duration, "
+                        f"stages or max_duration, plus graceful_stop): at most {MAX_LOAD_MS // 3600_000} h")
     if load.get("max_vus", 0) < load.get("pre_allocated_vus", 0):
         problems.append(f"{where}: load.max_vus {load['max_vus']} is below load.pre_allocated_vus "
                         f"{load['pre_allocated_vus']}; k6 refuses that")
@@ -149,7 +153,27 @@ def _check(load: dict, values: dict, where: str, problems: list[str]) -> None:
         problems.append(f"{where}: load.path and load.requests both given: a scenario names its own paths")
 
 
-def _check_stages(stages: list, where: str, problems: list[str]) -> None:
+def _check_durations(load: dict, where: str, problems: list[str]) -> bool:
+    """Each duration key readable, none beyond MAX_LOAD_MS, time_unit above 0; True when all are fine."""
+    before = len(problems)
+    for key in DURATION_KEYS:
+        if key in load and isinstance(load[key], str):
+            try:
+                ms = duration_ms(load[key])
+            except ValueError as err:
+                problems.append(f"{where}: load.{key}: {err}")
+                continue
+            if ms <= 0 and key == "time_unit":
+                problems.append(f"{where}: load.time_unit must be longer than 0, got {load[key]!r}")
+            elif ms > MAX_LOAD_MS:
+                problems.append(f"{where}: load.{key} {load[key]!r} is longer than {MAX_LOAD_MS // 3600_000} h, "
+                                f"the most a step's load may take")
+    return len(problems) == before
+
+
+def _check_stages(stages: list, where: str, problems: list[str]) -> bool:
+    """Each stage a {duration, target} table; True when all are fine."""
+    before = len(problems)
     if not stages:
         problems.append(f"{where}: load.stages is empty: give at least one {{duration, target}} table")
     for n, stage in enumerate(stages, start=1):
@@ -161,11 +185,12 @@ def _check_stages(stages: list, where: str, problems: list[str]) -> None:
             problems.append(f"{at}: unknown key '{key}' (allowed: duration, target)")
         try:
             duration_ms(stage.get("duration", ""))
-        except (ValueError, TypeError):
+        except ValueError:
             problems.append(f"{at}: duration {stage.get('duration')!r} is not a duration like '30s', '5m' or '500ms'")
         target = stage.get("target")
-        if not isinstance(target, int) or isinstance(target, bool) or target < 0:
-            problems.append(f"{at}: target must be a whole number ≥ 0, got {target!r}")
+        if not isinstance(target, int) or isinstance(target, bool) or not 0 <= target <= INT_MAX:
+            problems.append(f"{at}: target must be a whole number from 0 to {INT_MAX:,}, got {target!r}")
+    return len(problems) == before
 
 
 def _check_tool(load: dict, where: str, problems: list[str]) -> None:
@@ -255,7 +280,8 @@ def _check_request(request: dict, at: str, known: set[str], problems: list[str])
         problems.append(f"{at}: headers must be a table of strings, got {headers!r}")
         headers = {}
     try:
-        duration_ms(request["think_time"] if isinstance(request["think_time"], str) else "")
+        if duration_ms(request["think_time"]) > MAX_LOAD_MS:
+            problems.append(f"{at}: think_time {request['think_time']!r} is longer than a step's load may take")
     except ValueError:
         problems.append(f"{at}: think_time {request['think_time']!r} is not a duration like '1s' or '500ms'")
     port = request["port"]

@@ -206,3 +206,178 @@ def test_bad_container_limits_are_named(container, expected):
 @pytest.mark.parametrize("text, size", [("2g", 2 * 2**30), ("512m", 512 * 2**20), ("768M", 768 * 2**20), ("65536k", 2**26)])
 def test_memory_sizes(text, size):
     assert memory_bytes(text) == size
+
+
+# ---- issue 27: what used to end in a traceback ends in a listed problem (exit 2) ----------------------------------
+
+VUS = '[defaults.load]\nvus = {}\n[[step]]\nid = "a"\n'
+POSTGRES = '[defaults.load]\nvus = 1\n[[step]]\nid = "a"\nservices.db = { kind = "postgres" }\n'
+# A step no disk holds: 99 k6 processes at a rate beyond them for 23 h (~250 TB of raw k6 output).
+HUGE = ('[defaults.load]\nexecutor = "constant-arrival-rate"\nrate = 2000000\nduration = "23h"\npre_allocated_vus = 99\n'
+        'processes = 99\n[[step]]\nid = "a"\n')
+
+
+def lab_run(spec: str, folder: Path, env: dict | None = None, as_user: str | None = None, **popen):
+    """`invoke run <spec>` on a spec file in `folder` (its data there too), as `as_user` when given (via setpriv)."""
+    import os
+    import subprocess
+    import sys
+
+    from harness import ROOT
+
+    (folder / "spec.toml").write_text(spec)
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "JAVA_HOME", "TMPDIR")}
+    cmd = [sys.executable, "-m", "invoke", "run", str(folder / "spec.toml")]
+    if as_user:
+        import pwd
+
+        user = pwd.getpwnam(as_user)
+        cmd = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", *cmd]
+        base["HOME"] = str(folder)
+    return subprocess.run(cmd, cwd=ROOT, env=base | {"LAB_DATA_DIR": str(folder / "data")} | (env or {}),
+                          capture_output="stdout" not in popen, text=True, timeout=120, **popen)
+
+
+@pytest.mark.parametrize("spec, env, expected", [
+    (VUS.format(0), {}, "[defaults]: load.vus must be ≥ 1, got 0"),
+    (VUS.format(-5), {}, "[defaults]: load.vus must be ≥ 1, got -5"),
+    (VUS.format('"two"'), {}, "[defaults]: load.vus must be int, got 'two'"),
+    (VUS.format(2.5), {}, "[defaults]: load.vus must be int, got 2.5"),
+    (VUS.format("true"), {}, "[defaults]: load.vus must be int, got True"),
+    ('step = "x"\n', {}, "step must be [[step]] tables, got 'x'"),
+    ('defaults = 3\n[[step]]\nid = "a"\n', {}, "[defaults] must be a table"),
+    ('[defaults.load]\nvus = 1\n[[step]]\nid = "a"\nload = "x"\n', {}, "step a: load must be a table"),
+    ('[defaults.load]\nvus = 1\n[[step]]\nid = "a"\nserver = 5\n', {}, "step a: server must be a table"),
+    ('[defaults.load]\nvus = 1\n[[step]]\nwhy = "no id"\n', {}, "step #1: id is missing"),
+    (VUS.format(1).replace("[[step]]", 'executor = "constant-vus"\nduration = "100000h"\n[[step]]'), {},
+     "step a: load.duration '100000h' is longer than 24 h"),
+    (POSTGRES, {"LAB_PG_CLUSTERS": "{folder}/spec.toml"}, "LAB_PG_CLUSTERS={folder}/spec.toml is a file, not a directory"),
+    (VUS.format(1), {"LAB_DATA_DIR": ""}, "LAB_DATA_DIR is set but empty"),
+    (HUGE, {}, "MB free, and these 1 step(s) may need up to"),
+], ids=["vus-0", "vus-negative", "vus-text", "vus-fraction", "vus-true", "step-text", "defaults-number", "load-text",
+        "server-number", "no-id", "duration-100000h", "pg-clusters-a-file", "data-dir-empty", "disk-too-small"])
+def test_the_issues_inputs_are_listed_problems_not_tracebacks(spec, env, expected, tmp_path):
+    done = lab_run(spec, tmp_path, {k: v.format(folder=tmp_path) for k, v in env.items()})
+    assert (done.returncode, "Traceback" in done.stderr) == (2, False), done.stderr
+    assert expected.format(folder=tmp_path) in done.stderr
+
+
+def test_a_postgres_step_of_another_user_than_the_clusters_owner_is_refused_before_it_starts():
+    """Run as nobody: the clusters' folder (default, under the repository) and a folder holding another user's lock
+    file are refused with the way out, before anything starts."""
+    import os
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to run the lab as another user (nobody) than the one owning the clusters")
+    folder = Path(tempfile.mkdtemp(prefix="lab-nobody-"))  # /tmp/pytest-of-root is closed to nobody
+    try:
+        folder.chmod(0o777)
+        done = lab_run(POSTGRES, folder, as_user="nobody")
+        assert (done.returncode, "Traceback" in done.stderr) == (2, False), done.stderr
+        assert "postgres/clusters is not writable" in done.stderr and "LAB_PG_CLUSTERS=" in done.stderr
+        clusters = folder / "clusters"
+        clusters.mkdir(mode=0o777)
+        clusters.chmod(0o777)
+        (clusters / "pg17.6-pair-room-1000-abc.lock").write_text("1\n")  # root's, as a root run leaves it
+        done = lab_run(POSTGRES, folder, {"LAB_PG_CLUSTERS": str(clusters)}, as_user="nobody")
+        assert (done.returncode, "Traceback" in done.stderr) == (2, False), done.stderr
+        assert "pair-room-1000-abc.lock belong to root; run as root, or give this run clusters of its own" in done.stderr
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_full_disk_fails_the_step_with_its_reason(tmp_path, monkeypatch):
+    """Each write of a step into a disk with no space left (/dev/full gives ENOSPC on every write) is a StepFailed
+    naming the file and the full disk; when not even step.json can be written, the run stops with a LabError."""
+    import pandas as pd
+
+    from harness.lab.backends.process import StepFailed
+    from harness.lab.store import StepWriter
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "data"))
+    writer = StepWriter("t", "s")
+    for name, write in [("ss", lambda: writer.table("ss", [{"ts_ms": 1}])),
+                        ("requests", lambda: writer.table("requests", pd.DataFrame({"start_ms": [1.0]}))),
+                        ("server.log", lambda: writer.gzip(tmp_path / "server.log", "server.log"))]:
+        (tmp_path / "server.log").write_text("started\n" * 1000)
+        (writer.path / f"{name.replace('.log', '.log.gz') if name.endswith('.log') else name + '.parquet'}").symlink_to(
+            "/dev/full")
+        with pytest.raises(StepFailed, match=rf"could not write {name}.* the disk is full \(no space left on device\)"):
+            write()
+    (writer.path / "step.json").symlink_to("/dev/full")
+    with pytest.raises(LabError, match=r"could not write step.json of step s \(failed\).*the disk is full"):
+        writer.finish({"status": "failed"})
+
+
+def test_a_reader_that_stops_early_never_aborts_the_run(tmp_path):
+    """`invoke run … | head -1`: with stdout's reader gone, the progress lines fail (EPIPE) and the run goes on: here
+    it removes three leftovers of dead runs, one progress line each, then reaches the disk check (exit 2, no
+    traceback). Before, the first line's BrokenPipeError ended it with a traceback and two leftovers kept."""
+    import os
+
+    leftovers = [tmp_path / "data" / "spec" / f".{name}.partial-999999999" for name in ("a", "b", "c")]
+    for path in leftovers:
+        path.mkdir(parents=True)
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader has gone before the first line
+    try:
+        done = lab_run(HUGE, tmp_path, stdout=writer, stderr=-1)
+    finally:
+        os.close(writer)
+    assert (done.returncode, "Traceback" in done.stderr) == (2, False), done.stderr
+    assert "MB free" in done.stderr and not any(path.exists() for path in leftovers)
+
+
+def test_progress_lines_into_a_closed_pipe_are_dropped_and_the_program_goes_on(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from harness import ROOT
+
+    reader, writer = os.pipe()
+    os.close(reader)
+    code = f"from harness import say\nfor n in range(50): say(str(n))\nopen({str(tmp_path / 'done')!r}, 'w').close()"
+    try:
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, stdout=writer, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr, (tmp_path / "done").exists()) == (0, "", True)
+
+
+def test_same_as_round_in_a_circle_is_a_problem(tmp_path):
+    (tmp_path / "a.toml").write_text('[[step]]\nid = "x"\nsame_as = "b.toml:y"\n')
+    (tmp_path / "b.toml").write_text('[[step]]\nid = "y"\nsame_as = "a.toml:x"\n')
+    with pytest.raises(LabError, match="reached again through same_as: specs' same_as must not go round in a circle"):
+        load_spec(str(tmp_path / "a.toml"), LIMITS)
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (one_step(load={"executor": "constant-vus", "duration": "23h", "graceful_stop": "2h"}),
+     "the load would be scheduled for 25.0 h"),
+    (one_step(load={"request_timeout": "0s"}), "load.request_timeout must be longer than 0"),
+    (one_step(load={"processes": 100}), "load.processes must be ≤ 99, got 100"),
+    (one_step(load={"iterations": 2**31}), "load.iterations must be ≤ 2,147,483,647, got 2147483648"),
+    (one_step(server={"WORK_CPU_MS": float("nan")}), "server.WORK_CPU_MS must be a finite number, got nan"),
+    (one_step(system={"sample_interval_ms": 10**6}), "system.sample_interval_ms must be ≤ 60,000"),
+    (one_step(kind="redeploy", starts=1000), "starts must be a whole number from 1 to 100, got 1000"),
+    (one_step(why=5, role=["x"]), "step s: why must be a string, got 5"),
+    ({"title": 3, **one_step()}, "top level: title must be a string, got 3"),
+    ({"defaults": {"findings": "F000-a"}, "step": [{"id": "s", "load": {"vus": 1}}]}, "[defaults]: findings must be"),
+    ({"step": [1, {"id": "s", "load": {"vus": 1}}]}, "step #1 must be a [[step]] table, got 1"),
+    (one_step(id="s\n"), "id must be lower-case letters"),
+    (one_step(load={"duration": "30s\n", "executor": "constant-vus"}), "is not a duration"),
+    (one_step(same_as=["smoke", "waves"]), "same_as must be '<chapter>:<step id>'"),
+    (one_step(same_as=("x" * 5000) + ".toml:a"), "no spec file"),
+    (one_step(services={"db": {"kind": ["postgres"]}}), "services.db.kind must be one of"),
+    (one_step(placement={"k6": "0-100000000"}), "goes past any Linux machine's CPUs"),
+    ({"defaults": {"load": {"vus": 0}}, "step": [{"id": "a", "load": {"vus": 0}}, {"id": "b"}]},
+     "[defaults]: load.vus must be ≥ 1"),
+    ({"step": [{"id": "a", "load": {"vus": 0}}, {"id": "b"}]}, "step b: load.vus is missing"),
+    ({"step": [{"id": "a", "load": {"pre_allocated_vus": 1, "vus": 1}}]}, "load.pre_allocated_vus does not apply"),
+])
+def test_more_values_that_used_to_crash_or_pass_are_named(raw, expected):
+    assert expected in problems_of(raw)

@@ -31,6 +31,7 @@ PERIOD_US = 100_000  # the kernel's and docker's default CFS period
 MIN_QUOTA_US = 1000  # the kernel refuses a cfs_quota_us below 1 ms
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 KEYS = {"cpus", "quota"}
+MAX_CPUS = 8192  # Linux's largest CONFIG_NR_CPUS
 CGROUP_PREFIX = "lab-"  # lab-<harness pid>-<process name>: a leftover of a killed harness is recognised by it
 
 
@@ -54,6 +55,8 @@ def parse_cpu_list(value) -> list[int]:
         low, high = int(first), int(last or first)
         if high < low:
             raise ValueError(f"the CPU range {part!r} runs backwards")
+        if high >= MAX_CPUS:  # listing a billion CPUs would take the validation itself hours
+            raise ValueError(f"the CPU range {part!r} goes past any Linux machine's CPUs (at most {MAX_CPUS})")
         cpus.update(range(low, high + 1))
     return sorted(cpus)
 

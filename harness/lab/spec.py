@@ -17,7 +17,7 @@ from harness.lab import system
 from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
 from harness.lab.placement import check_placement, merge_placement
 from harness.lab.services.base import SERVER
-from harness.lab.typed import table_value, text_value, typed_values
+from harness.lab.typed import table_list, table_value, text_value, typed_values
 from harness.lab.units import memory_bytes
 
 # Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
@@ -63,9 +63,7 @@ SYSTEM_KEYS: dict[str, tuple] = {  # (type, minimum[, maximum]): harness.lab.typ
     "launch": (str, None),  # how the local JVM starts: auto (CDS when `invoke setup` made it), cds, jar
     "record": (str, None),  # per-request rows or per-second series (harness.lab.load.recording); auto: by size
     "network": (str, None),  # loopback, or hosts: the load tool and each service on a host of its own (lab.netns)
-    # hosts: a delay on every host's link (tc netem; refused where the kernel lacks it); at most 10 s, 30 times the
-    # longest round trip across the Earth
-    "link_delay_ms": (int, 0, 10_000),
+    "link_delay_ms": (int, 0, 10_000),  # hosts: every host link's delay (tc netem, where the kernel has it); ≤ 10 s
 }
 SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500,
                    "sampling": True, "launch": "auto", "record": "auto", "network": "loopback", "link_delay_ms": 0}
@@ -249,13 +247,17 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     base["placement"] = merge_placement({}, defaults.get("placement", {}), "[defaults]", problems)
     complete = len(problems) == before  # steps on defaults with a problem lack what it set: their limits wait
     spec = Spec(chapter, title, description, path)
-    tables = _expand_repeats(_step_tables(raw.get("step", []), problems), problems)
+    if raw.get("step", []) == []:
+        problems.append("no [[step]] table: a spec needs at least one step")
+    tables = _expand_repeats(table_list(raw.get("step", []), "step", "[[step]]", problems), problems)
     seen: set[str] = set()
     for n, table in enumerate(tables, start=1):
         step_id = table.get("id")
         where = f"step {step_id if isinstance(step_id, str) and step_id else f'#{n}'}"
         _unknown(table, STEP_KEYS, where, problems)
-        if not isinstance(step_id, str) or not STEP_ID.fullmatch(step_id):
+        if step_id is None:
+            problems.append(f"{where}: id is missing: every step needs one (lower-case letters, digits and '-')")
+        elif not isinstance(step_id, str) or not STEP_ID.fullmatch(step_id):
             problems.append(f"{where}: id must be lower-case letters, digits and '-' (got {step_id!r})")
         elif step_id in seen:
             problems.append(f"{where}: id is used twice")
@@ -271,26 +273,14 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     return spec
 
 
-def _step_tables(tables, problems: list[str]) -> list[dict]:
-    """`[[step]]`: a list of tables, at least one."""
-    if not isinstance(tables, list):
-        problems.append(f"step must be [[step]] tables, got {tables!r}")
-        return []
-    if not tables:
-        problems.append("no [[step]] table: a spec needs at least one step")
-    for n, table in enumerate(tables, start=1):
-        if not isinstance(table, dict):
-            problems.append(f"step #{n} must be a [[step]] table, got {table!r}")
-    return [table for table in tables if isinstance(table, dict)]
-
-
 def _expand_repeats(tables: list[dict], problems: list[str]) -> list[dict]:
     """A step with repeat = n becomes steps <id>-1 … <id>-n (for the spread of one measurement)."""
     out = []
-    for table in tables:
+    for n, table in enumerate(tables, start=1):
         repeat = table.get("repeat", 1)
         if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= 100:
-            problems.append(f"step {table.get('id')}: repeat must be a whole number from 1 to 100, got {repeat!r}")
+            name = table.get("id") if isinstance(table.get("id"), str) else f"#{n}"
+            problems.append(f"step {name}: repeat must be a whole number from 1 to 100, got {repeat!r}")
             repeat = 1
         if "repeat" not in table or not isinstance(table.get("id"), str):  # without an id: named as one step
             out.append(table)

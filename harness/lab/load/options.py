@@ -125,7 +125,8 @@ def _check(load: dict, values: dict, where: str, problems: list[str]) -> None:
         problems.append(f"{where}: load.executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
         return
     for key in REQUIRED[executor]:
-        if key not in load and not any(f"load.{key} must" in p for p in problems):  # a bad value is named already
+        named = (f"{where}: load.{key} must", f"[defaults]: load.{key} must")  # a bad value of this step's, named
+        if key not in load and not any(p.startswith(named) for p in problems):
             hint = " (the articles used '1s')" if executor == "constant-vus" and key == "duration" else ""
             problems.append(f"{where}: load.vus is missing" if key == "vus"
                             else f"{where}: load.{key} is required with {executor}{hint}")
@@ -142,7 +143,7 @@ def _check(load: dict, values: dict, where: str, problems: list[str]) -> None:
     if timed and all(key in load for key in REQUIRED[executor]) and stop_ms(load) > MAX_LOAD_MS:
         problems.append(f"{where}: the load would be scheduled for {stop_ms(load) / 3600_000:,.1f} h (its duration, "
                         f"stages or max_duration, plus graceful_stop): at most {MAX_LOAD_MS // 3600_000} h")
-    if load.get("max_vus", 0) < load.get("pre_allocated_vus", 0):
+    if "max_vus" in load and load["max_vus"] < load.get("pre_allocated_vus", 0):
         problems.append(f"{where}: load.max_vus {load['max_vus']} is below load.pre_allocated_vus "
                         f"{load['pre_allocated_vus']}; k6 refuses that")
     _check_tool(load, where, problems)
@@ -154,7 +155,8 @@ def _check(load: dict, values: dict, where: str, problems: list[str]) -> None:
 
 
 def _check_durations(load: dict, where: str, problems: list[str]) -> bool:
-    """Each duration key readable, none beyond MAX_LOAD_MS, time_unit above 0; True when all are fine."""
+    """Each duration key readable, none beyond MAX_LOAD_MS, time_unit and request_timeout above 0; True when all are
+    fine."""
     before = len(problems)
     for key in DURATION_KEYS:
         if key in load and isinstance(load[key], str):
@@ -163,8 +165,8 @@ def _check_durations(load: dict, where: str, problems: list[str]) -> bool:
             except ValueError as err:
                 problems.append(f"{where}: load.{key}: {err}")
                 continue
-            if ms <= 0 and key == "time_unit":
-                problems.append(f"{where}: load.time_unit must be longer than 0, got {load[key]!r}")
+            if ms <= 0 and key in ("time_unit", "request_timeout"):
+                problems.append(f"{where}: load.{key} must be longer than 0, got {load[key]!r}")
             elif ms > MAX_LOAD_MS:
                 problems.append(f"{where}: load.{key} {load[key]!r} is longer than {MAX_LOAD_MS // 3600_000} h, "
                                 f"the most a step's load may take")

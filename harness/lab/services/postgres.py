@@ -75,7 +75,11 @@ class PostgresKind(ServiceKind):
         if not k["template"] or not k["template"].replace("-", "").replace("_", "").isalnum():
             problems.append(f"{at}.template must be a name of letters, digits, '-' and '_', got {k['template']!r}")
             return
-        files = pgcluster.sql_files(k["sql_dir"], k["template"])
+        try:
+            files = pgcluster.sql_files(k["sql_dir"], k["template"])
+        except OSError as err:  # a name too long for the filesystem
+            problems.append(f"{at}: sql_dir and template name no readable files: {err.strerror}")
+            return
         needed = [*pgcluster.REQUIRED] + ([] if k["indexes"] else ["drop-indexes"])
         for part in needed:
             if part not in files:

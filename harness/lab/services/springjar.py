@@ -98,6 +98,8 @@ class SpringJarKind(ServiceKind):
             problems.append(f"{at}.health must be a path starting with '/', got {k['health']!r}")
         if not k["path"]:
             problems.append(f"{at}.path must name your Spring Boot jar")
+        elif len(k["path"]) > 4096 or any(len(part) > 255 for part in Path(k["path"]).parts):  # PATH_MAX, NAME_MAX
+            problems.append(f"{at}.path {k['path'][:60]}…: too long a name for a file")
         elif not jar_path(k).is_file():
             problems.append(f"{at}.path {k['path']}: no such file")
         elif spring_boot_manifest(jar_path(k)) is None:

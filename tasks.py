@@ -132,16 +132,16 @@ def list_(c):
     from harness.lab.runner import list_chapters
 
     marks = ", ".join(f"{mark} {status}" for status, mark in fingerprint.MARKS.items() if mark.strip())
-    print(f"({marks}; blank: never run)")
-    versions = fingerprint.tool_versions()
     with _clear_errors():
+        print(f"({marks}; blank: never run)")
+        versions = fingerprint.tool_versions()
         for chapter, steps in list_chapters():
             print(chapter)
             for s in steps:
                 state = fingerprint.state(chapter, s, None, versions)
                 what = f"{s.load['executor']:<18} {peak_vus(s.load):>6} VUs" if s.kind == "load" else f"{s.kind:<18} {s.starts:>6} starts"
                 print(f"  {fingerprint.MARKS[state.status]} {s.id:<28} {what}  {s.why}")
-                notes = ([f"failed: {state.reason}"] if state.status == "failed" else []) + state.changes + (
+                notes = ([f"{state.status}: {state.reason}"] if state.status in ("failed", "broken") else []) + state.changes + (
                     [f"its last attempt failed (kept in .{s.id}.failed/): {state.failed_attempt}"] if state.failed_attempt else [])
                 for note in notes:
                     print(f"      {note}")

@@ -31,7 +31,7 @@ def versions(k6="v1.8.1", ab="2.3"):
 def record(data_dir: Path, step, chapter="t", status="complete", fingerprinted=True, spec="", **extra) -> dict:
     """Write a step.json the way the runner does (fingerprint and spec included unless `fingerprinted` is false)."""
     meta = {"id": step.id, "status": status, "config": fingerprint.step_config(step, "local"),
-            "versions": {"k6": "v1.8.1"}} | extra
+            "versions": {"k6": "v1.8.1"}, "files": {}} | extra  # no tables: these tests are about the configuration
     if fingerprinted:
         fingerprint.stamp(meta, step, spec)
     meta = fingerprint.normal(meta)
@@ -294,7 +294,7 @@ def test_invoke_list_marks_each_state(data_dir):
     out = subprocess.run([sys.executable, "-m", "invoke", "list"], cwd=Path(__file__).parent.parent, text=True,
                          capture_output=True, env=os.environ | {"LAB_DATA_DIR": str(data_dir)}).stdout
     lines = out.splitlines()
-    assert lines[0] == "(✓ complete, ! stale, ✗ failed; blank: never run)"
+    assert lines[0] == "(✓ complete, ! stale, ✗ failed, ✗ broken; blank: never run)"
     assert any(line.startswith("  ✓ waves ") for line in lines)
     assert any(line.startswith("  ✗ keep-alive ") for line in lines) and "      failed: the server exited during the step" in lines
     assert any(line.startswith(f"  ! {stale.id} ") for line in lines)

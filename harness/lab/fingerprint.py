@@ -24,7 +24,7 @@ from functools import lru_cache, cache
 from pathlib import Path
 from collections.abc import Callable
 
-from harness import EXPERIMENTS, LabError
+from harness import EXPERIMENTS, LabError, say
 from harness.lab import store
 from harness.lab.load.recording import record_mode
 
@@ -184,13 +184,15 @@ class State:
     failed_attempt: str = ""  # complete or stale, but the last attempt failed (kept in .<id>.failed/): its reason
 
 
-MARKS = {"complete": "✓", "stale": "!", "failed": "✗", "never run": " "}
+MARKS = {"complete": "✓", "stale": "!", "failed": "✗", "broken": "✗", "never run": " "}
 
 
 def state(chapter: str, step, backend: str | None, tool_version: Callable[[str], str | None]) -> State:
     meta = store.read_meta(chapter, step.id)
     if meta is None:
         return State(step.id, "never run")
+    if meta.get("status") == store.BROKEN:
+        return State(step.id, "broken", reason=meta["reason"])
     if meta.get("status") != "complete":
         return State(step.id, "failed", reason=meta.get("reason", meta.get("status", "")))
     found = changes(step, meta, backend, tool_version)
@@ -244,4 +246,7 @@ def todo(chapter: str, name: str, steps: list, backend: str, force: bool) -> lis
     versions = tool_versions()
     states = [state(chapter, s, backend, versions) for s in steps]
     refuse_stale(states, chapter, name)
+    for st in states:
+        if st.status == "broken":
+            say(f"step {st.step_id} is broken ({st.reason}): measuring it again")
     return [s for s, st in zip(steps, states, strict=False) if st.status != "complete"]

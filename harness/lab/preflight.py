@@ -13,7 +13,7 @@ from harness import EXPERIMENTS, ROOT, TOOLS, LabError, say
 from harness.lab import store
 from harness.lab.load.options import requests_asked, scheduled_ms, stop_ms
 from harness.lab.load.recording import record_mode
-from harness.lab.services import pgshm
+from harness.lab import leftovers
 
 # What a step writes into the data directory, as rough upper bounds (measured on this lab's own data):
 RAW_BYTES_PER_REQUEST = 1536  # k6's CSV (ab's TSV) while the step runs, deleted once read: 1.08 kB a request in
@@ -203,8 +203,8 @@ def _running(pid: int) -> bool:
 
 def clean_leftovers(chapter: str) -> None:
     """Remove the temporary step directories of runs that died (SIGKILL, power loss); report those of a live run.
-    And the shared memory their postgres servers left (pgshm), whatever the chapter."""
-    pgshm.clean_up()
+    First what killed runs left outside their data (harness.lab.leftovers), whatever the chapter."""
+    leftovers.sweep()
     for path, pid in store.leftovers(chapter):
         if _running(pid):
             say(f"note: {path} belongs to a run still going (pid {pid}); left alone")

@@ -7,6 +7,7 @@ a `plan` the caller hands in (harness.plan), and goes into step.json beside the 
 """
 from __future__ import annotations
 
+import errno
 import os
 import statistics
 import sys
@@ -129,6 +130,11 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
         meta["status"] = "complete"
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
+    except OSError as err:  # where no narrower handler saw it: a service's config, a cluster's load …
+        if err.errno != errno.ENOSPC:
+            raise
+        meta |= {"status": "failed", "reason": f"the disk filled up during the step ({err}): free some space and run "
+                                               f"it again"}
     except KeyboardInterrupt as err:
         meta |= {"status": "failed", "reason": f"interrupted by {interrupts.interrupted_by(err)} in the middle of the step"}
         with interrupts.saving():

@@ -22,10 +22,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness import DATA, LabError
-from harness.lab import histogram
+from harness.lab import histogram, integrity
 from harness.lab.backends.process import StepFailed
 
 STEP_FILE = "step.json"
+TEMP_DIR = ".tmp"  # in a step's work directory: its JVMs' java.io.tmpdir (Tomcat's work folders), removed before saving
 LOAD_TABLES = ("requests", "ss", "actuator", "process")  # what a load step writes
 SERIES_TABLES = ("series", "outcomes", "latency")  # instead of requests when a step records per second
 TABLES = (*LOAD_TABLES, "startup", *SERIES_TABLES)  # a redeploy step (chapter 2) writes startup only
@@ -64,14 +65,30 @@ def step_dir(chapter: str, step_id: str) -> Path:
     return data_root() / chapter / step_id
 
 
+BROKEN = "broken"  # a complete step whose files no longer are what its run wrote (harness.lab.integrity)
+
+
 def read_meta(chapter: str, step_id: str) -> dict | None:
+    """A step's step.json, None when there is none; a complete step whose files are not what its run wrote (or an
+    unreadable step.json) comes back with status "broken" and the reason, naming the file."""
     path = step_dir(chapter, step_id) / STEP_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    meta, unreadable = integrity.read_step_json(path)
+    if meta is None:
+        return {"id": step_id, "status": BROKEN, "reason": unreadable}
+    if meta.get("status") == "complete" and (problem := integrity.problem(path.parent, meta)):
+        return meta | {"status": BROKEN, "reason": problem}
+    return meta
 
 
 def is_complete(chapter: str, step_id: str) -> bool:
     meta = read_meta(chapter, step_id)
     return bool(meta and meta.get("status") == "complete")
+
+
+class BrokenData(LabError):
+    """Complete steps whose files changed since their run: a chapter refuses to read them."""
 
 
 def failed_attempt(chapter: str, step_id: str) -> dict | None:
@@ -147,7 +164,9 @@ class StepWriter:
     def finish(self, meta: dict) -> Path:
         """Write step.json and move the step into place; returns where it went. When not even step.json can be
         written, the run stops (LabError): the next run removes the half-written step (preflight.clean_leftovers)."""
+        shutil.rmtree(self.path / TEMP_DIR, ignore_errors=True)  # the JVMs' temporary files are not results
         with _writing(f"{STEP_FILE} of step {self.step_id} ({meta.get('status')}) into {self.path}", LabError):
+            meta["files"] = integrity.file_digests(self.path)
             (self.path / STEP_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
         target = self.final
         if meta["status"] != "complete" and is_complete(self.chapter, self.step_id):
@@ -203,12 +222,20 @@ class ChapterData:
 
 
 def complete_steps(chapter: str) -> dict[str, dict]:
+    """Every complete step of a chapter by id; BrokenData (naming each step and file, and the fix) when any complete
+    step's files are not what its run wrote: nothing is judged from data that changed after it was measured."""
     root = data_root() / chapter
-    metas = {}
+    metas, broken = {}, []
     for path in sorted(root.glob(f"*/{STEP_FILE}")):
-        meta = json.loads(path.read_text())
-        if meta.get("status") == "complete":
+        meta = read_meta(chapter, path.parent.name)
+        if meta["status"] == BROKEN:
+            broken.append(f"  - {root / path.parent.name}: {meta['reason']}")
+        elif meta.get("status") == "complete":
             metas[path.parent.name] = meta
+    if broken:
+        raise BrokenData(f"{len(broken)} step(s) of {chapter} are broken, so nothing is read from them:\n"
+                         + "\n".join(broken) + f"\nre-run them (`invoke run {chapter}` measures broken steps again) or "
+                         f"restore the committed ones (`git checkout -- {root}`)")
     return metas
 
 

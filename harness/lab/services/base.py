@@ -29,6 +29,7 @@ from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminat
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command
+from harness.lab.store import TEMP_DIR
 
 READY_TIMEOUT_S = 30
 SERVER = "server"  # the sample server's name in every step's service graph, and the load's default target
@@ -259,7 +260,6 @@ class JarServiceKind(ServiceKind):
         return spawn_java(service, [java_command(), "-jar", str(self.jar)], env, ctx)
 
 
-TEMP_DIR = ".tmp"  # in a step's work directory: its JVMs' java.io.tmpdir (Tomcat's work folders), removed with it
 
 
 def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):

@@ -1,0 +1,72 @@
+"""Results that cannot silently rot (harness.lab.integrity, through harness.lab.store): a step records a digest of
+each file, and a deleted, cut, edited or swapped file, or an unreadable step.json, makes it broken, named with the
+file: `invoke list` says so, a chapter refuses to read it, and a run measures it again."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FROZEN_DATA
+from harness import ROOT
+from harness.lab import fingerprint, integrity, store
+from harness.lab.spec import load_spec
+
+
+@pytest.fixture
+def smoke(data_dir):
+    """The frozen smoke run, its files' digests recorded as a run records them now."""
+    shutil.copytree(FROZEN_DATA / "smoke", data_dir / "smoke")
+    for step in ("waves", "keep-alive"):
+        path = data_dir / "smoke" / step
+        meta = json.loads((path / "step.json").read_text())
+        meta["files"] = integrity.file_digests(path)
+        (path / "step.json").write_text(json.dumps(meta))
+    return data_dir / "smoke"
+
+
+def test_an_intact_step_reads_as_complete(smoke):
+    assert set(store.complete_steps("smoke")) == {"waves", "keep-alive"}
+    assert store.load("smoke").requests["step"].nunique() == 2
+
+
+@pytest.mark.parametrize("damage, named", [
+    (lambda d: (d / "requests.parquet").unlink(), "requests.parquet is missing"),
+    (lambda d: (d / "ss.parquet").write_bytes((d / "ss.parquet").read_bytes()[:-100]), "ss.parquet has"),
+    (lambda d: shutil.copy(d.parent / "keep-alive" / "requests.parquet", d / "requests.parquet"), "requests.parquet"),
+    (lambda d: (d / "k6-summary.json").write_text("{}"), "k6-summary.json"),
+    (lambda d: (d / "step.json").write_text(""), "step.json is not valid JSON"),
+])
+def test_a_damaged_step_is_broken_naming_the_file(smoke, damage, named):
+    damage(smoke / "waves")
+    meta = store.read_meta("smoke", "waves")
+    assert meta["status"] == store.BROKEN and named in meta["reason"]
+    with pytest.raises(store.BrokenData, match=rf"(?s)smoke/waves: {named}.*invoke run smoke"):
+        store.load("smoke")  # a chapter judges nothing from it
+    step = next(s for s in load_spec("smoke").steps if s.id == "waves")
+    state = fingerprint.state("smoke", step, None, lambda tool: None)
+    assert state.status == "broken" and named in state.reason
+    assert [s.id for s in fingerprint.todo("smoke", "smoke", [step], "local", force=False)] == ["waves"]  # measured again
+
+
+def test_invoke_list_shows_a_broken_step_and_names_the_file(smoke):
+    (smoke / "waves" / "requests.parquet").unlink()
+    out = subprocess.run([sys.executable, "-m", "invoke", "list"], cwd=ROOT, capture_output=True, text=True,
+                         env={**__import__("os").environ, "LAB_DATA_DIR": str(smoke.parent)})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    smoke_at = lines.index("smoke")
+    line = next(i for i in range(smoke_at, len(lines)) if lines[i].split()[1:2] == ["waves"])
+    assert lines[line].lstrip().startswith("✗") and "broken: requests.parquet is missing" in lines[line + 1]
+
+
+def test_a_step_recorded_before_digests_is_checked_for_the_tables_it_needs(data_dir):
+    shutil.copytree(FROZEN_DATA / "smoke", data_dir / "smoke")  # no `files` in these step.json
+    assert store.read_meta("smoke", "waves")["status"] == "complete"
+    (data_dir / "smoke" / "waves" / "ss.parquet").write_bytes(b"PAR1 cut")
+    assert "ss.parquet is unreadable" in store.read_meta("smoke", "waves")["reason"]
+    (data_dir / "smoke" / "keep-alive" / "requests.parquet").unlink()
+    assert store.read_meta("smoke", "keep-alive")["reason"] == "requests.parquet is missing"

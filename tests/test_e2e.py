@@ -115,7 +115,7 @@ def smoke(lab_ready, tmp_path_factory):
 def test_smoke_reports_progress(smoke):
     _, _, out = smoke
     assert "[1/2] waves" in out and "[2/2] keep-alive" in out
-    assert "predicted" in out and "2 complete, 0 failed" in out
+    assert "expected to take" in out and "2 complete, 0 failed" in out
 
 
 def test_every_request_asked_for_is_issued_and_answered(smoke):
@@ -261,7 +261,7 @@ def test_server_killed_mid_step_fails_that_step_and_the_run_goes_on(lab_ready, t
     code, out = finish(proc)
     assert code == 1, out  # the run reports a failed step
     first = json.loads((tmp_path / "smoke" / "waves" / "step.json").read_text())
-    assert first["status"] == "failed" and "server exited during the step (killed by signal 9)" in first["reason"]
+    assert first["status"] == "failed" and "tomcat 'server' exited during the step (killed by signal 9)" in first["reason"]
     assert json.loads((tmp_path / "smoke" / "keep-alive" / "step.json").read_text())["status"] == "complete"
 
 
@@ -272,7 +272,8 @@ def test_busy_port_gives_one_clear_error(lab_ready, tmp_path):
         sock.listen()
         code, out = finish(invoke(tmp_path, "run", "smoke"), timeout=60)
     assert code == 2
-    assert "error: server port 8080 on 127.0.0.1 is in use by python" in out
+    assert "error: step waves: service 'server' needs port 8080 (server), which is in use by python" in out
+    assert "set [server] SERVER_PORT to another port" in out
     assert "Traceback" not in out and not (tmp_path / "smoke").exists()
 
 

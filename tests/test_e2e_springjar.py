@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from harness import ROOT
+from harness.lab import store
 from harness.lab.services import springjar
 
 from test_e2e import finish, invoke, lab_ready  # noqa: F401 — lab_ready: a fixture
@@ -34,7 +35,7 @@ def test_the_readers_jar_answers_the_chapters_load(run):
     step, _ = run
     meta = json.loads((step / "step.json").read_text())
     assert meta["status"] == "complete" and meta["requests"]["succeeded"] == 20 and meta["requests"]["failed"] == 0
-    requests = pd.read_parquet(step / "requests.parquet")
+    requests = store.read_parquet(step / "requests.parquet", "requests")
     assert requests["duration_ms"].min() >= 200  # /sleep?ms=200: the --path the load asked for
     assert meta["config"]["services"]["server"]["kind"] == "spring-jar"
     assert meta["config"]["load"]["path"] == "/sleep?ms=200"

@@ -239,14 +239,15 @@ def stamp(meta: dict, step, spec_file: str) -> None:
     meta["fingerprint"] = of(step, meta["config"], tool, meta.get("versions", {}).get(tool))
 
 
-def todo(chapter: str, name: str, steps: list, backend: str, force: bool) -> list:
-    """The steps a run measures: all with `force`; else those not complete. Stale ones are refused (LabError)."""
+def todo(chapter: str, name: str, steps: list, backend: str, force: bool, quiet: bool = False) -> list:
+    """The steps a run measures: all with `force`; else those not complete. Stale ones are refused (LabError);
+    broken ones are measured again (and said so unless `quiet`)."""
     if force:
         return list(steps)
     versions = tool_versions()
     states = [state(chapter, s, backend, versions) for s in steps]
     refuse_stale(states, chapter, name)
-    for st in states:
+    for st in [] if quiet else states:
         if st.status == "broken":
             say(f"step {st.step_id} is broken ({st.reason}): measuring it again")
     return [s for s, st in zip(steps, states, strict=False) if st.status != "complete"]

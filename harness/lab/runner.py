@@ -55,30 +55,39 @@ def run_chapter(chapter: str, step_ids: list[str] | None = None, force: bool = F
     your own server)."""
     preflight.check_data_root()
     spec = spec or load_spec(chapter)
-    with lock.holding(f"invoke run {chapter}"):
-        return _run(spec, chapter, step_ids, force, backend, dashboard, plan)
-
-
-def _run(spec, name: str, step_ids, force: bool, backend: str, dashboard: bool, plan) -> list[Outcome]:
-    chapter = spec.chapter  # a spec given as a path is stored under its file name
     steps = spec.select(step_ids)
     backends.check(backend)
-    if backend != "docker" and any(s.container for s in steps):
+    preflight.check_spec_home(spec)
+    todo = fingerprint.todo(spec.chapter, chapter, steps, backend, force, quiet=True)
+    tools = _check_before_anything_starts(todo, backend)
+    with lock.holding(f"invoke run {chapter}"):  # the data directory is this run's from here on
+        preflight.clean_leftovers(spec.chapter)
+        return _run(spec, chapter, steps, force, backend, dashboard, plan, tools)
+
+
+def _check_before_anything_starts(todo: list[Step], backend: str) -> dict:
+    """Everything the steps to run need, checked before anything starts (one clear error each): the environment
+    (folders, disk space), CPU placement, hosts, the load tools (returned by name) and each service kind's tools,
+    launches and ports."""
+    if backend != "docker" and any(s.container for s in todo):
         say(f"note: the [container] limits (cpus, memory, nofile) apply to the docker backend only; "
             f"the {backend} server runs without them")
-    preflight.check_spec_home(spec)
-    preflight.clean_leftovers(chapter)
-    todo = fingerprint.todo(chapter, name, steps, backend, force)
     preflight.check_environment(todo)  # the chapter's folder, the postgres clusters' folder, free disk space
     placement.preflight(todo, backend)  # names it starts, and root for a local quota
     _check_hosts(todo)
+    tools = {name: load_tool(name) for name in sorted({s.load["tool"] for s in todo if s.kind == "load"})}
+    check_services(todo, backend)  # each kind's tools and launches, and every port free
+    return tools
+
+
+def _run(spec, name: str, steps: list[Step], force: bool, backend: str, dashboard: bool, plan, tools) -> list[Outcome]:
+    chapter = spec.chapter  # a spec given as a path is stored under its file name
+    todo = fingerprint.todo(chapter, name, steps, backend, force)  # again: a cleaned-up leftover may be a step back
     skipped = len(steps) - len(todo)
     if skipped:
         say(f"{skipped} step(s) already complete in {store.data_root() / chapter} (use --force to redo them)")
     if not todo:
         return []
-    tools = {name: load_tool(name) for name in sorted({s.load["tool"] for s in todo if s.kind == "load"})}  # refuse a missing tool now
-    check_services(todo, backend)  # each kind's tools and launches, and every port free
     plans = plan(todo)
     estimates = [(plans[s.id]["expected_ms"] or 0) / 1000 for s in todo]
     say(f"{spec.title}: {len(todo)} step(s), expected to take {_clock(sum(estimates))}" if all(estimates) else

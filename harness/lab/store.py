@@ -44,7 +44,8 @@ COLUMNS = {
     "outcomes": ["ts_ms", "second", "status", "error_code", "error", "requests"],
     "latency": ["ts_ms", "second", "bucket", "count"],  # harness.lab.histogram buckets of http_req_duration
 }
-SERVICE_COLUMNS = ["ts_ms", "metric", "value", "service", "step"]
+LONG_COLUMNS = ["ts_ms", "metric", "value"]  # a service's own metrics (<service>.parquet), like actuator.parquet
+SERVICE_COLUMNS = [*LONG_COLUMNS, "service", "step"]
 PHASES = ["http_req_duration_ms", "blocked_ms", "connecting_ms", "waiting_ms"]  # optional requests columns (ms)
 RECORDING_KEY = b"lab.recording"  # parquet metadata of a compact table: {"format": ..., "t0_ms": ...}
 
@@ -132,12 +133,13 @@ class StepWriter:
         self.recording: dict | None = None  # step.json's `recording` once requests or series are written
 
     def table(self, name: str, rows: list[dict] | pd.DataFrame) -> None:
+        """A table of the step: one of COLUMNS, or a service's own metrics (<service>.parquet, long format)."""
         frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
         with _writing(f"{name}.parquet into {self.path}"):
             if name == "requests":
                 self.recording = write_requests(frame, self.path / "requests.parquet")
                 return
-            for column in COLUMNS[name]:
+            for column in COLUMNS.get(name, LONG_COLUMNS):
                 if column not in frame:
                     frame[column] = pd.Series(dtype="float64")
             frame.to_parquet(self.path / f"{name}.parquet", index=False, compression="zstd")

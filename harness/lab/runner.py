@@ -302,6 +302,7 @@ def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:
     return {
         "id": step.id,
         "chapter": step.chapter,
+        "run": {"of": step.base, "run": step.run, "runs": step.runs},  # run k of n of one step (spec: runs = n)
         "why": step.why,
         "findings": list(step.findings),
         "status": "running",

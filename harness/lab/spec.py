@@ -80,8 +80,10 @@ CONTAINER_KEYS: dict[str, tuple[type, int | None]] = {
 SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "container": CONTAINER_KEYS}
 # A step is a load test, or (kind = "redeploy") `starts` fresh servers timed to healthy, with no load.
 KINDS = ("load", "redeploy")
-# same_as = "<chapter>:<step>" starts from another chapter's resolved step; repeat = n runs it n times.
-STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "repeat", "services", "placement", *SECTIONS}
+# same_as = "<chapter>:<step>" starts from another chapter's resolved step; runs = n measures it n times (its spread).
+STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "runs", "services", "placement", *SECTIONS}
+MAX_RUNS = 100
+RUN_MARK = "."  # run k > 1 of step <id> is the step <id>.<k>: a dot is in no step id, so no spec id can take it
 TOP_KEYS = {"title", "description", "defaults", "step"}
 # File descriptors a process needs besides its sockets (jars, logs, epoll, pipes).
 FD_RESERVE = 200
@@ -101,7 +103,7 @@ class Step:
     server: dict  # the sample server's settings (only what the spec sets): its env, or your jar's properties
     load: dict  # resolved: every LOAD_KEYS entry the executor uses
     system: dict
-    index: int = 0  # position in the chapter, from 1
+    index: int = 0  # position in the run order, from 1
     total: int = 0
     kind: str = "load"
     starts: int = 0  # redeploy steps: how many fresh servers
@@ -116,10 +118,17 @@ class Step:
     limits: dict = field(default_factory=dict, compare=False)
     # What a model needs to know of the load's target, from its kind (ServiceKind.model_server); None: no model.
     target_model: dict | None = field(default=None, compare=False)
+    run: int = 1  # which run of its step this is (runs = n measures a step n times: <id>, <id>.2 … <id>.n)
+    runs: int = 1
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
         return self.server.get(name, SERVER_DEFAULTS.get(name))
+
+    @property
+    def base(self) -> str:
+        """The id of the step this is a run of (its own id for the first run)."""
+        return self.id.split(RUN_MARK)[0]
 
     @property
     def stop_ms(self) -> int:
@@ -177,15 +186,15 @@ class Spec:
     steps: list[Step] = field(default_factory=list)
 
     def select(self, step_ids: list[str] | None) -> list[Step]:
+        """The steps named (a step's id names all its runs; <id>.<k> one of them), in run order; all without names."""
         if not step_ids:
             return self.steps
-        known = {s.id for s in self.steps}
+        known = {s.id for s in self.steps} | {s.base for s in self.steps}
         unknown = [s for s in step_ids if s not in known]
         if unknown:
-            raise LabError(
-                f"{self.path.name}: no step {', '.join(unknown)}; steps are: {', '.join(sorted(known))}"
-            )
-        return [s for s in self.steps if s.id in step_ids]
+            bases = sorted({s.base for s in self.steps})
+            raise LabError(f"{self.path.name}: no step {', '.join(unknown)}; steps are: {', '.join(bases)}")
+        return [s for s in self.steps if s.id in step_ids or s.base in step_ids]
 
 
 def chapters() -> list[str]:
@@ -249,7 +258,7 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     spec = Spec(chapter, title, description, path)
     if raw.get("step", []) == []:
         problems.append("no [[step]] table: a spec needs at least one step")
-    tables = _expand_repeats(table_list(raw.get("step", []), "step", "[[step]]", problems), problems)
+    tables = table_list(raw.get("step", []), "step", "[[step]]", problems)
     seen: set[str] = set()
     for n, table in enumerate(tables, start=1):
         step_id = table.get("id")
@@ -264,30 +273,31 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
         seen.add(str(step_id))
         step_base = _same_as_base(table.get("same_as"), base, path, limits, where, problems)
         step = _resolve(chapter, table, step_base, n, len(tables), where, problems)
+        runs = _runs(table, where, problems)
         if step and complete:
             _check_limits(step, limits, where, problems)
-            spec.steps.append(replace(step, limits=dict(limits)))
+            spec.steps.append(replace(step, limits=dict(limits), runs=runs))
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
         raise LabError(f"{path.name} has {len(problems)} problem(s):\n{lines}")
+    spec.steps = in_rounds(spec.steps)
     return spec
 
 
-def _expand_repeats(tables: list[dict], problems: list[str]) -> list[dict]:
-    """A step with repeat = n becomes steps <id>-1 … <id>-n (for the spread of one measurement)."""
-    out = []
-    for n, table in enumerate(tables, start=1):
-        repeat = table.get("repeat", 1)
-        if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= 100:
-            name = table.get("id") if isinstance(table.get("id"), str) else f"#{n}"
-            problems.append(f"step {name}: repeat must be a whole number from 1 to 100, got {repeat!r}")
-            repeat = 1
-        if "repeat" not in table or not isinstance(table.get("id"), str):  # without an id: named as one step
-            out.append(table)
-            continue
-        out += [{k: v for k, v in table.items() if k != "repeat"} | {"id": f"{table.get('id')}-{n}"}
-                for n in range(1, repeat + 1)]
-    return out
+def _runs(table: dict, where: str, problems: list[str]) -> int:
+    runs = table.get("runs", 1)
+    if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= MAX_RUNS:
+        problems.append(f"{where}: runs must be a whole number from 1 to {MAX_RUNS}, got {runs!r}")
+        return 1
+    return runs
+
+
+def in_rounds(steps: list[Step]) -> list[Step]:
+    """Every step's runs, in rounds: all first runs in spec order, then every second run, and so on, so that a step's
+    runs are apart in time (their spread then includes what drifts over a chapter, not only back-to-back noise)."""
+    runs = [replace(s, id=s.id if k == 1 else f"{s.id}{RUN_MARK}{k}", run=k)
+            for k in range(1, max((s.runs for s in steps), default=1) + 1) for s in steps if s.runs >= k]
+    return [replace(s, index=n, total=len(runs)) for n, s in enumerate(runs, start=1)]
 
 
 def _same_as_base(reference, base: dict, path: Path, limits: dict, where: str, problems: list[str]) -> dict:

@@ -207,6 +207,9 @@ class ChapterData:
     latency: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COLUMNS["latency"] + ["step"]))
     # Each [services.<name>]'s own metrics (<name>.parquet: pg_stat_*, stub_status …), long format, with `service`.
     services: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SERVICE_COLUMNS))
+    # Every run of each step (spec: runs = n) by the step's id, first run first: {id: [step.json, …]}. `steps` and
+    # the tables hold the first runs; a repeat's tables come from load_run(chapter, "<id>.<k>").
+    runs: dict[str, list[dict]] = field(default_factory=dict)
 
     def meta(self, step_id: str) -> dict:
         return self.steps[step_id]
@@ -215,7 +218,8 @@ class ChapterData:
         """The same chapter with just these steps (for a chart about some of them)."""
         keep = {s: self.steps[s] for s in step_ids}
         tables = {name: getattr(self, name) for name in (*TABLES, "services")}
-        return ChapterData(self.chapter, keep, **{n: t[t["step"].isin(keep)] for n, t in tables.items()})
+        return ChapterData(self.chapter, keep, **{n: t[t["step"].isin(keep)] for n, t in tables.items()},
+                           runs={s: self.runs.get(s, [self.steps[s]]) for s in step_ids})
 
     def service(self, name: str, step: str | None = None) -> pd.DataFrame:
         """One service's metrics (ts_ms, metric, value, step), of one step or all."""
@@ -262,13 +266,33 @@ def percentiles(latency: pd.DataFrame, series: pd.DataFrame, by: str | None = "s
     return out.merge(series[[by, "max_ms"]], on=by, how="left").merge(latency[[by, "ts_ms"]].drop_duplicates(by), on=by)
 
 
+def run_of(step_id: str) -> tuple[str, int]:
+    """(the step's id, which run) of a step directory's name: `<id>` is run 1, `<id>.<k>` run k."""
+    base, _, run = step_id.partition(".")
+    return base, int(run) if run.isdigit() else 1
+
+
 def load(chapter: str) -> ChapterData:
-    steps = complete_steps(chapter)
+    """A chapter's complete steps: the first run of each, its tables read, and every run's step.json in `runs`."""
+    every = complete_steps(chapter)
+    runs: dict[str, list[dict]] = {}
+    for step_id, meta in sorted(every.items(), key=lambda item: run_of(item[0])):
+        runs.setdefault(run_of(step_id)[0], []).append(meta)
+    return _read(chapter, {s: m for s, m in every.items() if run_of(s)[1] == 1}, runs)
+
+
+def load_run(chapter: str, step_id: str) -> ChapterData:
+    """One run of a step (`<id>` or `<id>.<k>`), with its tables: what a verdict reads of each run."""
+    meta = complete_steps(chapter)[step_id]
+    return _read(chapter, {step_id: meta}, {run_of(step_id)[0]: [meta]})
+
+
+def _read(chapter: str, steps: dict[str, dict], runs: dict[str, list[dict]]) -> ChapterData:
     tables = {}
     for name in TABLES:  # a step without the file (a per-second step has no requests) adds no rows
         frames = [read_table(chapter, s, name).assign(step=s) for s in steps if (step_dir(chapter, s) / f"{name}.parquet").exists()]
         tables[name] = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS[name] + ["step"])
-    return ChapterData(chapter, steps, **tables, services=_service_tables(chapter, steps))
+    return ChapterData(chapter, steps, **tables, services=_service_tables(chapter, steps), runs=runs)
 
 
 def _service_tables(chapter: str, steps: dict[str, dict]) -> pd.DataFrame:

@@ -149,6 +149,23 @@ def list_(c):
                 print(f"  half-written {path.name} (pid {pid}): the next `invoke run {chapter}` removes it if that run is gone")
 
 
+@task(help={"chapter": "a chapter: chapter1 … chapter7",
+            "data": "another data directory to judge beside the committed one (e.g. where you ran the chapter)",
+            "keep": "add the run's values and outcomes to data/<chapter>/verdicts.csv (the chapter's 'held in n of m')"})
+def compare(c, chapter, data=None, keep=False):
+    """Judge a chapter's claims on the committed data and on another run's, side by side; exit 1 when an outcome
+    moved between reproduced and not reproduced."""
+    from pathlib import Path
+
+    from harness.book.compare import compare as compare_runs
+
+    with _clear_errors():
+        report, moved = compare_runs(chapter, Path(data).resolve() if data else None, keep)
+    print(report)
+    if moved:
+        raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)
+
+
 @task(help={"fast": "unit tests only (no real server, no k6)", "pytest_args": "extra arguments for pytest"})
 def test(c, fast=False, pytest_args=""):
     """Run all tests: the server's JUnit tests and pytest (unit, end to end, faults)."""

@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness import LabError, say
-from harness.lab import backends, fingerprint, interrupts, lock, netns, placement, preflight, store, system
+from harness.lab import backends, counters, fingerprint, interrupts, lock, netns, placement, preflight, store, system
 from harness.lab.backends.process import StepFailed, spawn, terminate
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
@@ -135,7 +136,8 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
             if step.kind == "redeploy":
                 _measure_redeploys(step, backend, writer, meta)
             else:
-                _measure(step, backend, tool, writer, meta, dashboard, hosts)
+                _measure(step, backend, tool, writer, meta, dashboard, hosts,
+                         {n: Path(q["cgroup"]) for n, q in quotas.items()})
         meta["status"] = "complete"
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
@@ -164,7 +166,7 @@ def _finish(writer: store.StepWriter, meta: dict, began: float):
 
 
 def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dict, dashboard: bool,
-             hosts: netns.Hosts | None = None) -> None:
+             hosts: netns.Hosts | None = None, quotas: dict | None = None) -> None:
     """The step's services in dependency order (a database, the server that connects to it, a proxy in front),
     then samplers and load; torn down in reverse. With `hosts`, each service and the load tool run on a host of
     their own."""
@@ -183,11 +185,13 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
         if hosts is not None:  # the target's sockets and TCP counters are its host's
             samplers.all["ss"].netns = hosts.path(target(step))
         with samplers:
+            before = counters.snapshot(services.pids(), quotas)
             meta["load_started_ms"] = now_ms()
             loads = _start_load(step, tool, services.url(target(step)), writer.path, dashboard, hosts)
             pids |= {name: proc.pid for name, proc in loads}
             _wait_load(loads, tool.name, step, samplers, services, meta["model"])
             meta["load_ended_ms"] = now_ms()
+            meta["during_load"] = counters.during(before, counters.snapshot(services.pids(), quotas))
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
         if wrong := placement.mismatches(step, samplers.placed()):
             raise StepFailed(f"CPU placement not as asked: {'; '.join(wrong)}")

@@ -57,9 +57,23 @@ def answered(requests: pd.DataFrame) -> pd.Series:
     return requests["status"].between(200, 399) & (requests["error_code"] == 0)
 
 
+_READING: list[Path] = []  # data roots `reading` put first
+
+
 def data_root() -> Path:
-    """Where steps live; LAB_DATA_DIR moves it (tests use a temporary one so data/ stays untouched)."""
-    return Path(os.environ.get("LAB_DATA_DIR", DATA))
+    """Where steps live; LAB_DATA_DIR moves it (tests use a temporary one so data/ stays untouched), and `reading`
+    points the reading side at another for a while (a run compared with the book)."""
+    return _READING[-1] if _READING else Path(os.environ.get("LAB_DATA_DIR", DATA))
+
+
+@contextmanager
+def reading(root: Path):
+    """Read steps from `root` inside the block (e.g. another run's data directory, to compare it with the book's)."""
+    _READING.append(Path(root))
+    try:
+        yield
+    finally:
+        _READING.pop()
 
 
 def step_dir(chapter: str, step_id: str) -> Path:

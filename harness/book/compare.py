@@ -1,0 +1,56 @@
+"""A run compared with the book: `invoke compare chapterN [--data DIR]` judges the chapter's claims on the committed
+reference (data/) and on another data directory (a reader's run) with the same rules, prints each claim's value and
+outcome side by side, and fails when an outcome moved between reproduced and not reproduced. `--keep` adds the run's
+values and outcomes to the chapter's kept summary (harness.book.history), which the chapter's "held in n of m" reads.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from harness import DATA, LabError
+from harness.book import history
+from harness.book.claims import Judgement
+from harness.book.verdict_tables import number
+from harness.lab.store import reading
+
+
+def chapter_module(chapter: str):
+    """The chapter's module face (harness.book.chapters.chN), which judges its claims: `judge()`."""
+    if not chapter.startswith("chapter") or not chapter[len("chapter"):].isdigit():
+        raise LabError(f"compare takes a chapter (chapter1 … chapter7), got {chapter!r}")
+    try:
+        module = importlib.import_module(f"harness.book.chapters.ch{chapter[len('chapter'):]}")
+    except ModuleNotFoundError:
+        raise LabError(f"{chapter} has no chapter module (harness/book/chapters/ch{chapter[7:]})") from None
+    if not hasattr(module, "judge"):
+        raise LabError(f"{chapter}'s module judges no claims yet (no judge())")
+    return module
+
+
+def judged(chapter: str, root: Path) -> list[Judgement]:
+    if not (root / chapter).is_dir():
+        raise LabError(f"no {chapter} in {root}: run it there first (LAB_DATA_DIR={root} invoke run {chapter})")
+    with reading(root):
+        return chapter_module(chapter).judge()
+
+
+def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tuple[str, list[str]]:
+    """The side-by-side report and the claims whose outcome flipped; with `keep`, the run's summary is kept."""
+    reference = judged(chapter, DATA)
+    runs = judged(chapter, other) if other else reference
+    if keep:
+        path = history.keep(chapter, runs, history.run_label(chapter, other or DATA), DATA)
+    ref = {j.rule.claim: j for j in reference}
+    lines = [f"{'claim':<10} {'the book (data/)':<34} {'this run' if other else '':<34}"]
+    for j in runs:
+        mine = ref.get(j.rule.claim)
+        left = f"{number(mine.measured.value, mine.rule.unit)}: {mine.outcome}" if mine else "–"
+        right = f"{number(j.measured.value, j.rule.unit)}: {j.outcome}" if other else ""
+        lines.append(f"{j.rule.claim:<10} {left:<34} {right:<34}")
+    moved = history.flips({c: j.outcome for c, j in ref.items()}, {j.rule.claim: j.outcome for j in runs})
+    if moved:
+        lines.append(f"moved between reproduced and not reproduced: {', '.join(moved)}")
+    if keep:
+        lines.append(f"kept in {path}")
+    return "\n".join(lines), moved

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness import EXPERIMENTS, LabError
-from harness.lab import system
 from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
-from harness.lab.placement import check_placement, merge_placement
+from harness.lab.limits import FD_RESERVE, check_limits, machine_limits  # noqa: F401 — FD_RESERVE: the models'
+from harness.lab.placement import merge_placement
 from harness.lab.services.base import SERVER
 from harness.lab.typed import table_list, table_value, text_value, typed_values
-from harness.lab.units import memory_bytes
 
 # Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
 SERVER_KEYS: dict[str, tuple[type, int | None]] = {
@@ -85,11 +84,8 @@ STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "runs
 MAX_RUNS = 100
 RUN_MARK = "."  # run k > 1 of step <id> is the step <id>.<k>: a dot is in no step id, so no spec id can take it
 TOP_KEYS = {"title", "description", "defaults", "step"}
-# File descriptors a process needs besides its sockets (jars, logs, epoll, pipes).
-FD_RESERVE = 200
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 FINDING_ID = re.compile(r"^F\d{3}-[a-z]$")
-MIN_CONTAINER_MEMORY = 6 * 2**20  # docker refuses less
 MAX_STARTS = 100  # a redeploy step's fresh servers: seconds each; chapter 2 times 10
 _LOADING: list[Path] = []  # the specs being read now (same_as reads another spec inside one)
 
@@ -233,15 +229,6 @@ def load_spec(chapter: str, limits: dict | None = None) -> Spec:
         _LOADING.pop()
 
 
-def machine_limits() -> dict:
-    return {
-        "nofile": system.nofile_limit(),
-        "somaxconn": system.somaxconn(),
-        "can_raise_somaxconn": system.can_raise_somaxconn(),
-        "cores": system.cores(),
-    }
-
-
 def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     problems: list[str] = []
     _unknown(raw, TOP_KEYS, "top level", problems)
@@ -275,7 +262,7 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
         step = _resolve(chapter, table, step_base, n, len(tables), where, problems)
         runs = _runs(table, where, problems)
         if step and complete:
-            _check_limits(step, limits, where, problems)
+            check_limits(step, limits, where, problems)
             spec.steps.append(replace(step, limits=dict(limits), runs=runs))
     if problems:
         lines = "\n".join(f"  - {p}" for p in problems)
@@ -400,54 +387,3 @@ def _check_server(server: dict, where: str, problems: list[str]) -> None:
     threads, spare = server.get("TOMCAT_MAX_THREADS", 200), server.get("TOMCAT_MIN_SPARE_THREADS", 0)
     if spare > threads:
         problems.append(f"{where}: TOMCAT_MIN_SPARE_THREADS {spare} exceeds TOMCAT_MAX_THREADS {threads}")
-
-
-def _check_limits(step: Step, limits: dict, where: str, problems: list[str]) -> None:
-    _check_container(step.container, limits, where, problems)
-    check_placement(step, limits, where, problems)
-    if step.kind != "load":
-        return
-    usable = limits["nofile"] - FD_RESERVE
-    vus = peak_vus(step.load)
-    processes = step.load.get("processes", 1)
-    if -(-vus // processes) > usable:  # each k6 process of the test holds its share of the users' sockets
-        problems.append(
-            f"{where}: {vus} VUs need {-(-vus // processes)} sockets in each of {processes} k6 process(es), but the "
-            f"open-files limit is {limits['nofile']} (usable ≈ {usable}); lower load.vus or raise load.processes"
-        )
-    held = min(vus, step.knob("TOMCAT_MAX_CONNECTIONS") + step.knob("TOMCAT_ACCEPT_COUNT"))
-    if held > usable and not step.system["allow_fd_exhaustion"]:
-        problems.append(
-            f"{where}: the server would hold up to {held} connections but its open-files limit is "
-            f"{limits['nofile']}; lower the load or set system.allow_fd_exhaustion = true to probe that limit"
-        )
-    accept = step.knob("TOMCAT_ACCEPT_COUNT")
-    if accept > limits["somaxconn"]:
-        if not step.system["raise_somaxconn"]:
-            problems.append(
-                f"{where}: TOMCAT_ACCEPT_COUNT {accept} exceeds net.core.somaxconn {limits['somaxconn']}, "
-                "which would silently cap the backlog; set system.raise_somaxconn = true or lower it"
-            )
-        elif not limits["can_raise_somaxconn"]:
-            problems.append(
-                f"{where}: TOMCAT_ACCEPT_COUNT {accept} needs net.core.somaxconn ≥ {accept} (now "
-                f"{limits['somaxconn']}) and this user cannot write /proc/sys/net/core/somaxconn (run as root)"
-            )
-
-
-def _check_container(container: dict, limits: dict, where: str, problems: list[str]) -> None:
-    cpus = container.get("cpus")
-    if cpus is not None and not 0 < cpus <= limits["cores"]:
-        problems.append(f"{where}: container.cpus must be > 0 and ≤ this machine's {limits['cores']} cores, got {cpus}")
-    if "memory" in container:
-        try:
-            size = memory_bytes(container["memory"])
-        except ValueError as err:
-            problems.append(f"{where}: container.memory: {err}")
-        else:
-            if size < MIN_CONTAINER_MEMORY:
-                problems.append(f"{where}: container.memory must be at least 6m (docker's minimum), got {container['memory']!r}")
-    nofile = container.get("nofile")
-    if nofile is not None and nofile > limits["nofile"]:
-        problems.append(f"{where}: container.nofile {nofile} exceeds this machine's hard open-files limit "
-                        f"{limits['nofile']} (docker cannot raise it); lower it")

@@ -60,7 +60,7 @@ def test_an_open_model_answers_what_arrives_up_to_capacity(steps):
 def test_the_progress_line_leaves_out_an_asked_count_a_ramp_does_not_have(steps):
     from harness.lab.runner import Outcome, _result_line
     ramp = Outcome(steps["ramp"], "complete", "", 45.0, {"asked": 0, "issued": 5921, "succeeded": 5921, "failed": 0})
-    assert _result_line(ramp) == "issued 5921, ok 5921, failed 0"
+    assert _result_line(ramp) == "issued 5,921, ok 5,921, failed 0"
     open_model = Outcome(steps["open-below"], "complete", "", 35.0, {"asked": 3000, "issued": 2990, "succeeded": 2990,
                                                                        "failed": 0, "dropped_iterations": 10})
-    assert _result_line(open_model).startswith("issued 2990/3000, ok 2990, failed 0, DROPPED 10 iterations")
+    assert _result_line(open_model).startswith("issued 2,990 of 3,000 asked, ok 2,990, failed 0, DROPPED 10 iterations")

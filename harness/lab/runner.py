@@ -111,14 +111,18 @@ def _run(spec, name: str, steps: list[Step], force: bool, backend: str, dashboar
     return outcomes
 
 
+FIXED_COUNT = ("per-vu-iterations", "shared-iterations", "constant-arrival-rate", "ramping-arrival-rate")  # ask N
+
+
 def _result_line(outcome: Outcome) -> str:
     if outcome.step.kind == "redeploy":
         return f"{outcome.step.starts} starts"
     counts = outcome.requests
     dropped = counts.get("dropped_iterations", 0)  # an open model that dropped iterations sent less than it asked
-    asked = counts.get("asked", 0)  # 0: a ramp whose request count is not fixed in advance
-    return (f"issued {counts.get('issued', 0)}{f'/{asked}' if asked else ''}, ok {counts.get('succeeded', 0)}, "
-            f"failed {counts.get('failed', 0)}"
+    # A closed loop of users for a time asks no number of requests (its `asked` is the users: the articles' reading)
+    asked = counts.get("asked", 0) if outcome.step.load.get("executor") in FIXED_COUNT else 0
+    return (f"issued {counts.get('issued', 0):,}{f' of {asked:,} asked' if asked else ''}, ok {counts.get('succeeded', 0):,}, "
+            f"failed {counts.get('failed', 0):,}"
             + (f", DROPPED {dropped} iterations: k6 could not start them (not the load the spec asked for)" if dropped else ""))
 
 
@@ -189,7 +193,7 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
             meta["load_started_ms"] = now_ms()
             loads = _start_load(step, tool, services.url(target(step)), writer.path, dashboard, hosts)
             pids |= {name: proc.pid for name, proc in loads}
-            _wait_load(loads, tool.name, step, samplers, services, meta["model"])
+            _wait_load(loads, tool.name, step, samplers, services, meta["expected_requests"])
             meta["load_ended_ms"] = now_ms()
             meta["during_load"] = counters.during(before, counters.snapshot(services.pids(), quotas))
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
@@ -248,11 +252,12 @@ def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: net
     return started
 
 
-def _wait_load(loads: list, name: str, step: Step, samplers: Samplers, services: Deployment, model: dict | None) -> None:
+def _wait_load(loads: list, name: str, step: Step, samplers: Samplers, services: Deployment,
+               expected_requests: int | None) -> None:
     """Wait for the load tool to end by itself (at most until the load options say it stops, plus a margin), printing
-    a progress line every few seconds; a service that dies ends the step at once, naming it."""
+    a progress line every few seconds (the target's own count of requests answered against what the plan expects,
+    its sockets, its own busy number); a service that dies ends the step at once, naming it."""
     limit = step.stop_ms / 1000 + LOAD_EXTRA_WAIT_S
-    expected = f" / ≈{model['min_duration_ms'] / 1000:.0f} s" if model and model.get("min_duration_ms") else ""
     start = time.monotonic()
     every = 2 if sys.stdout.isatty() else 10
     next_report = every
@@ -262,16 +267,19 @@ def _wait_load(loads: list, name: str, step: Step, samplers: Samplers, services:
             raise StepFailed(f"{name} still running after {limit:.0f} s (its stop time + {LOAD_EXTRA_WAIT_S} s)")
         services.check_alive()
         if elapsed >= next_report:
-            say(f"    {elapsed:4.0f} s{expected}  {_live(samplers, services, target(step))}")
+            say(f"    {elapsed:4.0f} s  {_live(samplers, services, target(step), expected_requests)}")
             next_report += every
         time.sleep(0.2)
 
 
-def _live(samplers: Samplers, services: Deployment, target_name: str) -> str:
-    """The latest server-side view, for the progress line: the target's sockets and its own number."""
+def _live(samplers: Samplers, services: Deployment, target_name: str, expected: int | None) -> str:
+    """The latest server-side view, for the progress line: requests the target answered (of those the plan expects),
+    its sockets, and its own number (busy threads, open connections …)."""
     ss = (samplers.rows("ss") or [{}])[-1]
-    own = services.live(target_name)
-    return f"ESTAB {ss.get('estab', '?')}  accept queue {ss.get('accept_queue', '?')}" + (f"  {own}" if own else "")
+    served, own = services.served(target_name), services.live(target_name)
+    count = "" if served is None else f"answered {served:,}" + (f"/≈{expected:,}  " if expected else "  ")
+    return (count + f"ESTAB {ss.get('estab', '?')}  accept queue {ss.get('accept_queue', '?')}"
+            + (f"  {own}" if own else ""))
 
 
 def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, samplers: Samplers | None,

@@ -51,6 +51,7 @@ PROMETHEUS_METRICS = {
     "tomcat_connections_keepalive_current_connections": "tomcat.connections.keepalive.current",
     "tomcat_connections_config_max_connections": "tomcat.connections.config.max",
     "tomcat_global_request_seconds_count": "tomcat.global.request.count",
+    "http_server_requests_seconds_count": "http.server.requests.count",  # Spring's count of requests answered
     "tomcat_global_error_total": "tomcat.global.error",
     "jvm_threads_live_threads": "jvm.threads.live",
     "jvm_threads_peak_threads": "jvm.threads.peak",

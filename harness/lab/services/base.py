@@ -205,6 +205,13 @@ class ServiceKind:
         sampler's rows; "" when it has none."""
         return ""
 
+    served_metric = ""  # its sampler's cumulative count of requests answered ("" when it has none)
+
+    def served(self, rows: list[dict]) -> int | None:
+        """Requests it answered since its sampler started (the progress line's count), None when it counts none."""
+        values = [r["value"] for r in rows if r["metric"] == self.served_metric] if self.served_metric else []
+        return int(values[-1] - values[0]) if values else None
+
     def model_server(self, knobs: dict) -> dict | None:
         """What a model of the load's target needs to know of it (harness.models.spike): `threads` (None: no pool),
         `max_connections` and `accept_count` (None: none of its own), `keep_alive_timeout_ms` (None: it never closes

@@ -148,6 +148,12 @@ class Deployment:
         sampler = self.sampling.get(kind.table(name))
         return kind.live(sampler.rows) if sampler is not None else ""
 
+    def served(self, name: str) -> int | None:
+        """Requests the service answered so far, by its own count (None when it keeps none)."""
+        kind = kind_of(self.step, name)
+        sampler = self.sampling.get(kind.table(name))
+        return kind.served(sampler.rows) if sampler is not None else None
+
     def check_alive(self) -> None:
         for name, service in self.running.items():
             if not service.alive():

@@ -46,6 +46,8 @@ class NettyKind(JarServiceKind):
     def sampler(self, running: RunningNetty, interval_ms: int):
         return NettySampler(interval_ms, running.management_url)
 
+    served_metric = "netty.requests"
+
     def live(self, rows: list[dict]) -> str:
         opened = latest(rows, "netty.connections_open")
         return "" if opened is None else f"connections open {int(opened)}"

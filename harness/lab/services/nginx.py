@@ -185,6 +185,8 @@ class NginxKind(ServiceKind):
         return StubStatusSampler(interval_ms, running.status_url,
                                  running.upstream[1] if running.upstream else None, running.log)
 
+    served_metric = "requests"
+
     def live(self, rows: list[dict]) -> str:
         active = latest(rows, "active")
         return "" if active is None else f"nginx connections {int(active)}"

@@ -143,6 +143,8 @@ class SpringJarKind(ServiceKind):
     def table(self, service: str) -> str:
         return "actuator"
 
+    served_metric = "tomcat.global.request.count"
+
     def live(self, rows: list[dict]) -> str:
         busy = latest(rows, "tomcat.threads.busy")
         return "" if busy is None else f"busy threads {int(busy)}"

@@ -73,6 +73,8 @@ class TomcatKind(ServiceKind):
     def table(self, service: str) -> str:
         return "actuator"  # the sample server's metrics have their own file in every step directory
 
+    served_metric = "tomcat.global.request.count"
+
     def live(self, rows: list[dict]) -> str:
         busy = latest(rows, "tomcat.threads.busy")
         return "" if busy is None else f"busy threads {int(busy)}"

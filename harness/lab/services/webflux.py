@@ -35,6 +35,8 @@ class WebfluxKind(JarServiceKind):
     def sampler(self, running: RunningWebflux, interval_ms: int):
         return ActuatorSampler(interval_ms, running.management_url, running.port)
 
+    served_metric = "http.server.requests.count"
+
     def live(self, rows: list[dict]) -> str:
         held = latest(rows, "reactor.netty.http.server.connections")
         return "" if held is None else f"connections {int(held)}"

@@ -62,6 +62,8 @@ PACKAGES = (
     Package("chromium", ("chromium|chromium-browser|google-chrome",),
             "the book tests draw every chart and check every page headless"),
     Package("git", ("git",), "step.json records the commit that measured it; the tests check the data's commits"),
+    Package("xz-utils", ("xz",), "tar unpacks .tar.xz archives with it: the offline Quarto that CI renders the book "
+            "with (../shared/quarto/install.sh)"),
     Package("ca-certificates", ("/etc/ssl/certs/ca-certificates.crt",),
             "HTTPS to the registries setup downloads from (Maven Central, the Go module proxy, npm)"),
     Package("docker.io", ("docker", "dockerd"), "the docker backend runs each step's server in a container",

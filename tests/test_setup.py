@@ -111,6 +111,17 @@ def test_the_message_lists_each_package_with_why_and_the_line_to_copy():
     assert "no apt-get" in elsewhere and "apt-get install" not in elsewhere and "  wrk" in elsewhere
 
 
+@pytest.mark.parametrize("os_release, chromium", [
+    ('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n', "chromium"),
+    ('NAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\n', "chromium-browser"),
+    ('NAME="Linux Mint"\nID=linuxmint\nID_LIKE="ubuntu debian"\n', "chromium-browser")])
+def test_packages_go_by_the_distributions_names(tmp_path, os_release, chromium):
+    (tmp_path / "os-release").write_text(os_release)
+    named = system_packages.named_for([p for p in PACKAGES if p.name in ("wrk", "chromium")], tmp_path / "os-release")
+    assert names(named) == ["wrk", chromium] and "chromium" in named[1].why
+    assert names(system_packages.named_for(list(PACKAGES[:2]), tmp_path / "absent")) == names(PACKAGES[:2])
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the root path: setup runs apt-get itself only as root (or with sudo)")
 def test_as_root_one_update_then_one_install_of_exactly_what_is_missing(machine, tmp_path, capsys):
     """A stand-in apt-get records its arguments and `installs` each package by creating its commands."""

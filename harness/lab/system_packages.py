@@ -14,7 +14,8 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from harness import LabError, say
 from harness.lab.jdk import java_command, java_major
@@ -22,6 +23,7 @@ from harness.lab.jdk import java_command, java_major
 MIN_JAVA = 17
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")  # ip, tc, nginx and dockerd live there, off a user's PATH
 APT_INSTALL = ["apt-get", "install", "-y", "--no-install-recommends"]
+UBUNTU_NAMES = {"chromium": "chromium-browser"}  # Ubuntu has no `chromium` package; this one installs its snap
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ PACKAGES = (
     Package("nodejs", ("node",), "the chart tests run the book's chart libraries (vega) in node"),
     Package("npm", ("npm",), "`npm ci` installs the pinned chart libraries, so the book's charts draw offline"),
     Package("chromium", ("chromium|chromium-browser|google-chrome",),
-            "the book tests draw every chart and check every page headless"),
+            "the book tests draw every chart and check every page headless (Ubuntu's package: chromium-browser)"),
     Package("git", ("git",), "step.json records the commit that measured it; the tests check the data's commits"),
     Package("xz-utils", ("xz",), "tar unpacks .tar.xz archives with it: the offline Quarto that CI renders the book "
             "with (../shared/quarto/install.sh)"),
@@ -85,6 +87,17 @@ def missing(docker: bool = False, packages: tuple[Package, ...] = PACKAGES) -> l
     """The packages whose commands are not all there (the docker backend's only with `docker`)."""
     return [p for p in packages if (docker or not p.docker)
             and not (p.present() if p.present else all(find(c) for c in p.commands))]
+
+
+def named_for(packages: list[Package], os_release: Path = Path("/etc/os-release")) -> list[Package]:
+    """The packages under this distribution's names (Debian's, but for Ubuntu's few others)."""
+    try:
+        fields = dict(line.split("=", 1) for line in os_release.read_text().splitlines() if "=" in line)
+    except OSError:
+        fields = {}
+    ids = f"{fields.get('ID', '')} {fields.get('ID_LIKE', '')}".replace('"', "").split()
+    renames = UBUNTU_NAMES if "ubuntu" in ids else {}
+    return [replace(p, name=renames.get(p.name, p.name)) for p in packages]
 
 
 def apt_line(packages: list[Package], sudo: bool = False) -> str:
@@ -125,9 +138,9 @@ def installer() -> list[str] | None:
 
 def ensure(docker: bool = False) -> str:
     """Install what is missing (one apt-get update, one apt-get install), or stop with the list; a line for setup."""
-    wanted = missing(docker)
+    wanted = named_for(missing(docker))
     if not wanted:
-        return f"all {len(required(docker))} there" + ("" if docker else " (the docker backend's: `invoke setup --docker`)")
+        return f"all {len(required(docker))} there" + ("" if docker else " (the docker backend's two: `invoke setup --docker`)")
     prefix = installer()
     if prefix is None:
         raise LabError(missing_message(wanted, apt=bool(shutil.which("apt-get"))))

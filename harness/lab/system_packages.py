@@ -85,8 +85,11 @@ def find(command: str) -> bool:
 
 def missing(docker: bool = False, packages: tuple[Package, ...] = PACKAGES) -> list[Package]:
     """The packages whose commands are not all there (the docker backend's only with `docker`)."""
-    return [p for p in packages if (docker or not p.docker)
-            and not (p.present() if p.present else all(find(c) for c in p.commands))]
+    return [p for p in required(docker, packages) if not (p.present() if p.present else all(map(find, p.commands)))]
+
+
+def required(docker: bool, packages: tuple[Package, ...] = PACKAGES) -> list[Package]:
+    return [p for p in packages if docker or not p.docker]
 
 
 def named_for(packages: list[Package], os_release: Path = Path("/etc/os-release")) -> list[Package]:
@@ -155,10 +158,6 @@ def ensure(docker: bool = False) -> str:
     if still:
         raise LabError(f"apt-get installed them, yet these commands are still missing:\n{listing(still)}")
     return f"installed {', '.join(p.name for p in wanted)}"
-
-
-def required(docker: bool) -> list[Package]:
-    return [p for p in PACKAGES if docker or not p.docker]
 
 
 def markdown_table() -> str:

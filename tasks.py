@@ -1,6 +1,6 @@
 """The lab's commands. Logic lives in the harness package; these are thin entry points.
 
-    invoke setup            check JDK/Python, build k6 and the server
+    invoke setup            install what is missing (system packages as root), build k6 and the servers
     invoke run smoke        run an experiment (chapter)
     invoke list             experiments and their steps
     invoke image            the server's container image (for --backend docker)
@@ -33,13 +33,14 @@ def _clear_errors():
         raise Exit(code=0) from None
 
 
-@task
-def setup(c):
-    """Check JDK ≥ 17 and Python ≥ 3.11, build k6 (if missing) and the server jar."""
+@task(help={"docker": "also install the docker backend's packages (docker.io, debootstrap)"})
+def setup(c, docker=False):
+    """Install the missing system packages (as root, with apt-get; else list them), build k6, the servers and the
+    chart libraries."""
     from harness.lab import toolchain
 
     with _clear_errors():
-        toolchain.setup()
+        toolchain.setup(docker=docker)
 
 
 @task(

@@ -1,6 +1,8 @@
-"""What `invoke setup` checks and builds: JDK ≥ 17, Python ≥ 3.11, the pinned k6, the pinned PostgreSQL binaries (the
-postgres kind: harness.lab.services.pgbinaries), what each service kind runs (its `build`: the sample server's jars
-and CDS archive, the Netty and WebFlux services' jars) and the book's chart libraries."""
+"""What `invoke setup` does: Python ≥ 3.11, the system packages the book needs (harness.lab.system_packages: installed
+with apt-get as root, else listed before anything else is done), JDK ≥ 17, the pinned k6 (built with Go: PATH's or the
+pinned toolchain, harness.lab.gotoolchain), the pinned PostgreSQL binaries (the postgres kind:
+harness.lab.services.pgbinaries), what each service kind runs (its `build`: the sample server's jars and CDS archive,
+the Netty and WebFlux services' jars) and the book's chart libraries."""
 from __future__ import annotations
 
 import os
@@ -9,16 +11,15 @@ import sys
 import time
 
 from harness import ROOT, TOOLS, LabError, say
+from harness.lab import gotoolchain, system_packages
 from harness.lab.build import run_build
 from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.load.k6 import K6_MODULE, K6_VERSION, find_k6, local_k6
 from harness.lab.services import pgbinaries
 from harness.lab.services.kinds import KINDS
-from harness.lab.services.nginx import nginx_binary
 
-MIN_JAVA = 17
+MIN_JAVA = system_packages.MIN_JAVA
 MIN_PYTHON = (3, 11)
-
 
 
 def check_python() -> None:
@@ -40,11 +41,8 @@ def ensure_k6() -> str:
         return str(find_k6())
     except LabError:
         pass
-    go = shutil.which("go")
-    if not go:
-        raise LabError(f"k6 {K6_VERSION} is not installed and Go is missing to build it: install Go "
-                       f"(e.g. `apt-get install golang`) or put k6 {K6_VERSION} on PATH")
-    say(f"building k6 {K6_VERSION} with Go into {local_k6().parent} (about 90 s the first time) …")
+    go = gotoolchain.go_for_k6()
+    say(f"building k6 {K6_VERSION} with {go} into {local_k6().parent} (about 90 s the first time) …")
     env = os.environ | {"GOBIN": str(local_k6().parent), "CGO_ENABLED": "0"}
     run_build([go, "install", f"{K6_MODULE}@{K6_VERSION}"], env=env)
     return str(find_k6())
@@ -54,7 +52,8 @@ def install_chart_libraries() -> None:
     """vega, vega-lite and vega-embed pinned by package-lock.json: the book's charts load them offline."""
     npm = shutil.which("npm")
     if not npm:
-        raise LabError("npm is missing: install Node.js with npm (e.g. `apt-get install npm`); the book's charts need it")
+        raise LabError("npm is missing: run `invoke setup` as root to install it (or `apt-get install npm` yourself); "
+                       "the book's charts need it")
     say("installing the chart libraries (npm ci) …")
     run_build([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT)
 
@@ -68,14 +67,13 @@ def describe_virtual_threads_java() -> str:
     return f"{java} (Java {java_major(java)}, from {source})"
 
 
-def setup() -> None:
+def setup(docker: bool = False) -> None:
+    """Everything the book needs on this machine; `docker`: also the docker backend's packages."""
     started = time.monotonic()
     check_python()
+    say(f"system packages: {system_packages.ensure(docker)}")
     say(f"java: {check_java()}")
     say(f"k6:   {ensure_k6()}")
-    say(f"ab:   {shutil.which('ab') or 'missing (chapter 1 cross-checks with it: apt-get install apache2-utils)'}")
-    say(f"nginx: {nginx_binary() or 'missing (only specs with an nginx service need it: apt-get install nginx)'}")
-    say(f"wrk:  {shutil.which('wrk') or 'missing (chapter 6 cross-checks k6 with it: apt-get install wrk)'}")
     say(f"java for virtual threads: {describe_virtual_threads_java()}")
     say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")
     for kind in KINDS.values():  # each kind builds what it runs (the sample server, the Netty and WebFlux services)

@@ -1,0 +1,34 @@
+"""A download pinned by its sha256: what setup fetches that no package manager checks for it (the Go toolchain
+here; harness.lab.services.pgbinaries has its own copy for the PostgreSQL binaries, which could use this one)."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import urllib.request
+from pathlib import Path
+
+from harness import LabError
+
+
+def download_checked(url: str, digest: str, path: Path) -> Path:
+    """`url` saved as `path`, whose sha256 must be `digest` (a file already there with it is kept)."""
+    if path.exists() and sha256(path) == digest:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as reply, open(partial, "wb") as out:
+            shutil.copyfileobj(reply, out)
+    except OSError as err:
+        raise LabError(f"cannot download {url}: {err}") from None
+    found = sha256(partial)
+    if found != digest:
+        partial.unlink()
+        raise LabError(f"{url} has sha256 {found}, not the pinned {digest}: refusing it")
+    partial.rename(path)
+    return path
+
+
+def sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

@@ -1,13 +1,13 @@
-"""A download pinned by its sha256: what setup fetches that no package manager checks for it (the Go toolchain
-here; harness.lab.services.pgbinaries has its own copy for the PostgreSQL binaries, which could use this one)."""
+"""A download pinned by its sha256: what setup fetches that no package manager checks for it (the Go toolchain, the
+PostgreSQL binaries)."""
 from __future__ import annotations
 
-import hashlib
 import shutil
 import urllib.request
 from pathlib import Path
 
 from harness import LabError
+from harness.lab.integrity import sha256
 
 
 def download_checked(url: str, digest: str, path: Path) -> Path:
@@ -29,6 +29,4 @@ def download_checked(url: str, digest: str, path: Path) -> Path:
     return path
 
 
-def sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+

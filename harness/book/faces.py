@@ -1,0 +1,34 @@
+"""What every chapter's face (harness.book.chapters.chN, what its .qmd imports) gives the rest of the book: its claims
+judged (`judge()`, read by `invoke compare`, the answer page's table of findings and the tally) and the limits its data
+shows (`limits()`, read by the answer page, which orders them as users grow). The answer page reads each chapter only
+through these, so one function computes each number and both pages print the same."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from harness import LabError
+
+CHAPTERS = ("chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A limit a server meets as users grow, as one chapter measured it."""
+
+    order: int  # where it binds as users grow: 1 first (the thread pool) … (open files, memory per connection)
+    name: str  # "the thread pool", "the connection ceiling", "the database pool" …
+    value: float  # its number, from data
+    unit: str  # "requests/s", "connections", "users" …
+    sentence: str  # one sentence saying what binds and how, the number in it (computed, never typed)
+    chapter: str  # "chapter3"
+    anchor: str  # the section that shows the evidence: "sec-the-ceiling"
+
+
+def face(chapter: str):
+    """A chapter's face module, or a LabError saying it has none yet."""
+    number = chapter.removeprefix("chapter")
+    try:
+        return importlib.import_module(f"harness.book.chapters.ch{number}")
+    except ModuleNotFoundError:
+        raise LabError(f"{chapter} has no face module (harness/book/chapters/ch{number})") from None

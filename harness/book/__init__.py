@@ -39,57 +39,6 @@ from harness.book.chapters.ch1_sentences import (
                                             rps_sentence,
                                             setup_sentence,
 )
-from harness.book.chapters.ch2_charts import (
-                                            issued_chart,
-                                            memory_chart,
-                                            noise_chart,
-                                            redeploy_chart,
-                                            sampler_cost_chart,
-                                            spread_chart,
-                                            start_curves_chart,
-)
-from harness.book.chapters.ch2_checks import (
-                                            BATCH_SPREAD_GOAL_S,
-                                            REDEPLOY_GOAL_MS,
-                                            SAMPLER_BUDGET,
-                                            checks,
-                                            meaning_sentences,
-                                            memory_sentence,
-                                            noise_sentence,
-                                            sampler_sentence,
-)
-from harness.book.chapters.ch2_lab import (
-                                            SPIKE_S,
-                                            issued_sentence,
-                                            memory_table,
-                                            noise_table,
-                                            sampler_cost_table,
-                                            start_curves,
-                                            start_table,
-)
-from harness.book.chapters.ch2_sentences import (
-                                            acceptor_sentence,
-                                            batch_sentence,
-                                            cores_sentence,
-                                            lag_sentence,
-                                            overflow_sentence,
-                                            repeats_intro,
-                                            sampler_setup_sentence,
-                                            setup_list,
-                                            starts_sentence,
-                                            wave_s,
-)
-from harness.book.chapters.ch2_tables import (
-                                            ceilings_table,
-                                            check_table,
-                                            issued_repeats,
-                                            memory_summary,
-                                            noise_runs,
-                                            noise_waves,
-                                            overflow_summary,
-                                            redeploy_summary,
-                                            starts_summary,
-)
 from harness.book.chapters.ch3_connections import failure_summary, issued_table, plus_one_table, spike_predictions_table
 from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
 from harness.book.chapters.ch3_sentences import (
@@ -241,14 +190,6 @@ __all__ = [
     "rate_steps", "queue_steps", "busy_steps", "phase_steps", "setup_sentence", "load_sentence", "model_sentence",
     "little_model_sentence", "rps_sentence", "pace_sentence", "little_sentence", "latency_sentences", "busy_sentence",
     "premise_sentence", "default_pool_sentence",
-    # chapter 2
-    "SPIKE_S", "BATCH_SPREAD_GOAL_S", "REDEPLOY_GOAL_MS", "SAMPLER_BUDGET", "batch_sentence", "start_table", "start_curves", "memory_table", "noise_table",
-    "sampler_cost_table", "issued_sentence", "memory_sentence", "noise_sentence", "sampler_sentence", "checks",
-    "meaning_sentences", "check_table", "ceilings_table", "starts_summary", "memory_summary", "redeploy_summary",
-    "noise_runs", "noise_waves", "overflow_summary", "issued_repeats", "start_curves_chart", "spread_chart",
-    "issued_chart", "memory_chart", "redeploy_chart", "sampler_cost_chart", "noise_chart", "cores_sentence", "setup_list",
-    "starts_sentence", "overflow_sentence", "acceptor_sentence", "repeats_intro", "sampler_setup_sentence", "lag_sentence",
-    "wave_s",
     # chapter 3
     "f000_verdicts", "f000_f", "spike_predictions_table", "issued_table", "plus_one_table", "failure_summary",
     "capacity_explorer", "explorer_measured", "f000_steps", "only_steps", "knobs_list", "executors_sentence",

@@ -5,9 +5,10 @@ from harness import ROOT
 from harness.lab.spec import load_spec
 
 from test_e2e import profile_run
-from harness.book.chapters.ch2_lab import memory_table, noise_summary, noise_table, start_table
-from harness.book.chapters.ch2_checks import check_constant_vus, check_spike, checks
-from harness.book.chapters.ch3_verdicts import f000_f
+from harness.book.chapters.ch2 import by_id
+from harness.book.chapters.ch2.lab import memory_table, noise_summary, noise_table, run_ids, start_table
+from harness.book.chapters.ch2.lab_checks import checks
+from harness.book.claims import REPRODUCED
 
 pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "chapter2-scaled.toml"
@@ -20,7 +21,11 @@ def chapter2(tmp_path_factory):
 
 
 def test_every_step_completes(chapter2):
-    assert sorted(chapter2.steps) == sorted(s.id for s in load_spec(str(PROFILE)).steps)
+    """Every run of every step: the first runs in `steps`, every run's step.json in `runs`."""
+    spec = load_spec(str(PROFILE)).steps
+    assert sorted(chapter2.steps) == sorted({s.base for s in spec})
+    assert sorted(r for step in chapter2.steps for r in run_ids(chapter2, step)) == sorted(s.id for s in spec)
+    assert run_ids(chapter2, "noise") == ["noise", "noise.2"] and run_ids(chapter2, "unsampled") == ["unsampled"]
 
 
 def test_redeploy_steps_time_each_start_with_the_launch_asked_for(chapter2):
@@ -37,20 +42,19 @@ def test_redeploy_steps_time_each_start_with_the_launch_asked_for(chapter2):
 
 def test_copied_steps_run_chapter3s_configuration(chapter2):
     source = load_spec(str(ROOT / "tests" / "profiles" / "chapter3-scaled.toml")).select(["a-waves"])[0]
-    for step in ("noise-1", "noise-2", "unsampled-1"):
-        config = chapter2.steps[step]["config"]
+    for config in (m["config"] for step in ("noise", "unsampled") for m in chapter2.runs[step]):
         assert config["same_as"] == "chapter3-scaled.toml:a-waves"
         assert config["server"]["TOMCAT_MAX_THREADS"] == source.knob("TOMCAT_MAX_THREADS")
         assert config["load"]["vus"] == source.load["vus"]
 
 
 def test_sampling_off_leaves_no_samples_but_the_requests(chapter2):
-    meta = chapter2.steps["unsampled-1"]
+    meta = chapter2.steps["unsampled"]
     assert meta["samplers"]["enabled"] is False and meta["samplers"]["cpu_seconds"] == 0
     for table in (chapter2.ss, chapter2.actuator, chapter2.process):
-        assert not (table.step == "unsampled-1").any()
-    assert (chapter2.requests.step == "unsampled-1").sum() == meta["requests"]["asked"]
-    assert (chapter2.ss.step == "noise-1").any()  # the sampled twin has them
+        assert not (table.step == "unsampled").any()
+    assert (chapter2.requests.step == "unsampled").sum() == meta["requests"]["asked"]
+    assert (chapter2.ss.step == "noise").any()  # the sampled twin has them
 
 
 def test_start_and_memory_tables_from_real_runs(chapter2):
@@ -65,11 +69,11 @@ def test_start_and_memory_tables_from_real_runs(chapter2):
 
 def test_waves_and_checks_from_real_runs(chapter2):
     table = noise_table(chapter2)
+    assert sorted(table["run"].unique()) == ["noise", "noise.2", "unsampled"]  # every run, read through the store
     waves = noise_summary(table)
     assert list(waves["wave"]) == [1]  # 6 users on 4 threads: one full wave of 4
     assert waves["median_s"].iloc[0] == pytest.approx(1.0, abs=0.3)
-    found = checks(chapter2, f000_f)
-    assert len({c.claim for c in found}) == len(found) and all(c.measured for c in found)
-    starts = start_table(chapter2)
-    assert check_spike(starts).holds  # tens of users start within a second
-    assert check_constant_vus(starts).holds  # so constant-vus issues one request each
+    found = by_id(checks(chapter2))
+    assert found["acceptor"].judgement.measured.values  # measured, whatever the kernel counted
+    assert found["spike"].judgement.measured.value < 1  # tens of users start within a second
+    assert found["redeploy"].judgement.outcome == REPRODUCED  # two starts, each well under 3 s

@@ -4,7 +4,7 @@
 - `judge()`: chapter 2 judges no article finding (there is no experiments/claims/chapter2.toml), so none;
 - `limits()`: the limits its data shows are the lab's (k6's start, the samplers), not a server's: none for the answer
   page;
-- `checks(data)`: what the book relies on of its lab, each judged by a rule declared in ch2.checks (a threshold with
+- `checks(data)`: what the book relies on of its lab, each judged by a rule declared in ch2.lab_checks (a threshold with
   its source or a goal of the lab, with the spread the chapter's repeats measure);
 - the numbers its prose quotes (ch2.values), the clauses whose wording depends on the data (ch2.words), its charts
   (ch2.charts) and tables (ch2.tables).
@@ -25,7 +25,7 @@ from harness.book.chapters.ch2.charts import (
     spread_chart,
     start_curves_chart,
 )
-from harness.book.chapters.ch2.checks import GOAL_REDEPLOY_MS, GOAL_SAMPLERS, GOAL_SPIKE_BATCH_S, Check, checks
+from harness.book.chapters.ch2.lab_checks import GOAL_REDEPLOY_MS, GOAL_SAMPLERS, GOAL_SPIKE_BATCH_S, Check, checks
 from harness.book.chapters.ch2.lab import CHAPTER
 from harness.book.chapters.ch2.tables import (
     ceilings_table,

@@ -294,7 +294,7 @@ def redeploy_table(data: ChapterData) -> pd.DataFrame:
 def sampler_share(meta: dict) -> float | None:
     """The samplers' CPU over the load, as a share of one core (None: the step ran without samplers)."""
     samplers = meta.get("samplers") or {}
-    if not samplers.get("enabled", True) or "load_ended_ms" not in meta:
+    if not samplers.get("enabled", True) or "cpu_seconds" not in samplers or "load_ended_ms" not in meta:
         return None
     return samplers["cpu_seconds"] / ((meta["load_ended_ms"] - meta["load_started_ms"]) / 1000)
 
@@ -356,9 +356,12 @@ def noise_table(data: ChapterData) -> pd.DataFrame:
 def runs_table(table: pd.DataFrame) -> pd.DataFrame:
     """One row per run of the repeated step: sampled or not, answered, failed, its waves' median lag behind the
     model, and its last start."""
+    columns = ["run", "sampled", "ok", "failed", "model_failed", "last_start_s", "lag_s"]
+    if table.empty:
+        return pd.DataFrame({"run": [], "sampled": pd.Series(dtype=bool), **{c: [] for c in columns[2:]}})
     lag = (table["t_s"] - table["model_s"]).groupby(table["run"]).median().rename("lag_s")
-    runs = table.drop_duplicates("run").set_index("run")[["sampled", "ok", "failed", "model_failed", "last_start_s"]]
-    return runs.join(lag).reset_index()
+    runs = table.drop_duplicates("run").set_index("run")[columns[1:-1]]
+    return runs.join(lag).reset_index()[columns]
 
 
 def noise_summary(table: pd.DataFrame) -> pd.DataFrame:

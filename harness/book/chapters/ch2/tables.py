@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.book.chapters.ch2.checks import MINUS, RULES, SIGMA, Check
+from harness.book.chapters.ch2.lab_checks import MINUS, RULES, SIGMA, Check
 from harness.book.chapters.ch2.lab import (
     SERIES,
     issued_runs,

@@ -3,7 +3,7 @@ hold"). Plain text, for inline use in the .qmd; every other sentence is written 
 """
 from __future__ import annotations
 
-from harness.book.chapters.ch2.checks import Check
+from harness.book.chapters.ch2.lab_checks import Check
 from harness.book.chapters.ch2.lab import BATCH, CV, HOLD, QUEUE
 from harness.book.chapters.ch2.values import Batch, Noise, Overflows, Setup, Starts
 from harness.book.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED

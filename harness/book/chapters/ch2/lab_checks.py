@@ -234,7 +234,8 @@ def samplers(data: ChapterData, upto: int) -> Measured:
 
 def sampling(data: ChapterData, column: str, unit: str, decimals: int) -> tuple[Measured, str]:
     runs = runs_table(noise_table(data))
-    on, off = runs[runs.sampled][column].tolist(), runs[~runs.sampled][column].tolist()
+    sampled = runs.sampled.astype(bool)
+    on, off = runs[sampled][column].tolist(), runs[~sampled][column].tolist()
     return z_measured([float(v) for v in off], [float(v) for v in on], "unsampled and noise", unit=unit,
                       decimals=decimals)
 
@@ -258,6 +259,8 @@ def checks(data: ChapterData) -> list[Check]:
 
 
 def _check(rule: Rule, measured: Measured, shown: str | None) -> Check:
+    if not all(math.isfinite(v) for v in measured.values):  # too few steps or runs for the statistic
+        measured = Measured((), note=measured.note or "too few steps to compute it")
     judgement = judge(rule, measured)
     if rule.unit == SIGMA and measured.values:
         margin = rule.threshold - abs(measured.value)  # already in σ

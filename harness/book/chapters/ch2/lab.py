@@ -119,13 +119,13 @@ def start_table(data: ChapterData) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["step", "series", "users", "issued", "started_1s", "p50_s", "p95_s", "spread_s"])
 
 
-def start_curves(data: ChapterData, points: int = 100) -> pd.DataFrame:
+def start_curves(data: ChapterData, points: int = 60) -> pd.DataFrame:
     """Share of users started against seconds since the first, per step of each spike mode, from `points` quantiles."""
     shares = np.linspace(0, 1, points)
-    frames = [pd.DataFrame({"step": step, "mode": mode, "users": users_of(data, step), "share": shares,
-                            "t_s": first_starts_s(data, step).quantile(shares).to_numpy()})
+    frames = [pd.DataFrame({"mode": mode, "users": users_of(data, step), "share": shares,
+                            "t_s": first_starts_s(data, step).quantile(shares).round(3).to_numpy()})
               for prefix, mode in SPIKE_MODES.items() for step in steps_with(data, prefix)]
-    columns = ["step", "mode", "users", "share", "t_s"]
+    columns = ["mode", "users", "share", "t_s"]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
@@ -366,7 +366,8 @@ def runs_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def noise_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per wave: median and range of its time over the sampled runs, and where the unsampled runs fell."""
-    sampled, unsampled = table[table.sampled], table[~table.sampled]
+    flags = table.sampled.astype(bool)
+    sampled, unsampled = table[flags], table[~flags]
     out = sampled.groupby("wave")["t_s"].agg(median_s="median", min_s="min", max_s="max").reset_index()
     out["range_s"] = out["max_s"] - out["min_s"]
     off = unsampled.groupby("wave")["t_s"].agg(unsampled_min_s="min", unsampled_max_s="max").reset_index()

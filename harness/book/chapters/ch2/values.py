@@ -91,7 +91,7 @@ def setup(data: ChapterData) -> Setup:
     redeploy = steps_with(data, "redeploy-")
     return Setup(
         cores=recorded_machine(data)["cores"], levels=listed(users_of(data, s) for s in hold),
-        sleep_s=series_knob(data, HOLD, "SLEEP_MS") / 1000,
+        sleep_s=float(series_knob(data, HOLD, "SLEEP_MS")) / 1000,
         max_connections=int(series_knob(data, HOLD, "TOMCAT_MAX_CONNECTIONS")),
         queue_threads=int(series_knob(data, QUEUE, "TOMCAT_MAX_THREADS")),
         queue_timeout_s=_seconds(_load(data, QUEUE, "request_timeout")),
@@ -299,17 +299,19 @@ class Noise:
 def noise(data: ChapterData) -> Noise:
     table = noise_table(data)
     runs = runs_table(table)
-    on, off = runs[runs.sampled], runs[~runs.sampled]
+    sampled = runs.sampled.astype(bool)
+    on, off = runs[sampled], runs[~sampled]
     lag = (table.t_s - table.model_s).dropna()
     outside = off[(off.failed < on.failed.min()) | (off.failed > on.failed.max())]
-    return Noise(users_of(data, NOISE), len(on), len(off), int(on.ok.min()), int(on.ok.max()),
-                 statistics.stdev(on.ok) if len(on) > 1 else float("nan"), int(on.failed.min()), int(on.failed.max()),
-                 int(on.model_failed.iloc[0]), _int(off.failed.min()), _int(off.failed.max()), len(outside),
-                 float(noise_summary(table).range_s.max()), float(lag.min()), float(lag.max()), float(lag.median()),
-                 float(runs.last_start_s.min()), float(runs.last_start_s.max()), setup(data).wave_s)
+    return Noise(users_of(data, NOISE) if NOISE in data.steps else 0, len(on), len(off), _int(on.ok.min()),
+                 _int(on.ok.max()), statistics.stdev(on.ok) if len(on) > 1 else float("nan"), _int(on.failed.min()),
+                 _int(on.failed.max()), _int(on.model_failed.max()), _int(off.failed.min()), _int(off.failed.max()),
+                 len(outside), float(noise_summary(table).range_s.max()), float(lag.min()), float(lag.max()),
+                 float(lag.median()), float(runs.last_start_s.min()), float(runs.last_start_s.max()), setup(data).wave_s)
 
 
 def _int(value) -> int:
+    """A count from a column that may be empty (no runs yet): 0 then."""
     return int(value) if value == value else 0
 
 
@@ -317,7 +319,7 @@ def spreads(data: ChapterData) -> pd.DataFrame:
     """What one run of the repeated step varies by, per measure, over the sampled runs: for chapter 3's claims and
     a reader (mean, σ of one run, lowest, highest)."""
     runs = runs_table(noise_table(data))
-    on = runs[runs.sampled]
+    on = runs[runs.sampled.astype(bool)]
     rows = [{"measure": name, "mean": on[column].mean(), "sigma": on[column].std(), "lowest": on[column].min(),
              "highest": on[column].max()}
             for name, column in (("answered", "ok"), ("failed", "failed"), ("waves' lag behind the model (s)", "lag_s"),

@@ -96,6 +96,8 @@ def spreads_table(data: ChapterData) -> Markdown:
 
 # ---- the machine's ceilings --------------------------------------------------------------------------------------
 
+REFERENCES = {"chapter3": "@sec-from-300-to-15000"}  # the chapter with the book's largest spikes, as Quarto links it
+
 def book_steps(chapter: str) -> dict[str, dict]:
     """Another chapter's steps as they ran (their step.json), read through the store; {} when it has no data."""
     return store.complete_steps(chapter) if (store.data_root() / chapter).is_dir() else {}
@@ -108,7 +110,7 @@ def somaxconn_caps(chapter: str) -> str:
         if meta["config"].get("system", {}).get("raise_somaxconn"):
             count = meta["config"]["server"].get("TOMCAT_ACCEPT_COUNT", 100)
             raised.setdefault(count, []).append((step, meta["config"]["load"].get("vus", 0)))
-    name = chapter.replace("chapter", "chapter ")
+    name = REFERENCES.get(chapter, chapter)
     if not raised:
         return f"silently caps Tomcat's accept-count; no step of {name} raised it"
     return f"silently caps Tomcat's accept-count; {name} raised it for " + "; ".join(
@@ -119,9 +121,9 @@ def nofile_caps(data: ChapterData, chapter: str) -> str:
     """How many users one k6 process can hold under the open-files limit, against `chapter`'s largest step."""
     most = max((m["config"]["load"].get("vus", 0) for m in book_steps(chapter).values()), default=0)
     room = recorded_machine(data)["nofile_limit"] - FD_RESERVE
-    name = chapter.replace("chapter", "chapter ")
+    name = REFERENCES.get(chapter, chapter)
     return (f"one socket per user: k6 and the server each need one per user held, so a step may ask for at most {room:,} "
-            f"users here ({FD_RESERVE} files kept for each process's own); {name}'s largest step had {most:,}")
+            f"users here ({FD_RESERVE} files kept for each process's own); the largest step of {name} had {most:,}")
 
 
 def ceilings(data: ChapterData, chapter: str) -> dict[str, tuple[str, str]]:

@@ -7,7 +7,7 @@ from harness.lab.spec import load_spec
 from test_e2e import profile_run
 from harness.book.chapters.ch2_lab import memory_table, noise_summary, noise_table, start_table
 from harness.book.chapters.ch2_checks import check_constant_vus, check_spike, checks
-from harness.book.chapters.ch3_verdicts import f000_f
+from harness.book.chapters.ch3.compat import f000_f
 
 pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "chapter2-scaled.toml"

@@ -70,6 +70,7 @@ class Repeats:
     peaks: tuple[int, ...]  # ESTABLISHED at most, sampled runs only
     request_timeouts: tuple[int, ...]
     dial_timeouts: tuple[int, ...]
+    syn_cookies: tuple[int, ...]  # SYNs the kernel answered with a cookie, sampled runs only
 
     @property
     def mean_answered(self) -> float:
@@ -83,7 +84,8 @@ def repeats() -> Repeats:
     return Repeats(len(every), sum(y.chapter == r.CHAPTER for y in every), sum(y.sampled for y in every),
                    tuple(y.ok for y in every), tuple(y.ok - y.ceiling for y in every), x.users - x.ceiling,
                    tuple(int(y.peak("estab")) for y in every if y.sampled),
-                   tuple(y.count(REQUEST_TIMEOUT) for y in every), tuple(y.count(DIAL_TIMEOUT) for y in every))
+                   tuple(y.count(REQUEST_TIMEOUT) for y in every), tuple(y.count(DIAL_TIMEOUT) for y in every),
+                   tuple(syn_cookies(y) for y in every if y.sampled))
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Fix:
 
     step: str
     setting: str  # "max-connections 20,000"
+    value: str  # "20,000", "30 s"
     users: int
     ceiling: int
     answered: tuple[int, ...]
@@ -100,15 +103,21 @@ class Fix:
     dial_timeouts: int  # first run
     request_timeouts: int
     request_median_s: float  # own clock
+    syn_cookies: int
+
+
+def syn_cookies(x: Run) -> int:
+    """SYNs the kernel answered with a SYN cookie during the run (nstat), its queue of half-open connections full."""
+    return int(x.ss["syncookies_sent"].sum()) if x.sampled else 0
 
 
 def fix(step: str, knob: str, name: str, unit_ms: bool = False) -> Fix:
     runs = r.runs(step)
     x = need(step)
     value = f"{x.knob(knob) / 1000:g} s" if unit_ms else f"{x.knob(knob):,}"
-    return Fix(step, f"{name} {value}", x.users, x.ceiling, tuple(y.ok for y in runs), int(x.peak("estab")),
+    return Fix(step, f"{name} {value}", value, x.users, x.ceiling, tuple(y.ok for y in runs), int(x.peak("estab")),
                int(x.peak("accept_queue")), x.count(DIAL_TIMEOUT), x.count(REQUEST_TIMEOUT),
-               r.median_own_s(x, REQUEST_TIMEOUT))
+               r.median_own_s(x, REQUEST_TIMEOUT), syn_cookies(x))
 
 
 def fixes() -> dict[str, Fix]:
@@ -129,6 +138,11 @@ def timeout_effect(h: Fix, base: Repeats) -> str:
                f"request timeout (their median {h.request_median_s:.0f} s) instead of giving up connecting at 30 s, and "
                f"only {h.dial_timeouts:,} gave up connecting. At 20 s that happened to {low:,} to {high:,} users a run, "
                "so one run cannot say whether the longer timeout is the cause.")
+        if base.syn_cookies and h.syn_cookies > max(base.syn_cookies):
+            how += (f" The kernel's counters suggest where they came from: in that run it answered {h.syn_cookies:,} connection "
+                    "attempts with a SYN cookie (it does when its queue of half-open connections is full), against "
+                    f"{min(base.syn_cookies):,} to {max(base.syn_cookies):,} in the sampled 20 s runs; a client answered so "
+                    "believes it is connected and sends its request on a connection Tomcat never accepted.")
     else:
         how = (f" Nor did it change how the others failed: {h.dial_timeouts:,} gave up connecting and "
                f"{h.request_timeouts:,} waited until k6's request timeout, within the {low:,} to {high:,} of the 20 s runs.")
@@ -154,6 +168,27 @@ def isolating() -> list[Isolating]:
     return [Isolating(s, x.meta.get("why", ""), x.threads,
                       x.keep_alive_s if x.meta["config"]["load"].get("connection_reuse", True) else None,
                       x.ok, x.meta["model"]["succeeded"], x.ceiling, x.kinds) for s in steps for x in [need(s)]]
+
+
+def isolation_text(steps: list[Isolating]) -> str:
+    """Each isolating step's answered users against the model, in words."""
+    def relation(i: Isolating) -> str:
+        diff = i.answered - i.model
+        return "as the model predicts" if diff == 0 else f"{abs(diff):,} {'more' if diff > 0 else 'fewer'} than the model"
+    return "; ".join(f"`{i.step}` answered {i.answered:,} ({relation(i)})" for i in steps) + "."
+
+
+def other_errors(every: list[Run] | None = None) -> dict[str, int]:
+    """The article's other kinds of error at 10,000 users, over every run of the headline step: resets, a client out of
+    memory, and request timeouts at ~20 s on the request's own clock."""
+    found = {"connection reset by peer": 0, "cannot allocate memory": 0, "request timeout at about 20 s": 0}
+    for x in every if every is not None else r.headline_runs():
+        text = x.requests["error"].fillna("").astype(str)
+        found["connection reset by peer"] += int(text.str.contains("connection reset by peer", regex=False).sum())
+        found["cannot allocate memory"] += int(text.str.contains("cannot allocate memory", regex=False).sum())
+        early = (x.requests["kind"] == REQUEST_TIMEOUT) & ((x.requests["own_s"] - 20).abs() <= x.sleep_s / 2)
+        found["request timeout at about 20 s"] += int(early.sum())
+    return found
 
 
 @dataclass(frozen=True)
@@ -200,6 +235,19 @@ def one_connection() -> dict[str, OneConnection]:
     return found
 
 
+def keep_alive_decides(one: dict[str, OneConnection]) -> str:
+    """What the one-connection steps show about keep-alive, in words that follow the data."""
+    kept = [one[s] for s in ("j-1-1-1-pv", "j-1-1-10-pv")]
+    closed = one["j-1-1-10-no-reuse"]
+    same = kept[0].answered == kept[1].answered
+    text = ("With keep-alive the accept-count made no difference" if same else
+            f"With keep-alive the larger accept-count answered {kept[1].answered - kept[0].answered:+,}")
+    if closed.answered >= closed.users:
+        return text + (f"; without it, accept-count {closed.accept_count} let all {closed.users} in. The article's "
+                       "result needs connections that are not kept alive.")
+    return text + f"; without it, accept-count {closed.accept_count} let {closed.answered} of {closed.users} in."
+
+
 @dataclass(frozen=True)
 class Fifteen:
     users: int
@@ -232,7 +280,7 @@ def limits() -> list[Limit]:
     if not (r.first(HEADLINE) and all(map(r.first, PLUS_ONE))):
         return []
     c, queues = ceiling(), plus_one()
-    queue = (f"Beyond Tomcat's max-connections the kernel queues accept-count + 1 connections: with accept-count "
+    queue = ("Beyond Tomcat's max-connections the kernel queues accept-count + 1 connections: with accept-count "
              + ", ".join(f"{q.accept_count:,}" for q in queues) + " the accept queue held at most "
              + ", ".join(f"{q.queue_peak:,}" for q in queues) + f", and {c.queue_peak:,} with the default "
              f"{c.accept_count:,} at {c.users:,} users.")

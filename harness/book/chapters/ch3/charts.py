@@ -26,7 +26,7 @@ SERIES = {
     "established": "#4c78a8",
     "accept queue": "#f58518",
     "half-open (SYN-RECV)": "#72b7b2",
-    "ceiling: max-connections + accept-count + 1": "#e45756",
+    "ceiling (max-connections + accept-count + 1)": "#e45756",
     "k6 gives up connecting (30 s)": "#b279a2",
     "k6's request timeout": "#e45756",
     "k6 stops (duration + gracefulStop)": "#888888",
@@ -138,7 +138,7 @@ def connections(steps) -> alt.FacetChart:
         ss = x.ss.assign(t_s=(x.ss["ts_ms"] - x.t0_ms) / 1000)
         samples.append(ss.melt(id_vars=["t_s"], value_vars=list(SS), var_name="column").assign(
             series=lambda f: f["column"].map(SS), step=step).drop(columns="column"))
-        limits.append({"step": step, "series": "ceiling: max-connections + accept-count + 1", "value": x.ceiling})
+        limits.append({"step": step, "series": "ceiling (max-connections + accept-count + 1)", "value": x.ceiling})
     data = pd.concat([pd.concat(samples).assign(kind="sample"), pd.DataFrame(limits).assign(kind="limit")],
                      ignore_index=True)
     data = data[(data["kind"] == "limit") | (data["t_s"] >= -1)]

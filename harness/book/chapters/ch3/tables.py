@@ -7,7 +7,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.chapters.ch3 import runs as r
-from harness.book.chapters.ch3.ceiling import fixes, isolating, one_connection, plus_one
+from harness.book.chapters.ch3.ceiling import fixes, isolating, one_connection, plus_one, syn_cookies
 from harness.book.chapters.ch3.runs import DIAL_TIMEOUT, REQUEST_TIMEOUT
 from harness.book.chapters.ch3.values import timeouts
 from harness.book.tables import markdown_table
@@ -75,8 +75,9 @@ def headline_table() -> Markdown:
                      "of those beyond the ceiling": x.ok - x.ceiling, "gave up connecting": x.count(DIAL_TIMEOUT),
                      "request timed out": x.count(REQUEST_TIMEOUT),
                      "other failures": x.failed - x.count(DIAL_TIMEOUT) - x.count(REQUEST_TIMEOUT),
-                     "established at most": x.peak("estab") if x.sampled else None})
-    return table(rows, {"established at most": "{:,.0f}"})
+                     "established at most": x.peak("estab") if x.sampled else None,
+                     "SYN cookies sent": syn_cookies(x) if x.sampled else None})
+    return table(rows, {"established at most": "{:,.0f}", "SYN cookies sent": "{:,.0f}"})
 
 
 def isolating_table() -> Markdown:
@@ -92,12 +93,12 @@ def fixes_table() -> Markdown:
     rows = [{"step": base.name, "setting": "the defaults (connection-timeout 20 s)", "runs": len(r.headline_runs()),
              "answered": base.ok, "established at most": base.peak("estab"),
              "accept queue at most": base.peak("accept_queue"), "gave up connecting": base.count(DIAL_TIMEOUT),
-             "request timed out": base.count(REQUEST_TIMEOUT)}]
+             "request timed out": base.count(REQUEST_TIMEOUT), "SYN cookies sent": syn_cookies(base)}]
     for f in fixes().values():
         rows.append({"step": f.step, "setting": f.setting, "runs": len(f.answered),
                      "answered": ", ".join(f"{a:,}" for a in f.answered), "established at most": f.peak,
                      "accept queue at most": f.queue_peak, "gave up connecting": f.dial_timeouts,
-                     "request timed out": f.request_timeouts})
+                     "request timed out": f.request_timeouts, "SYN cookies sent": f.syn_cookies})
     return table(rows, {"established at most": "{:,.0f}", "accept queue at most": "{:,.0f}"})
 
 

@@ -187,10 +187,10 @@ def timeouts(step: str) -> Timeouts:
 
 
 def counts(values) -> str:
-    """"670" or "0, 124 and 157": one run's count, or each run's."""
-    shown = [f"{v:,}" for v in values]
+    """"670" or "0, 124 and 157": one run's count, or each run's (text as it is)."""
+    shown = [v if isinstance(v, str) else f"{v:,}" for v in values]
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
 def runs_word(n: int) -> str:
-    return "one run" if n == 1 else f"each of {n} runs" if n <= 10 else f"all {n} runs"
+    return "its one run" if n == 1 else f"each of its {n} runs" if n <= 10 else f"all {n} runs"

@@ -87,10 +87,14 @@ def climb(steps, deadlines: bool = False) -> alt.FacetChart:
         tooltip=[alt.Tooltip("step:N", title="step"), alt.Tooltip("series:N", title="users"),
                  alt.Tooltip("t_s:Q", title="seconds since the first request", format=",.1f"),
                  alt.Tooltip("requests:Q", title="so far", format=",")]).add_params(pick)
-    rules = alt.Chart().transform_filter(alt.datum.kind == "limit").mark_rule(strokeDash=[2, 2]).encode(
+    return rows_by(data, alt.layer(lines, deadline_rules(data, pick)), list(steps), shared_y=False)
+
+
+def deadline_rules(data: pd.DataFrame, pick: alt.Parameter) -> alt.Chart:
+    """k6's deadlines (the rows of kind "limit") as dotted vertical lines."""
+    return alt.Chart().transform_filter(alt.datum.kind == "limit").mark_rule(strokeDash=[2, 2]).encode(
         x="t_s:Q", color=color(data["series"]), opacity=faded_unless(pick),
         tooltip=[alt.Tooltip("series:N", title="deadline"), alt.Tooltip("t_s:Q", title="at second", format=",.0f")])
-    return rows_by(data, alt.layer(lines, rules), list(steps), shared_y=False)
 
 
 def thin(frame: pd.DataFrame, step_s: float = 0.1) -> pd.DataFrame:
@@ -121,10 +125,7 @@ def failures(steps, bucket_s: float = 1.0) -> alt.FacetChart:
         tooltip=[alt.Tooltip("step:N", title="step"), alt.Tooltip("series:N", title="how it failed"),
                  alt.Tooltip("t_s:Q", title="from second", format=",.0f"),
                  alt.Tooltip("requests:Q", title="requests", format=",")]).add_params(pick)
-    rules = alt.Chart().transform_filter(alt.datum.kind == "limit").mark_rule(strokeDash=[2, 2]).encode(
-        x="t_s:Q", color=color(data["series"]), opacity=faded_unless(pick),
-        tooltip=[alt.Tooltip("series:N", title="deadline"), alt.Tooltip("t_s:Q", title="at second", format=",.0f")])
-    return rows_by(data, alt.layer(columns, rules), list(steps))
+    return rows_by(data, alt.layer(columns, deadline_rules(data, pick)), list(steps))
 
 
 SS = {"estab": "established", "accept_queue": "accept queue", "syn_recv": "half-open (SYN-RECV)"}

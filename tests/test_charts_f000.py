@@ -9,7 +9,7 @@ import subprocess
 import pandas as pd
 import pytest
 from conftest import load_frozen
-from test_verdicts_f000 import STEPS, model_world
+from ch3_world import STEPS, model_world
 
 from harness import ROOT
 from harness.book.charts import FAILURE_COLORS, PALETTE, client_limits, completions_chart, connection_samples, connections_chart, failure_counts, failures_chart

@@ -39,24 +39,8 @@ from harness.book.chapters.ch1_sentences import (
                                             rps_sentence,
                                             setup_sentence,
 )
-from harness.book.chapters.ch3_connections import failure_summary, issued_table, plus_one_table, spike_predictions_table
+from harness.book.chapters.ch3.compat import f000_f
 from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
-from harness.book.chapters.ch3_sentences import (
-                                            ceiling_paragraph,
-                                            executors_sentence,
-                                            fixes_sentence,
-                                            isolation_list,
-                                            knobs_list,
-                                            machine_limit_sentence,
-                                            meaning_list,
-                                            one_connection_paragraph,
-                                            plus_one_sentence,
-                                            repeats_sentence,
-                                            timeouts_sentence,
-                                            waves_sentence,
-)
-from harness.book.chapters.ch3_steps import f000_steps, only_steps
-from harness.book.chapters.ch3_verdicts import f000_f, f000_verdicts
 from harness.book.chapters.ch4_charts import (
                                             burst_chart,
                                             cpu_chart,
@@ -191,10 +175,7 @@ __all__ = [
     "little_model_sentence", "rps_sentence", "pace_sentence", "little_sentence", "latency_sentences", "busy_sentence",
     "premise_sentence", "default_pool_sentence",
     # chapter 3
-    "f000_verdicts", "f000_f", "spike_predictions_table", "issued_table", "plus_one_table", "failure_summary",
-    "capacity_explorer", "explorer_measured", "f000_steps", "only_steps", "knobs_list", "executors_sentence",
-    "waves_sentence", "timeouts_sentence", "ceiling_paragraph", "repeats_sentence", "isolation_list", "fixes_sentence",
-    "plus_one_sentence", "one_connection_paragraph", "machine_limit_sentence", "meaning_list",
+    "f000_f", "capacity_explorer", "explorer_measured",
     # chapter 4
     "ch4_table", "ch4_predictions", "ch4_measured", "f004_article", "f004_article_summary", "f004_article_sentence", "f004_article_intro", "ramp_sentence",
     "f004_little", "f004_verdicts", "endpoint_sentence", "plateau_sentence", "quota_sentence", "threads_sentence",

@@ -1,0 +1,19 @@
+"""Chapter 3's face: what chapters/03-from-300-to-15000-users.qmd uses (values, tables, charts, the claims judged)
+and what the answer page reads (`judge()`, `limits()`)."""
+from harness.book.chapters.ch3 import charts, tables  # noqa: F401
+from harness.book.chapters.ch3.ceiling import (  # noqa: F401
+    ceiling,
+    fifteen,
+    fixes,
+    isolating,
+    isolation_text,
+    keep_alive_decides,
+    limits,
+    one_connection,
+    other_errors,
+    plus_one,
+    repeats,
+    timeout_effect,
+)
+from harness.book.chapters.ch3.claims import judge  # noqa: F401
+from harness.book.chapters.ch3.values import counts, executors, grace, runs_word, setup, timeouts, waves  # noqa: F401

@@ -14,31 +14,6 @@ from IPython.display import Markdown
 from harness.book import render  # noqa: F401 (sets the theme and the offline renderer)
 from harness.book.analysis import throughput_table
 from harness.book.chapters.ch0_answer import answer_paragraph, answer_table, knobs_glossary
-from harness.book.chapters.ch1_pool import (
-                                            busy_steps,
-                                            f002_verdicts,
-                                            latency_table,
-                                            littles_law_table,
-                                            phase_steps,
-                                            pool_rps_chart,
-                                            predictions_table,
-                                            queue_steps,
-                                            rate_steps,
-                                            rps_table,
-)
-from harness.book.chapters.ch1_sentences import (
-                                            busy_sentence,
-                                            default_pool_sentence,
-                                            latency_sentences,
-                                            little_model_sentence,
-                                            little_sentence,
-                                            load_sentence,
-                                            model_sentence,
-                                            pace_sentence,
-                                            premise_sentence,
-                                            rps_sentence,
-                                            setup_sentence,
-)
 from harness.book.chapters.ch2_charts import (
                                             issued_chart,
                                             memory_chart,
@@ -236,11 +211,6 @@ __all__ = [
     "scale_sentence",
     # the answer, up front
     "answer_paragraph", "answer_table", "knobs_glossary",
-    # chapter 1
-    "f002_verdicts", "predictions_table", "rps_table", "littles_law_table", "latency_table", "pool_rps_chart",
-    "rate_steps", "queue_steps", "busy_steps", "phase_steps", "setup_sentence", "load_sentence", "model_sentence",
-    "little_model_sentence", "rps_sentence", "pace_sentence", "little_sentence", "latency_sentences", "busy_sentence",
-    "premise_sentence", "default_pool_sentence",
     # chapter 2
     "SPIKE_S", "BATCH_SPREAD_GOAL_S", "REDEPLOY_GOAL_MS", "SAMPLER_BUDGET", "batch_sentence", "start_table", "start_curves", "memory_table", "noise_table",
     "sampler_cost_table", "issued_sentence", "memory_sentence", "noise_sentence", "sampler_sentence", "checks",

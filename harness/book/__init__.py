@@ -135,29 +135,6 @@ from harness.book.chapters.ch5_tables import measured_table as ch5_measured
 from harness.book.chapters.ch5_tables import model_table as ch5_model_table
 from harness.book.chapters.ch5_verdicts import article_apis as f001_article_apis
 from harness.book.chapters.ch5_verdicts import f001_verdicts
-from harness.book.chapters.ch6_charts import connections_chart as ch6_connections_chart
-from harness.book.chapters.ch6_charts import cpu_chart as ch6_cpu_chart
-from harness.book.chapters.ch6_charts import handshake_table as ch6_handshake_table
-from harness.book.chapters.ch6_charts import ports_chart as ch6_ports_chart
-from harness.book.chapters.ch6_charts import series_chart as ch6_series_chart
-from harness.book.chapters.ch6_charts import steps_summary as ch6_steps_summary
-from harness.book.chapters.ch6_sentences import article_sentence as ch6_article_sentence
-from harness.book.chapters.ch6_sentences import bottleneck_sentence as ch6_bottleneck_sentence
-from harness.book.chapters.ch6_sentences import connection_sentence as ch6_connection_sentence
-from harness.book.chapters.ch6_sentences import generator_sentence as ch6_generator_sentence
-from harness.book.chapters.ch6_sentences import header_sentence as ch6_header_sentence
-from harness.book.chapters.ch6_sentences import hosts_sentence as ch6_hosts_sentence
-from harness.book.chapters.ch6_sentences import misses_sentence as ch6_misses_sentence
-from harness.book.chapters.ch6_sentences import model_table as ch6_model_table
-from harness.book.chapters.ch6_sentences import overflow_sentence as ch6_overflow_sentence
-from harness.book.chapters.ch6_sentences import setup_sentence as ch6_setup_sentence
-from harness.book.chapters.ch6_sentences import stall_sentence as ch6_stall_sentence
-from harness.book.chapters.ch6_sentences import sweep_sentence as ch6_sweep_sentence
-from harness.book.chapters.ch6_sentences import wall_sentence as ch6_wall_sentence
-from harness.book.chapters.ch6_sentences import workers_sentence as ch6_workers_sentence
-from harness.book.chapters.ch6_sentences import wrk_sentence as ch6_wrk_sentence
-from harness.book.chapters.ch6_steps import steps_table as ch6_table
-from harness.book.chapters.ch6_verdicts import f003_verdicts
 from harness.book.charts import (
                                             busy_threads_chart,
                                             completion_rate_chart,
@@ -234,8 +211,6 @@ __all__ = [
     "ch5_apis_chart", "ch5_gc_chart", "ch5_pool_chart", "ch5_timeline_chart", "ch5_apis_sentence", "ch5_final_sentence",
     "ch5_goal_sentence", "ch5_index_sentence", "ch5_load_sentence", "ch5_meaning_list", "ch5_osiv_sentence",
     "ch5_pool_sentence", "ch5_setup_sentence", "ch5_tomcat_sentence",
-    # chapter 6
-    "ch6_table", "ch6_overflow_sentence", "ch6_misses_sentence", "ch6_connection_sentence", "ch6_generator_sentence", "ch6_ports_chart", "ch6_wall_sentence", "ch6_series_chart", "ch6_connections_chart", "ch6_cpu_chart", "ch6_handshake_table", "ch6_steps_summary", "ch6_article_sentence", "ch6_bottleneck_sentence", "ch6_header_sentence", "ch6_hosts_sentence", "ch6_model_table", "ch6_setup_sentence", "ch6_stall_sentence", "ch6_sweep_sentence", "ch6_workers_sentence", "ch6_wrk_sentence", "f003_verdicts",
     # chapter 7
     "ch7_table", "ch7_verdicts", "ch7_completions_chart", "ch7_limit_chart", "ch7_memory_chart", "ch7_steps_table",
     "ch7_server_table",

@@ -13,6 +13,7 @@ from harness.book.chapters.ch1.claims import ARTICLE_RPS
 from harness.book.chapters.ch1.runs import Pool, pool_of
 from harness.book.prose import and_list, listed
 from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab import store
 from harness.lab.store import ChapterData
 from harness.models.closed_loop import closed_loop_rps
 
@@ -104,7 +105,8 @@ def rates(data: ChapterData) -> Rates:
     short = [1 - runs.whole_rate(r) / pool.model_rps(runs.clients_of(r.meta)) for r in full]
     article = [1 - rps / pool.model_rps(c) for c, rps in ARTICLE_RPS.items() if c >= pool.threads]
     tail = max(1 - r.meta["model"]["rps_low"] / r.meta["model"]["rps"] for r in full)
-    return Rates(abs(steady[worst]), worst,
+    step, run = store.run_of(worst)
+    return Rates(abs(steady[worst]), f"{step}, run {run}",
                  max((abs(runs.whole_rate(r) / pool.model_rps(runs.clients_of(r.meta)) - 1) for r in below), default=0),
                  *span_of(short), tail, max(r.meta["model"]["duration_ms"] for r in full) / 1000, *span_of(article),
                  pool.sleep_ms / 1000, len(full), sum(x > tail for x in short), *span_of(runs.span_s(r) for r in full))

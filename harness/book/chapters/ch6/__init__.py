@@ -15,7 +15,7 @@ from harness.book.chapters.ch6.steps import CHAPTER, mean_table
 from harness.book.chapters.ch6.tables import handshake_table, model_table, steps_summary
 from harness.book.chapters.ch6.values import (article, bottleneck, climb, handshake, hosts, setup, stall, variants,
                                               wall)
-from harness.book.chapters.ch6.words import missed_words
+from harness.book.chapters.ch6.words import bottleneck_words, missed_words, ports_words
 from harness.book.claims import Judgement
 from harness.book.faces import Limit
 from harness.book.verdict_tables import finding_outcomes
@@ -24,7 +24,8 @@ from harness.lab.store import ChapterData
 
 __all__ = ["judge", "limits", "load", "table", "outcomes", "article", "setup", "stall", "climb", "variants", "hosts",
            "wall", "bottleneck", "handshake", "series_chart", "connections_chart", "ports_chart", "cpu_chart",
-           "steps_summary", "model_table", "handshake_table", "missed_words"]
+           "steps_summary", "model_table", "handshake_table", "missed_words",
+           "ports_words", "bottleneck_words"]
 
 
 def load() -> ChapterData:

@@ -12,12 +12,12 @@ from harness.models import proxy
 PROXY_CORES = 1.0  # nginx and the service share CPU 1 (experiments/chapter6.toml's placement)
 MODEL_MISS = 0.25  # the model "misses" a step it overestimates by more than this share
 SATURATED = 0.9  # a process (or CPU 1's two) using this much of a core set the pace
-LOAD_TOOL, SERVERS, ROUND_TRIPS = "the load generator", "nginx and the service (CPU 1)", "the round trips"
+LOAD_TOOL, SERVERS, ROUND_TRIPS = "the load generator", "nginx and the service (CPU 1)", "neither core"
 
 
 def limit_of(row: pd.Series) -> str:
     """What set a sustained step's pace: the core that was (nearly) full, CPU 0 the load generator's, CPU 1 the
-    servers'; neither: the round trips of the closed loop."""
+    servers'; neither: the closed loop's round trips, or CPU the lab's processes did not get."""
     tool = row.wrk_cpu if row.tool == "wrk" else row.k6_cpu
     servers = _cores(row.service_cpu) + _cores(row.nginx_cpu)
     if tool >= SATURATED and tool >= servers:

@@ -16,6 +16,7 @@ from harness.lab.store import ChapterData
 from harness.models import proxy
 
 LONG_STEP = "hosts-keepalive-8-long"
+FAST_PATHS = ("alone", "nginx-alone", "keepalive-256")  # k6 on loopback, no new connection per request
 
 
 @dataclass(frozen=True)
@@ -76,15 +77,18 @@ class Stall:
     k6_top_step: str
     k6_top_cores: float  # k6's CPU there
     wrk_cores: float  # wrk's CPU straight to the service
+    k6_fast_low: float  # k6 through the three fast paths (the service alone, nginx alone, keepalive 256): slowest …
+    k6_fast_high: float  # … and fastest
 
 
 def stall(table: pd.DataFrame) -> Stall:
     alone, nginx, proxied = (pick(table, f"wrk-{s}") for s in ("alone", "nginx-alone", "proxied"))
     k6 = sustained(table)[sustained(table)["tool"] == "k6"]
     top = k6.loc[k6["tps"].idxmax()]
+    fast = [pick(table, s).tps for s in FAST_PATHS]
     return Stall(alone.tps, nginx.tps, proxied.tps, proxied.tps / min(alone.tps, nginx.tps),
                  proxied.new_connections_per_s, alone.service_cpu_ms, proxied.service_cpu_ms, top.tps, top.step,
-                 top.k6_cpu, alone.wrk_cpu)
+                 top.k6_cpu, alone.wrk_cpu, min(fast), max(fast))
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,7 @@ class Wall:
     after: float  # answers a second from then on (median)
     nginx_cores: float
     ceiling: float  # the model's new connections a second once every port waits out its 60 s
-    first_error: int  # the first second nginx logged error 99
+    first_error: int | None  # the first second nginx logged error 99 (None: it never did)
     waiting_most: float
     errors: float  # error-99 lines logged
     failed: int  # requests answered 502
@@ -179,12 +183,14 @@ def wall(data: ChapterData, table: pd.DataFrame, step: str = LONG_STEP) -> Wall:
     row, frame = pick(table, step), ports_frame(data, step)
     answered_ = frame[frame.what == "answered"].set_index("second")["value"]
     best = answered_.cummax()
-    fell = int(answered_[(answered_ < best / 2) & (best > 0)].index.min())
+    below = answered_[(answered_ < best / 2) & (best > 0)]
+    fell = int(below.index.min()) if len(below) else int(answered_.index.max())  # never fell: its last second
     waiting = frame[frame.what == "nginx's TIME_WAIT sockets"].set_index("second")["value"]
     refused = frame[frame.what == "connect() failed (99) lines"].set_index("second")["value"]
     return Wall(row.duration_s, float(best.max()), fell, float(waiting.loc[:fell].max()), ports_of(row.ports),
                 float(answered_.loc[fell:].median()), row.nginx_cpu, proxy.new_connection_ceiling(port_bounds(row.ports)),
-                int(refused[refused > 0].index.min()), float(waiting.max()), row.eaddrnotavail,
+                int(refused[refused > 0].index.min()) if (refused > 0).any() else None, float(waiting.max()),
+                row.eaddrnotavail,
                 int(frame[frame.what == "failed (502)"]["value"].sum()))
 
 

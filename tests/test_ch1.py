@@ -234,3 +234,13 @@ def test_the_pool_limit_for_the_answer_page(reference):
     assert limit.order == 1 and limit.unit == "requests/s" and limit.chapter == "chapter1"
     assert f"{limit.value:,.0f} requests per second" in limit.sentence
     assert 0.8 * 500 < limit.value < 1.05 * 500  # 100 threads, 0.2 s a request: the model's 500/s
+
+
+def test_the_busy_threads_are_actuators(reference):
+    b = ch1.busy(reference)
+    peaks = []
+    for clients in (100, 500):
+        for name in every_run_name(reference, clients):
+            samples = pd.read_parquet(store.data_root() / "chapter1" / name / "actuator.parquet")
+            peaks.append(samples.loc[samples["metric"] == "tomcat.threads.busy", "value"].max())
+    assert (b.full_low, b.full_high) == (min(peaks), max(peaks))

@@ -205,3 +205,10 @@ def test_the_handshake_medians_are_the_requests(reference):
             frame = store.read_parquet(store.data_root() / "chapter6" / name / "requests.parquet", "requests")
             medians.append(frame[store.answered(frame)]["duration_ms"].median())
         assert value == pytest.approx(statistics.fmean(medians))
+
+
+def test_the_climb_numbers_are_wrks_own(reference):
+    _, table = reference
+    climb = ch6.climb(table)
+    for value, step in ((climb.kept8, "wrk-keepalive-8"), (climb.kept256, "wrk-keepalive-256")):
+        assert value == pytest.approx(statistics.fmean(wrk_rate(n) for n in names(step)))

@@ -14,31 +14,6 @@ from IPython.display import Markdown
 from harness.book import render  # noqa: F401 (sets the theme and the offline renderer)
 from harness.book.analysis import throughput_table
 from harness.book.chapters.ch0_answer import answer_paragraph, answer_table, knobs_glossary
-from harness.book.chapters.ch1_pool import (
-                                            busy_steps,
-                                            f002_verdicts,
-                                            latency_table,
-                                            littles_law_table,
-                                            phase_steps,
-                                            pool_rps_chart,
-                                            predictions_table,
-                                            queue_steps,
-                                            rate_steps,
-                                            rps_table,
-)
-from harness.book.chapters.ch1_sentences import (
-                                            busy_sentence,
-                                            default_pool_sentence,
-                                            latency_sentences,
-                                            little_model_sentence,
-                                            little_sentence,
-                                            load_sentence,
-                                            model_sentence,
-                                            pace_sentence,
-                                            premise_sentence,
-                                            rps_sentence,
-                                            setup_sentence,
-)
 from harness.book.chapters.ch3.compat import f000_f
 from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
 from harness.book.chapters.ch4_charts import (
@@ -93,29 +68,6 @@ from harness.book.chapters.ch5_tables import measured_table as ch5_measured
 from harness.book.chapters.ch5_tables import model_table as ch5_model_table
 from harness.book.chapters.ch5_verdicts import article_apis as f001_article_apis
 from harness.book.chapters.ch5_verdicts import f001_verdicts
-from harness.book.chapters.ch6_charts import connections_chart as ch6_connections_chart
-from harness.book.chapters.ch6_charts import cpu_chart as ch6_cpu_chart
-from harness.book.chapters.ch6_charts import handshake_table as ch6_handshake_table
-from harness.book.chapters.ch6_charts import ports_chart as ch6_ports_chart
-from harness.book.chapters.ch6_charts import series_chart as ch6_series_chart
-from harness.book.chapters.ch6_charts import steps_summary as ch6_steps_summary
-from harness.book.chapters.ch6_sentences import article_sentence as ch6_article_sentence
-from harness.book.chapters.ch6_sentences import bottleneck_sentence as ch6_bottleneck_sentence
-from harness.book.chapters.ch6_sentences import connection_sentence as ch6_connection_sentence
-from harness.book.chapters.ch6_sentences import generator_sentence as ch6_generator_sentence
-from harness.book.chapters.ch6_sentences import header_sentence as ch6_header_sentence
-from harness.book.chapters.ch6_sentences import hosts_sentence as ch6_hosts_sentence
-from harness.book.chapters.ch6_sentences import misses_sentence as ch6_misses_sentence
-from harness.book.chapters.ch6_sentences import model_table as ch6_model_table
-from harness.book.chapters.ch6_sentences import overflow_sentence as ch6_overflow_sentence
-from harness.book.chapters.ch6_sentences import setup_sentence as ch6_setup_sentence
-from harness.book.chapters.ch6_sentences import stall_sentence as ch6_stall_sentence
-from harness.book.chapters.ch6_sentences import sweep_sentence as ch6_sweep_sentence
-from harness.book.chapters.ch6_sentences import wall_sentence as ch6_wall_sentence
-from harness.book.chapters.ch6_sentences import workers_sentence as ch6_workers_sentence
-from harness.book.chapters.ch6_sentences import wrk_sentence as ch6_wrk_sentence
-from harness.book.chapters.ch6_steps import steps_table as ch6_table
-from harness.book.chapters.ch6_verdicts import f003_verdicts
 from harness.book.charts import (
                                             busy_threads_chart,
                                             completion_rate_chart,
@@ -169,11 +121,6 @@ __all__ = [
     "scale_sentence",
     # the answer, up front
     "answer_paragraph", "answer_table", "knobs_glossary",
-    # chapter 1
-    "f002_verdicts", "predictions_table", "rps_table", "littles_law_table", "latency_table", "pool_rps_chart",
-    "rate_steps", "queue_steps", "busy_steps", "phase_steps", "setup_sentence", "load_sentence", "model_sentence",
-    "little_model_sentence", "rps_sentence", "pace_sentence", "little_sentence", "latency_sentences", "busy_sentence",
-    "premise_sentence", "default_pool_sentence",
     # chapter 3
     "f000_f", "capacity_explorer", "explorer_measured",
     # chapter 4
@@ -186,8 +133,6 @@ __all__ = [
     "ch5_apis_chart", "ch5_gc_chart", "ch5_pool_chart", "ch5_timeline_chart", "ch5_apis_sentence", "ch5_final_sentence",
     "ch5_goal_sentence", "ch5_index_sentence", "ch5_load_sentence", "ch5_meaning_list", "ch5_osiv_sentence",
     "ch5_pool_sentence", "ch5_setup_sentence", "ch5_tomcat_sentence",
-    # chapter 6
-    "ch6_table", "ch6_overflow_sentence", "ch6_misses_sentence", "ch6_connection_sentence", "ch6_generator_sentence", "ch6_ports_chart", "ch6_wall_sentence", "ch6_series_chart", "ch6_connections_chart", "ch6_cpu_chart", "ch6_handshake_table", "ch6_steps_summary", "ch6_article_sentence", "ch6_bottleneck_sentence", "ch6_header_sentence", "ch6_hosts_sentence", "ch6_model_table", "ch6_setup_sentence", "ch6_stall_sentence", "ch6_sweep_sentence", "ch6_workers_sentence", "ch6_wrk_sentence", "f003_verdicts",
     # chapter 7
     "ch7_table", "ch7_verdicts", "ch7_completions_chart", "ch7_limit_chart", "ch7_memory_chart", "ch7_steps_table",
     "ch7_server_table",

@@ -10,6 +10,7 @@ ones the Netty service saw opened on its service port; CPU is each process's CPU
 from __future__ import annotations
 
 import json
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,7 @@ from harness.lab.store import ChapterData, answered
 from harness.lab.units import duration_ms
 from harness.models import proxy
 
+CHAPTER = "chapter6"
 SERVICE, PROXY = "api", "edge"  # the spec's names of the Netty service and nginx
 WARMUP_S = 5  # seconds left out at the start of a sustained step
 PROCESSES = {"service": SERVICE, "nginx": PROXY, "k6": "k6", "wrk": "wrk"}  # column → process name prefix
@@ -132,6 +134,43 @@ def steps_table(data: ChapterData) -> pd.DataFrame:
     """One row per step (COLUMNS), in the order they ran."""
     ran = sorted(data.steps, key=lambda step: data.steps[step].get("started_ms", 0))
     return pd.DataFrame([step_row(data, step) for step in ran], columns=COLUMNS)
+
+
+def runs_of(step: str) -> list[ChapterData]:
+    """Every complete run of a step with its tables (its id in `steps` is the run's directory: "wrk-alone.2"), first
+    run first, from the data directory in use (store.reading)."""
+    return list(_runs_of(str(store.data_root()), step))
+
+
+@cache
+def _runs_of(root: str, step: str) -> tuple[ChapterData, ...]:
+    names = sorted((n for n in store.complete_steps(CHAPTER) if store.run_of(n)[0] == step),
+                   key=lambda n: store.run_of(n)[1])
+    return tuple(store.load_run(CHAPTER, name) for name in names)
+
+
+def run_rows(step: str) -> list[pd.Series]:
+    """Every run of a step as a row of COLUMNS (`step`: the run's directory), first run first."""
+    return list(_run_rows(str(store.data_root()), step))
+
+
+@cache
+def _run_rows(root: str, step: str) -> tuple[pd.Series, ...]:
+    return tuple(pd.Series(step_row(data, name), index=COLUMNS) for data in runs_of(step) for name in data.steps)
+
+
+def mean_table(data: ChapterData) -> pd.DataFrame:
+    """One row per step (COLUMNS and `runs`), in the order they ran: each measured number the mean over the step's
+    runs, its id the step's (not a run's)."""
+    ran = sorted(data.steps, key=lambda step: data.steps[step].get("started_ms", 0))
+    rows = []
+    for step in ran:
+        every = pd.DataFrame(run_rows(step))
+        row = every.iloc[0].copy()
+        numeric = [c for c in COLUMNS if pd.api.types.is_numeric_dtype(every[c])]
+        row[numeric] = every[numeric].mean()
+        rows.append(row.to_dict() | {"step": step, "runs": len(every)})
+    return pd.DataFrame(rows, columns=[*COLUMNS, "runs"])
 
 
 def pick(table: pd.DataFrame, step: str) -> pd.Series | None:

@@ -1,0 +1,15 @@
+"""The few words of chapter 1 whose wording, not only their numbers, depends on the data."""
+from __future__ import annotations
+
+from harness.book.chapters.ch1.values import Rates
+
+
+def tail_words(rates: Rates) -> str:
+    """Whether the tail of sleeps explains how far the whole-run rates fell short of the model, and if not, how long the
+    runs that fell further took."""
+    if rates.beyond_tail == 0:
+        return "the tail explains all of it"
+    which = "all" if rates.beyond_tail == rates.full_runs else f"{rates.beyond_tail} of the {rates.full_runs}"
+    return (f"the tail explains only part of it: {which} runs fell further short, taking up to "
+            f"{rates.span_high_s:.1f} s where the model expects {rates.full_run_s:g} s and the tail adds at most {rates.tail_s:g} s, on two cores the server shares "
+            f"with the load tool")

@@ -1,0 +1,47 @@
+"""Chapter 6, a proxy in between (seed 003): its face, what chapters/06-a-proxy-in-between.qmd and the answer page
+import (`from harness.book.chapters import ch6`).
+
+- `judge()`: the chapter's claims judged by experiments/claims/chapter6.toml's rules (ch6.claims);
+- `limits()`: the limit its data shows for the answer page: none of the thread pool's kind (a proxy's limits are its
+  own: upstream connections and ports), so [];
+- the step table (`table`: each step's numbers, the mean of its runs), the numbers its prose quotes (ch6.values), its
+  charts (ch6.figures) and tables (ch6.tables), and `outcomes()`, each finding's composed outcome.
+"""
+from __future__ import annotations
+
+from harness.book.chapters.ch6.claims import judge
+from harness.book.chapters.ch6.figures import connections_chart, cpu_chart, ports_chart, series_chart
+from harness.book.chapters.ch6.steps import CHAPTER, mean_table
+from harness.book.chapters.ch6.tables import handshake_table, model_table, steps_summary
+from harness.book.chapters.ch6.values import (article, bottleneck, climb, handshake, hosts, setup, stall, variants,
+                                              wall)
+from harness.book.chapters.ch6.words import bottleneck_words, missed_words, ports_words
+from harness.book.claims import Judgement
+from harness.book.faces import Limit
+from harness.book.verdict_tables import finding_outcomes
+from harness.lab import store
+from harness.lab.store import ChapterData
+
+__all__ = ["judge", "limits", "load", "table", "outcomes", "article", "setup", "stall", "climb", "variants", "hosts",
+           "wall", "bottleneck", "handshake", "series_chart", "connections_chart", "ports_chart", "cpu_chart",
+           "steps_summary", "model_table", "handshake_table", "missed_words",
+           "ports_words", "bottleneck_words"]
+
+
+def load() -> ChapterData:
+    return store.load(CHAPTER)
+
+
+def table(data: ChapterData):
+    """One row per step, each measured number the mean of its runs (ch6.steps.COLUMNS and `runs`)."""
+    return mean_table(data)
+
+
+def outcomes(judged: list[Judgement] | None = None) -> dict[str, str]:
+    """Each finding's composed outcome on the data in use (or of `judged`)."""
+    return finding_outcomes(judge() if judged is None else judged)
+
+
+def limits() -> list[Limit]:
+    """None that the answer page orders as users grow: this chapter's limits are the proxy's (connections, ports)."""
+    return []

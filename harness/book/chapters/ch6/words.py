@@ -1,0 +1,36 @@
+"""The few words of chapter 6 whose wording, not only their numbers, depends on the data."""
+from __future__ import annotations
+
+from harness.book.chapters.ch6.model import MODEL_MISS
+from harness.book.chapters.ch6.values import Bottleneck, Wall
+from harness.book.prose import and_list, percent
+
+
+def missed_words(bottleneck: Bottleneck) -> str:
+    """The steps CPU 1 limited that the model's CPU bound overestimates, or that there are none."""
+    if not bottleneck.missed:
+        return f"Every step CPU 1 limited answered within {percent(MODEL_MISS)} of the model's CPU bound, or above it."
+    return (f"The model's CPU bound is more than {percent(MODEL_MISS)} too high for {and_list(bottleneck.missed)}: "
+            "proxying a request costs nginx more than answering it itself, and across the switch nginx spends CPU "
+            "looking for a free port (@sec-ch6-hosts).")
+
+
+def ports_words(wall: Wall) -> str:
+    """Whether the long step ran out of ports: when, and what the requests got; or how close it came."""
+    if wall.first_error is None:
+        return (f"It never ran out: at most {wall.waiting_most:,.0f} of the {wall.ports:,} ports were in TIME_WAIT "
+                f"({percent(wall.waiting_most / wall.ports)}), and no connect() failed for want of one.")
+    return (f"At second {wall.first_error} every port was taken ({wall.waiting_most:,.0f} in TIME_WAIT), nginx logged "
+            f"`connect() failed (99: Cannot assign requested address)` {wall.errors:,.0f} times, and {wall.failed:,} "
+            "requests got a 502 instead of an answer.")
+
+
+def bottleneck_words(bottleneck: Bottleneck) -> str:
+    """How many sustained steps each core limited, and what "neither" means when some had no full core."""
+    b = bottleneck
+    tool = (f"the load generator's core in {b.load_tool}" + (f" ({b.load_tool_k6} of them k6's)" if b.load_tool else ""))
+    text = f"Of the {b.steps} sustained steps, CPU 1 was full in {b.servers} and {tool}"
+    if not b.round_trips:
+        return text + "."
+    return (text + f"; in {b.round_trips} neither core was full, so the closed loop's round trips, or CPU that the "
+            "lab's own processes did not get, set the pace.")

@@ -1,0 +1,214 @@
+"""Chapter 6 (seed 003): each claim's statistic on made-up runs, both sides of its threshold; judge() on the reference
+data; and the numbers the chapter quotes against the data files themselves."""
+from __future__ import annotations
+
+import json
+import statistics
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.book import claims
+from harness.book.chapters import ch6
+from harness.book.chapters.ch6 import claims as ch6_claims
+from harness.book.chapters.ch6.figures import label
+from harness.book.chapters.ch6.model import LOAD_TOOL, ROUND_TRIPS, SERVERS, limit_of
+from harness.book.chapters.ch6.steps import COLUMNS
+from harness.book.chapters.ch6.values import Bottleneck
+from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from harness.lab import store
+from harness.lab.store import ChapterData
+
+
+def row(step: str, tps: float, route: str = "nginx → service", keepalive: float = 0, **values) -> pd.Series:
+    base = dict.fromkeys(COLUMNS, np.nan) | {"step": step, "route": route, "tps": tps, "keepalive": keepalive,
+                                             "users": 200, "network": "loopback", "tool": "wrk", "workers": 1,
+                                             "connection_header": "", "duration_s": 20}
+    return pd.Series(base | values)
+
+
+def requests(medians_ms: list[float], seconds: float = 10, per_s: int = 100, connects: int = 0) -> pd.DataFrame:
+    """One user's requests over `seconds`, their durations around a median that moves from the first to the last of
+    `medians_ms` over the run; the first `connects` opened a connection."""
+    n = int(seconds * per_s)
+    start = np.arange(n) * 1000 / per_s
+    median = np.interp(start, np.linspace(0, start[-1], len(medians_ms)), medians_ms)
+    duration = median * np.where(np.arange(n) % 2, 0.9, 1.1)
+    return pd.DataFrame({"start_ms": start, "end_ms": start + duration, "duration_ms": duration, "status": 200,
+                         "error_code": 0, "error": "", "connecting_ms": np.where(np.arange(n) < connects, 0.05, 0.0)})
+
+
+def run(name: str, frame: pd.DataFrame) -> ChapterData:
+    meta = {"config": {"load": {"vus": 1}}}
+    empty = pd.DataFrame()
+    return ChapterData("chapter6", {name: meta}, frame.assign(step=name), empty, empty, empty)
+
+
+@pytest.fixture
+def lab(monkeypatch):
+    """Made-up runs: {step: [rows]} and {step: [ChapterData]} that the claims read instead of the data directory."""
+    rows: dict[str, list[pd.Series]] = {}
+    tables: dict[str, list[ChapterData]] = {}
+    monkeypatch.setattr(ch6_claims, "run_rows", lambda step: rows.get(step, []))
+    monkeypatch.setattr(ch6_claims, "runs_of", lambda step: tables.get(step, []))
+    return rows, tables
+
+
+def wrk(rows, alone=(18000, 18500, 17800), nginx=(128000,), proxied=(3100, 3200, 3000), kept8=(4700, 4800, 4750),
+        kept32=(6000, 6100, 5900), kept256=(10300, 10200, 10400)):
+    for step, rates in (("wrk-alone", alone), ("wrk-nginx-alone", nginx), ("wrk-proxied", proxied),
+                        ("wrk-keepalive-8", kept8), ("wrk-keepalive-32", kept32), ("wrk-keepalive-256", kept256)):
+        rows[step] = [row(step + (f".{k + 1}" if k else ""), tps) for k, tps in enumerate(rates)]
+
+
+def judged(claim: str):
+    return claims.judge(claims.rules("chapter6")[claim], ch6_claims.STATISTICS[claim]())
+
+
+def test_a_proxy_that_stalls_far_below_either_alone(lab):
+    wrk(lab[0])
+    j = judged("F003-a.1")
+    assert j.outcome == REPRODUCED and j.measured.values[0] == pytest.approx(3100 / 18000)
+    wrk(lab[0], proxied=(15000, 16000, 15500))  # no stall: 85 % of the service alone
+    assert judged("F003-a.1").outcome == NOT_REPRODUCED
+
+
+def test_the_articles_rates_differ_on_this_hardware_and_one_run_borrows_the_wrk_spread(lab):
+    wrk(lab[0])
+    assert judged("F003-a.2a").outcome == DIFFERS and judged("F003-a.2c").outcome == DIFFERS
+    nginx = ch6_claims.STATISTICS["F003-a.2b"]()
+    assert nginx.runs == 1 and "repeated wrk steps" in nginx.sigma_source
+    shares = [statistics.stdev(v) / statistics.fmean(v) for v in ((18000, 18500, 17800), (3100, 3200, 3000),
+                                                                  (4700, 4800, 4750), (6000, 6100, 5900),
+                                                                  (10300, 10200, 10400))]
+    assert nginx.borrowed_sigma == pytest.approx(128000 * np.sqrt(np.mean(np.square(shares))))
+    assert judged("F003-a.2b").outcome == DIFFERS
+    wrk(lab[0], nginx=(22000,))  # the article's own: inside its ±500, but not by three of wrk's ±2 % spreads
+    assert judged("F003-a.2b").outcome == INCONCLUSIVE
+
+
+def test_keep_alive_climbs_and_32_kept_connections_are_enough_or_not(lab):
+    wrk(lab[0])
+    assert judged("F003-b.1").outcome == REPRODUCED
+    assert judged("F003-b.2").outcome == NOT_REPRODUCED  # 6,000 of 10,300: 0.58 < 0.64
+    wrk(lab[0], kept8=(3000, 3200, 3100), kept32=(9800, 10000, 9900))
+    assert judged("F003-b.1").outcome != REPRODUCED and judged("F003-b.2").outcome == REPRODUCED
+
+
+def test_a_step_without_data_leaves_its_claim_inconclusive_and_says_so(lab):
+    wrk(lab[0])
+    del lab[0]["wrk-keepalive-32"]
+    j = judged("F003-b.2")
+    assert j.outcome == INCONCLUSIVE and "wrk-keepalive-32" in j.why
+
+
+def connect_reuse(tables, new_ms=(0.5, 0.3), kept_ms=(0.2, 0.2), reconnects=1):
+    tables["connect"] = [run(f"connect.{k + 1}", requests([m * (1 + k / 50) for m in new_ms])) for k in range(3)]
+    tables["reuse"] = [run(f"reuse.{k + 1}", requests([m * (1 + k / 50) for m in kept_ms], connects=reconnects))
+                       for k in range(3)]
+
+
+def test_a_new_connection_costs_time_after_the_warm_up(lab):
+    connect_reuse(lab[1])
+    assert judged("F003-c.1").outcome == REPRODUCED
+    connect_reuse(lab[1], new_ms=(0.2, 0.2))
+    assert judged("F003-c.1").outcome != REPRODUCED
+
+
+def test_the_cost_read_over_other_windows(lab):
+    connect_reuse(lab[1], new_ms=(0.6, 0.2), kept_ms=(0.2, 0.2))  # only the warm-up is slower
+    measured = ch6_claims.new_connection_costs()
+    whole, last = measured.nearby
+    assert whole > measured.value and last == pytest.approx(measured.value, rel=0.25)
+
+
+def test_three_latencies_cannot_be_measured_here():
+    j = judged("F003-c.2")
+    assert j.outcome == INCONCLUSIVE and "link_delay_ms = 10" in j.why and "netem" in j.why
+
+
+def test_keep_alive_opens_no_connection_after_the_first(lab):
+    connect_reuse(lab[1], reconnects=1)
+    assert judged("F003-c.3").outcome == REPRODUCED
+    connect_reuse(lab[1], reconnects=40)
+    assert judged("F003-c.3").outcome == NOT_REPRODUCED
+
+
+def test_every_rule_has_its_statistic():
+    assert set(claims.rules("chapter6")) == set(ch6_claims.STATISTICS)
+
+
+# ---- words and limits on made-up rows -------------------------------------------------------------------------------
+
+def test_a_step_is_named_by_its_route_and_keep_alive():
+    assert label(row("wrk-keepalive-8", 1, keepalive=8, connection_header="Keep-Alive")) == \
+        "wrk: proxied, keepalive 8 (Connection: Keep-Alive)"
+    assert label(row("proxied-workers-2", 1, tool="k6", workers=2)) == "proxied, no keep-alive (2 workers)"
+    assert label(row("alone", 1, route="service alone", tool="k6")) == "service alone"
+
+
+def test_the_limit_is_the_full_core():
+    assert limit_of(row("a", 1, tool="k6", k6_cpu=0.97, service_cpu=0.5, nginx_cpu=0.0)) == f"{LOAD_TOOL} (k6)"
+    assert limit_of(row("b", 1, wrk_cpu=0.3, service_cpu=0.7, nginx_cpu=0.25)) == SERVERS
+    assert limit_of(row("c", 1, wrk_cpu=0.3, service_cpu=0.3, nginx_cpu=0.1)) == ROUND_TRIPS
+
+
+def test_the_missed_steps_are_named_or_none_is():
+    some = Bottleneck(3, 0.9, 1, 1, 2, 0, 0.3, 0.05, ("hosts-keepalive-8", "wrk-keepalive-256"))
+    assert "too high for hosts-keepalive-8 and wrk-keepalive-256" in ch6.missed_words(some)
+    assert ch6.missed_words(Bottleneck(3, 0.9, 1, 1, 2, 0, 0.3, 0.05, ())).startswith("Every step CPU 1 limited")
+
+
+def test_chapter_6_shows_no_limit_on_the_answer_page():
+    assert ch6.limits() == []
+
+
+# ---- the reference data ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reference():
+    data = ch6.load()
+    return data, ch6.table(data)
+
+
+def names(step: str) -> list[str]:
+    return [n for n in store.complete_steps("chapter6") if store.run_of(n)[0] == step]
+
+
+def test_judge_runs_on_the_reference_data(reference):
+    judged_ = ch6.judge()
+    assert [j.rule.claim for j in judged_] == list(claims.rules("chapter6"))
+    assert all(j.outcome in claims.OUTCOMES for j in judged_)
+    c1 = next(j for j in judged_ if j.rule.claim == "F003-c.1")
+    assert c1.measured.runs == len(names("connect"))
+
+
+def wrk_rate(name: str) -> float:
+    summary = json.loads((store.data_root() / "chapter6" / name / "wrk-summary.json").read_text())
+    return (summary["requests"] - summary["errors"]["status"]) / (summary["duration_us"] / 1e6)
+
+
+def test_the_stall_numbers_are_wrks_own(reference):
+    _, table = reference
+    stall = ch6.stall(table)
+    for value, step in ((stall.alone, "wrk-alone"), (stall.proxied, "wrk-proxied"), (stall.nginx, "wrk-nginx-alone")):
+        assert value == pytest.approx(statistics.fmean(wrk_rate(n) for n in names(step)))
+
+
+def test_the_handshake_medians_are_the_requests(reference):
+    _, table = reference
+    hs = ch6.handshake(*reference)
+    for value, step in ((hs.new_ms, "connect"), (hs.kept_ms, "reuse")):
+        medians = []
+        for name in names(step):
+            frame = store.read_parquet(store.data_root() / "chapter6" / name / "requests.parquet", "requests")
+            medians.append(frame[store.answered(frame)]["duration_ms"].median())
+        assert value == pytest.approx(statistics.fmean(medians))
+
+
+def test_the_climb_numbers_are_wrks_own(reference):
+    _, table = reference
+    climb = ch6.climb(table)
+    for value, step in ((climb.kept8, "wrk-keepalive-8"), (climb.kept256, "wrk-keepalive-256")):
+        assert value == pytest.approx(statistics.fmean(wrk_rate(n) for n in names(step)))

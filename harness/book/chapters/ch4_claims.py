@@ -40,22 +40,29 @@ def windows_of(runs: pd.DataFrame) -> list[str]:
     return [w for w in dict.fromkeys(runs["window"]) if w != PLATEAU]
 
 
-def relative_spread(runs: pd.DataFrame, name: str = "tps") -> float:
+def relative_spread(runs: pd.DataFrame, name: str = "tps") -> float | None:
     """The run-to-run σ of one run's value over its mean, pooled over the repeated sustained steps (the variances
-    averaged): what a step that ran once borrows."""
+    averaged): what a step that ran once borrows. None when no step ran twice."""
     variances = [statistics.variance(v / v.mean()) for step in REPEATED if len(v := column(runs, step, name)) >= 2]
-    return math.sqrt(statistics.fmean(variances)) if variances else math.nan
+    return math.sqrt(statistics.fmean(variances)) if variances else None
 
 
-def absolute_spread(runs: pd.DataFrame, name: str) -> float:
+def absolute_spread(runs: pd.DataFrame, name: str) -> float | None:
     """The same, in the column's own unit."""
     variances = [statistics.variance(v) for step in REPEATED if len(v := column(runs, step, name)) >= 2]
-    return math.sqrt(statistics.fmean(variances)) if variances else math.nan
+    return math.sqrt(statistics.fmean(variances)) if variances else None
 
 
 def borrowed(runs: pd.DataFrame) -> str:
     counts = ", ".join(f"{step} ×{len(column(runs, step, 'tps'))}" for step in REPEATED)
-    return f"borrowed: the run-to-run spread of one plateau's throughput ({counts}), {relative_spread(runs):.1%} of it"
+    spread = relative_spread(runs)
+    return (f"borrowed: the run-to-run spread of one plateau's throughput ({counts}), "
+            + (f"{spread:.1%} of it" if spread is not None else "unknown: no step ran twice"))
+
+
+def scaled(value: float, spread: float | None, factor: float = 1.0) -> float | None:
+    """A relative spread borrowed for a value (None stays unknown)."""
+    return None if spread is None else value * spread * factor
 
 
 def plateau_tps(runs: pd.DataFrame, window: str = PLATEAU) -> float:
@@ -85,7 +92,7 @@ def throughput_rises(runs: pd.DataFrame) -> Measured:
     """F004-a.1: 2 users' throughput over the plateau's (each ran once: σ borrowed, for both sides of the ratio)."""
     value = alone_share(runs)
     return Measured(tuple(value), borrowed(runs) + ", for each side of the ratio",
-                    borrowed_sigma=value[0] * relative_spread(runs) * math.sqrt(2),
+                    borrowed_sigma=scaled(value[0], relative_spread(runs), math.sqrt(2)),
                     nearby=over_windows(runs, alone_share), note=f"{ALONE} against {', '.join(PLATEAU_STEPS)}")
 
 
@@ -104,7 +111,7 @@ def throughput_held(runs: pd.DataFrame) -> Measured:
     """F004-a.2b: each run of 800 users over the plateau (which ran once: its spread is borrowed as a floor)."""
     values = held_share(runs)
     return Measured(tuple(values), f"the runs' spread, at least the {borrowed(runs)}",
-                    borrowed_sigma=statistics.fmean(values) * relative_spread(runs),
+                    borrowed_sigma=scaled(statistics.fmean(values), relative_spread(runs)),
                     nearby=over_windows(runs, held_share), note=f"{DEFAULT_800} against {', '.join(PLATEAU_STEPS)}")
 
 
@@ -128,7 +135,7 @@ def scale_up(runs: pd.DataFrame) -> Measured:
     """F004-b.1: one core over each run of half a core (one core ran once: its spread is borrowed as a floor)."""
     values = scale_ratio(runs)
     return Measured(tuple(values), f"the runs' spread, at least the {borrowed(runs)}, for each side of the ratio",
-                    borrowed_sigma=statistics.fmean(values) * relative_spread(runs) * math.sqrt(2),
+                    borrowed_sigma=scaled(statistics.fmean(values), relative_spread(runs), math.sqrt(2)),
                     nearby=over_windows(runs, scale_ratio), note=f"{ONE_400} over {HALF_400}")
 
 
@@ -207,8 +214,9 @@ def cpu_share(runs: pd.DataFrame, window: str = PLATEAU) -> list[float]:
 def cpu_left_unused(runs: pd.DataFrame) -> Measured:
     """F004-d.3: the least CPU share (the steps ran once or more: σ borrowed from the repeated steps' CPU)."""
     spread = absolute_spread(runs.assign(share=runs["server_cpu_cores"] / runs["cpu_quota"]), "share")
-    return Measured(tuple(cpu_share(runs)), f"borrowed: the run-to-run spread of the server's CPU share over the "
-                    f"repeated steps' runs ({spread:.3f} of the quota)", borrowed_sigma=spread,
+    return Measured(tuple(cpu_share(runs)), "borrowed: the run-to-run spread of the server's CPU share over the "
+                    "repeated steps' runs (" + (f"{spread:.3f} of the quota)" if spread is not None else "unknown: no "
+                                                "step ran twice)"), borrowed_sigma=spread,
                     nearby=over_windows(runs, cpu_share), note=", ".join(CPU_STEPS))
 
 

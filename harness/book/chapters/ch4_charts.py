@@ -20,6 +20,7 @@ from harness.lab.store import ChapterData
 MEASURED, MODEL = "measured", "model"
 COLOURS = {MEASURED: "#4c78a8", MODEL: PALETTE["model"]}
 DASH = [4, 3]
+PER_USER = "one per user (model)"
 
 
 def log_axis(values, title: str, field: str) -> alt.X:
@@ -56,20 +57,23 @@ def throughput_chart(table: pd.DataFrame) -> alt.LayerChart:
     ).add_params(pick).properties(width=WIDTH, height=260)
 
 
-PAIRS = (("one core, 800 users", "threads.max", ((DEFAULT_800, "200"), (MORE_800, "800"))),
-         ("half a core, 300 users", "threads.max", ((HALF_400, "400"), (HALF_800, "800"))),
-         ("threads.max 400, 300 users", "cores", ((HALF_400, "0.5"), (ONE_400, "1"))))
+# (panel, the knob that differs, ((step, its value), …)): 800 users on one core; 300 users on half a core; 300 users
+# on threads.max 400. The figure's caption says which is which.
+PAIRS = (("threads.max, 1 core", "threads.max", ((DEFAULT_800, "200"), (MORE_800, "800"))),
+         ("threads.max, ½ core", "threads.max", ((HALF_400, "400"), (HALF_800, "800"))),
+         ("cores, 400 threads", "cores", ((HALF_400, "0.5"), (ONE_400, "1"))))
 
 
 def pairs_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """Each run's plateau throughput in the three pairs that differ in one setting."""
-    rows = [{"pair": f"{pair}: {knob}", "setting": f"{knob} {value}", "step": step, "run": run, "tps": tps}
+    rows = [{"pair": pair, "setting": value, "knob": knob, "step": step, "run": run, "tps": tps}
             for pair, knob, settings in PAIRS for step, value in settings for run, tps in column(runs, step, "tps").items()]
     return pd.DataFrame(rows)
 
 
 def pairs_chart(runs: pd.DataFrame) -> alt.FacetChart:
-    """Every run of each pair (dots) and their mean (a bar): more CPU moves the plateau, more threads do not."""
+    """Every run of each pair (dots) and their mean (a bar); a panel per pair, named by the setting that differs
+    (its values on the x axis)."""
     frame = pairs_frame(runs)
     base = alt.Chart().encode(alt.X("setting:N", title=None, sort=None, axis=alt.Axis(labelAngle=0)))
     tooltip = [alt.Tooltip("step:N", title="step"), alt.Tooltip("run:Q", title="run"),
@@ -77,11 +81,11 @@ def pairs_chart(runs: pd.DataFrame) -> alt.FacetChart:
     dots = base.mark_circle(size=60, opacity=0.8, color=COLOURS[MEASURED]).encode(
         alt.Y("tps:Q", title="answered requests per second (plateau)"), tooltip=tooltip)
     means = base.mark_tick(thickness=2, size=30, color=COLOURS[MODEL]).encode(
-        alt.Y("mean(tps):Q"), tooltip=[alt.Tooltip("setting:N", title="setting"),
+        alt.Y("mean(tps):Q"), tooltip=[alt.Tooltip("knob:N", title="setting"), alt.Tooltip("setting:N", title="value"),
                                        alt.Tooltip("mean(tps):Q", title="mean of the runs, requests/s", format=",.0f")])
-    return alt.layer(means, dots, data=frame).properties(width=WIDTH // 3 - 30, height=220).facet(
-        column=alt.Column("pair:N", title=None, sort=[f"{p}: {k}" for p, k, _ in PAIRS],
-                          header=alt.Header(labelFontWeight="normal", labelLimit=WIDTH // 3))
+    return alt.layer(means, dots, data=frame).properties(width=WIDTH // 3 - 40, height=220).facet(
+        column=alt.Column("pair:N", title=None, sort=[p for p, _, _ in PAIRS], header=alt.Header(
+            labelFontWeight="normal", labelAlign="center", labelAnchor="middle"))
     ).resolve_scale(x="independent")
 
 
@@ -123,9 +127,9 @@ def threads_chart(table: pd.DataFrame) -> alt.LayerChart:
     beside one thread per user (dashed)."""
     rows = sustained(table)
     rows = rows[(rows.cpu_quota == rows.cpu_quota.max()) & (rows.threads_max > rows.knee)].sort_values("users")
-    pools = [f"threads.max {t:,}" for t in sorted(rows.threads_max.unique())]
-    long = rows.assign(series=rows.threads_max.map("threads.max {:,}".format), threads=rows.current_threads_peak)
-    diagonal = pd.DataFrame({"users": sorted(rows.users.unique())}).assign(series="one thread per user", step="",
+    pools = [f"{t:,}" for t in sorted(rows.threads_max.unique())]
+    long = rows.assign(series=rows.threads_max.map("{:,}".format), threads=rows.current_threads_peak)
+    diagonal = pd.DataFrame({"users": sorted(rows.users.unique())}).assign(series=PER_USER, step="",
                                                                            threads=lambda t: t.users)
     frame = pd.concat([long, diagonal], ignore_index=True)
     palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2", "#9d755d"][:len(pools)] + [COLOURS[MODEL]]
@@ -133,9 +137,9 @@ def threads_chart(table: pd.DataFrame) -> alt.LayerChart:
     return alt.Chart(frame).mark_line(point=True).encode(
         log_axis(frame["users"], "users (log scale)", "users:Q"),
         log_y(frame["threads"], "threads Tomcat started, at most (log scale)", "threads:Q"),
-        coloured(pools + ["one thread per user"], palette), strokeDash=dashed_where("one thread per user"),
+        coloured(pools + [PER_USER], palette, "threads.max"), strokeDash=dashed_where(PER_USER),
         opacity=faded_unless(pick),
-        tooltip=[alt.Tooltip("step:N", title="step"), alt.Tooltip("series:N", title="pool"),
+        tooltip=[alt.Tooltip("step:N", title="step"), alt.Tooltip("series:N", title="threads.max"),
                  alt.Tooltip("users:Q", title="users", format=","), alt.Tooltip("threads:Q", title="threads", format=",.0f")],
     ).add_params(pick).properties(width=WIDTH, height=280)
 

@@ -18,6 +18,7 @@ from harness.book.chapters.ch4_article import article_table, little_table
 from harness.book.chapters.ch4_steps import CHAPTER, PLATEAU, run_table
 from harness.book.claims import Judgement, Measured, judge as judge_rule, margin, rules
 from harness.book.noise import most_stray
+from harness.book.prose import percent
 from harness.lab import store
 
 ALONE = "sweep-2"  # 2 users: far below the knee
@@ -57,7 +58,7 @@ def borrowed(runs: pd.DataFrame) -> str:
     counts = ", ".join(f"{step} ×{len(column(runs, step, 'tps'))}" for step in REPEATED)
     spread = relative_spread(runs)
     return (f"borrowed: the run-to-run spread of one plateau's throughput ({counts}), "
-            + (f"{spread:.1%} of it" if spread is not None else "unknown: no step ran twice"))
+            + (f"{percent(spread)} of it" if spread is not None else "unknown: no step ran twice"))
 
 
 def scaled(value: float, spread: float | None, factor: float = 1.0) -> float | None:
@@ -165,9 +166,10 @@ def pool_follows_requests(runs: pd.DataFrame) -> Measured:
     if rows.empty:
         return Measured((), note="no step with fewer users than threads.max")
     worst = rows.loc[rows["distance"].idxmax()]
+    where = ("every pool inside its band" if worst["distance"] == 0 else f"furthest: {worst['step']} run {worst['run']}, "
+             f"{worst['current_threads_peak']:,.0f} threads for {worst['expected']:,.0f}")
     return Measured((float(worst["distance"]),), "none: a count of threads", exact=True,
-                    note=f"{len(rows)} runs of {rows['step'].nunique()} steps; furthest: {worst['step']} run "
-                         f"{worst['run']}, {worst['current_threads_peak']:,.0f} threads for {worst['expected']:,.0f}")
+                    note=f"{len(rows)} runs of {rows['step'].nunique()} steps; {where}")
 
 
 def pool_full(runs: pd.DataFrame) -> Measured:
@@ -238,7 +240,7 @@ def nearest_bound(article: pd.DataFrame, rule) -> Measured:
     worst = plain.loc[plain["ratio"].map(lambda x: margin(rule, x)).idxmin()]
     return Measured((float(worst["ratio"]),), "none: the article's own numbers", exact=True,
                     note=f"runs {plain['run'].min()}–{plain['run'].max()}: {plain['ratio'].min():.2f}–"
-                         f"{plain['ratio'].max():.2f}; nearest a bound: run {worst['run']}")
+                         f"{plain['ratio'].max():.2f}; nearest a bound: run {worst['run']:.0f}")
 
 
 def doubtful_run(article: pd.DataFrame, users_column: str) -> Measured:
@@ -247,7 +249,8 @@ def doubtful_run(article: pd.DataFrame, users_column: str) -> Measured:
     run = table[table["vus_setup"] != table["vus_claimed"]].iloc[0]
     ratio = run["reported_ms"] / (run[users_column] / run["tps"] * 1000)
     return Measured((float(ratio),), "none: the article's own numbers", exact=True,
-                    note=f"run {run['run']}: {run[users_column]:,} users, TPS {run['tps']:,}, {run['reported_ms']:g} ms")
+                    note=f"run {run['run']:.0f}: {run[users_column]:,.0f} users, TPS {run['tps']:,.0f}, "
+                         f"{run['reported_ms']:g} ms")
 
 
 STATISTICS = {"F004-a.1": throughput_rises, "F004-a.2a": more_threads_one_core, "F004-a.2b": throughput_held,

@@ -18,6 +18,7 @@ from harness.book.chapters.ch4_claims import (
     HALF_800,
     MORE_800,
     ONE_400,
+    PLATEAU_STEPS,
     WARM,
     column,
     paired,
@@ -114,8 +115,7 @@ class Plateau:
 
 
 def plateau(runs: pd.DataFrame) -> Plateau:
-    steps = ("sweep-20", "sweep-50", "sweep-100", "sweep-200")
-    first = {s: runs[(runs.step == s) & (runs.window == PLATEAU) & (runs.run == 1)].iloc[0] for s in steps}
+    first = {s: runs[(runs.step == s) & (runs.window == PLATEAU) & (runs.run == 1)].iloc[0] for s in PLATEAU_STEPS}
     gains = paired(runs, DEFAULT_800, MORE_800)
     return Plateau(mean_of(runs, ALONE), plateau_tps(runs), statistics.fmean(r["model_tps"] for r in first.values()),
                    statistics.fmean(r["cpu_ms_per_request"] for r in first.values()),

@@ -136,9 +136,15 @@ def steps_table(data: ChapterData) -> pd.DataFrame:
 
 
 def runs_of(data: ChapterData, step: str) -> list[tuple[int, str, ChapterData]]:
-    """Each run of a step: its number, its directory (<id>, <id>.2 … <id>.n) and the data holding its tables."""
-    count = len(data.runs.get(step, [None]))
-    return [(1, step, data)] + [(k, f"{step}.{k}", store.load_run(CHAPTER, f"{step}.{k}")) for k in range(2, count + 1)]
+    """Each complete run of a step: its number, its directory (<id>, <id>.2 … <id>.n, as its step.json names it) and
+    the data holding its tables. A run that failed is missing, and the numbers keep their gap."""
+    found = []
+    for position, meta in enumerate(data.runs.get(step, [data.steps[step]]), start=1):
+        named = meta.get("id", "")
+        directory = named if store.run_of(named)[0] == step else step if position == 1 else f"{step}.{position}"
+        number = store.run_of(directory)[1]
+        found.append((number, directory, data if directory == step else store.load_run(CHAPTER, directory)))
+    return found
 
 
 def run_table(data: ChapterData) -> pd.DataFrame:

@@ -172,3 +172,10 @@ def test_a_step_that_ran_once_with_no_repeats_to_borrow_from_is_inconclusive():
     judged = judge(RULES["F004-a.1"], claims.throughput_rises(once))
     assert judged.outcome == INCONCLUSIVE and "no measured spread" in judged.why
     assert "no step ran twice" in claims.throughput_rises(once).sigma_source
+
+
+def test_a_failed_run_leaves_its_pair_out():
+    table = run_table()
+    gap = table[~((table.step == "sweep-800") & (table.run == 3))]  # sweep-800's third run failed
+    assert len(claims.more_threads_one_core(gap).values) == 4
+    assert len(claims.more_threads_one_core(table).values) == 5

@@ -16,38 +16,6 @@ from harness.book.analysis import throughput_table
 from harness.book.chapters.ch0_answer import answer_paragraph, answer_table, knobs_glossary
 from harness.book.chapters.ch3.compat import f000_f
 from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
-from harness.book.chapters.ch4_charts import (
-                                            burst_chart,
-                                            cpu_chart,
-                                            latency_chart,
-                                            open_chart,
-                                            threads_chart,
-                                            throughput_chart,
-)
-from harness.book.chapters.ch4_sentences import (
-                                            burst_sentence,
-                                            endpoint_sentence,
-                                            few_threads_sentence,
-                                            open_sentence,
-                                            plateau_sentence,
-                                            quota_sentence,
-                                            ramp_sentence,
-                                            run_time_sentence,
-                                            saturation_sentence,
-                                            threads_growth_sentence,
-                                            threads_sentence,
-                                            usl_sentence,
-)
-from harness.book.chapters.ch4_sentences import meaning_list as ch4_meaning_list
-from harness.book.chapters.ch4_steps import steps_table as ch4_table
-from harness.book.chapters.ch4_tables import article_intro as f004_article_intro
-from harness.book.chapters.ch4_tables import article_sentence as f004_article_sentence
-from harness.book.chapters.ch4_tables import article_summary as f004_article_summary
-from harness.book.chapters.ch4_tables import little as f004_little
-from harness.book.chapters.ch4_tables import measured as ch4_measured
-from harness.book.chapters.ch4_tables import predictions as ch4_predictions
-from harness.book.chapters.ch4_verdicts import article_table as f004_article
-from harness.book.chapters.ch4_verdicts import f004_verdicts
 from harness.book.chapters.ch5_charts import apis_chart as ch5_apis_chart
 from harness.book.chapters.ch5_charts import gc_chart as ch5_gc_chart
 from harness.book.chapters.ch5_charts import pool_chart as ch5_pool_chart
@@ -122,12 +90,6 @@ __all__ = [
     # the answer, up front
     "answer_paragraph", "answer_table", "knobs_glossary",
     # chapter 3
-    "f000_f", "capacity_explorer", "explorer_measured",
-    # chapter 4
-    "ch4_table", "ch4_predictions", "ch4_measured", "f004_article", "f004_article_summary", "f004_article_sentence", "f004_article_intro", "ramp_sentence",
-    "f004_little", "f004_verdicts", "endpoint_sentence", "plateau_sentence", "quota_sentence", "threads_sentence",
-    "usl_sentence", "burst_sentence", "few_threads_sentence", "open_sentence", "run_time_sentence", "saturation_sentence",
-    "threads_growth_sentence", "ch4_meaning_list", "throughput_chart", "latency_chart", "cpu_chart", "threads_chart", "burst_chart", "open_chart",
     # chapter 5
     "ch5_table", "ch5_measured", "ch5_model_table", "f001_article_tables", "f001_article_apis", "f001_verdicts",
     "ch5_apis_chart", "ch5_gc_chart", "ch5_pool_chart", "ch5_timeline_chart", "ch5_apis_sentence", "ch5_final_sentence",

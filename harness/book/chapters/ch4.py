@@ -1,0 +1,62 @@
+"""Chapter 4's face (`from harness.book.chapters import ch4`): what its .qmd calls, its claims judged (`judge()`) and
+the limit its data shows (`limits()`), for the answer page and `invoke compare`."""
+from __future__ import annotations
+
+from harness.book.chapters.ch4_article import article, article_table, little, little_table  # noqa: F401
+from harness.book.chapters.ch4_charts import (  # noqa: F401
+    burst_chart,
+    burst_pool_chart,
+    cpu_chart,
+    latency_chart,
+    open_chart,
+    pairs_chart,
+    threads_chart,
+    throughput_chart,
+)
+from harness.book.chapters.ch4_claims import judge, judgements  # noqa: F401
+from harness.book.chapters.ch4_steps import CHAPTER, PLATEAU, first_requests, run_table, steps_table  # noqa: F401
+from harness.book.chapters.ch4_tables import (  # noqa: F401
+    article_summary,
+    little_fit,
+    measured,
+    predictions,
+    runs_summary,
+    switches_table,
+)
+from harness.book.chapters.ch4_values import (  # noqa: F401
+    burst,
+    burst_lesson,
+    cpu,
+    few_threads,
+    open_steps,
+    plateau,
+    pool,
+    pool_samples,
+    scale,
+    setup,
+    steps_count,
+    switches,
+    usl,
+)
+from harness.book.faces import Limit
+from harness.lab import store
+from harness.lab.store import ChapterData
+
+ANCHOR = "sec-throughput-stops-at-the-core"  # the section that shows the CPU plateau
+
+
+def load() -> ChapterData:
+    return store.load(CHAPTER)
+
+
+def limits() -> list[Limit]:
+    """The CPU plateau: past the knee the server's cores, not its pool, cap throughput (first runs' plateau)."""
+    data = load()
+    table = steps_table(data)
+    the_setup, the_plateau = setup(data, table), plateau(table.assign(run=1, window=PLATEAU))
+    sentence = (f"Once requests keep the CPU busy ({the_setup.cores:g} core × (1 + {the_setup.wait_ms:g} ms of waiting "
+                f"/ {the_setup.cpu_ms:g} ms of CPU) = {the_setup.knee:g} requests in progress here), the CPU caps "
+                f"throughput whatever threads.max: the server answered {the_plateau.tps:,.0f} requests per second, "
+                f"about its {the_setup.cores:g} core's 1,000 ms a second over the {the_plateau.cpu_ms:.1f} ms of CPU "
+                "each request really cost.")
+    return [Limit(2, "the CPU", round(the_plateau.tps), "requests/s", sentence, CHAPTER, ANCHOR)]

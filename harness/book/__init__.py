@@ -90,6 +90,7 @@ __all__ = [
     # the answer, up front
     "answer_paragraph", "answer_table", "knobs_glossary",
     # chapter 3
+    "f000_f", "capacity_explorer", "explorer_measured",
     # chapter 5
     "ch5_table", "ch5_measured", "ch5_model_table", "f001_article_tables", "f001_article_apis", "f001_verdicts",
     "ch5_apis_chart", "ch5_gc_chart", "ch5_pool_chart", "ch5_timeline_chart", "ch5_apis_sentence", "ch5_final_sentence",

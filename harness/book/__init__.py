@@ -140,26 +140,6 @@ from harness.book.chapters.ch4_tables import measured as ch4_measured
 from harness.book.chapters.ch4_tables import predictions as ch4_predictions
 from harness.book.chapters.ch4_verdicts import article_table as f004_article
 from harness.book.chapters.ch4_verdicts import f004_verdicts
-from harness.book.chapters.ch5_charts import apis_chart as ch5_apis_chart
-from harness.book.chapters.ch5_charts import gc_chart as ch5_gc_chart
-from harness.book.chapters.ch5_charts import pool_chart as ch5_pool_chart
-from harness.book.chapters.ch5_charts import timeline_chart as ch5_timeline_chart
-from harness.book.chapters.ch5_sentences import apis_sentence as ch5_apis_sentence
-from harness.book.chapters.ch5_sentences import final_sentence as ch5_final_sentence
-from harness.book.chapters.ch5_sentences import goal_sentence as ch5_goal_sentence
-from harness.book.chapters.ch5_sentences import index_sentence as ch5_index_sentence
-from harness.book.chapters.ch5_sentences import load_sentence as ch5_load_sentence
-from harness.book.chapters.ch5_sentences import meaning_list as ch5_meaning_list
-from harness.book.chapters.ch5_sentences import osiv_sentence as ch5_osiv_sentence
-from harness.book.chapters.ch5_sentences import pool_sentence as ch5_pool_sentence
-from harness.book.chapters.ch5_sentences import setup_sentence as ch5_setup_sentence
-from harness.book.chapters.ch5_sentences import tomcat_sentence as ch5_tomcat_sentence
-from harness.book.chapters.ch5_steps import steps_table as ch5_table
-from harness.book.chapters.ch5_tables import article_tables as f001_article_tables
-from harness.book.chapters.ch5_tables import measured_table as ch5_measured
-from harness.book.chapters.ch5_tables import model_table as ch5_model_table
-from harness.book.chapters.ch5_verdicts import article_apis as f001_article_apis
-from harness.book.chapters.ch5_verdicts import f001_verdicts
 from harness.book.chapters.ch6_charts import connections_chart as ch6_connections_chart
 from harness.book.chapters.ch6_charts import cpu_chart as ch6_cpu_chart
 from harness.book.chapters.ch6_charts import handshake_table as ch6_handshake_table
@@ -259,11 +239,6 @@ __all__ = [
     "f004_little", "f004_verdicts", "endpoint_sentence", "plateau_sentence", "quota_sentence", "threads_sentence",
     "usl_sentence", "burst_sentence", "few_threads_sentence", "open_sentence", "run_time_sentence", "saturation_sentence",
     "threads_growth_sentence", "ch4_meaning_list", "throughput_chart", "latency_chart", "cpu_chart", "threads_chart", "burst_chart", "open_chart",
-    # chapter 5
-    "ch5_table", "ch5_measured", "ch5_model_table", "f001_article_tables", "f001_article_apis", "f001_verdicts",
-    "ch5_apis_chart", "ch5_gc_chart", "ch5_pool_chart", "ch5_timeline_chart", "ch5_apis_sentence", "ch5_final_sentence",
-    "ch5_goal_sentence", "ch5_index_sentence", "ch5_load_sentence", "ch5_meaning_list", "ch5_osiv_sentence",
-    "ch5_pool_sentence", "ch5_setup_sentence", "ch5_tomcat_sentence",
     # chapter 6
     "ch6_table", "ch6_overflow_sentence", "ch6_misses_sentence", "ch6_connection_sentence", "ch6_generator_sentence", "ch6_ports_chart", "ch6_wall_sentence", "ch6_series_chart", "ch6_connections_chart", "ch6_cpu_chart", "ch6_handshake_table", "ch6_steps_summary", "ch6_article_sentence", "ch6_bottleneck_sentence", "ch6_header_sentence", "ch6_hosts_sentence", "ch6_model_table", "ch6_setup_sentence", "ch6_stall_sentence", "ch6_sweep_sentence", "ch6_workers_sentence", "ch6_wrk_sentence", "f003_verdicts",
     # chapter 7

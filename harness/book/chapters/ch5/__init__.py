@@ -11,14 +11,15 @@ from harness.book.chapters.ch5 import values
 from harness.book.chapters.ch5.charts import (apis_chart, final_chart, gc_chart, pool_chart, timeline_chart,
                                               tomcat_chart)
 from harness.book.chapters.ch5.steps import runs_table, steps_table
-from harness.book.chapters.ch5.tables import article_tables, inside_table, model_table, outcome_table
+from harness.book.chapters.ch5.tables import (article_apis_table, article_runs_table, inside_table, model_table,
+                                              outcome_table)
 from harness.book.chapters.ch5.verdicts import judge
 from harness.book.faces import Limit
 from harness.lab.store import complete_steps
 
 OPEN_IN_VIEW_SECTION = "sec-ch5-open-in-view"
 
-__all__ = ["judge", "limits", "runs_table", "steps_table", "values", "article_tables", "model_table", "outcome_table",
+__all__ = ["judge", "limits", "runs_table", "steps_table", "values", "article_apis_table", "article_runs_table", "model_table", "outcome_table",
            "inside_table", "apis_chart", "pool_chart", "timeline_chart", "tomcat_chart", "gc_chart", "final_chart"]
 
 

@@ -11,15 +11,20 @@ from harness.book.tables import markdown_table
 from harness.models import pool
 
 
-def article_tables() -> Markdown:
-    """The article's single-API results and its runs, as its data files hold them (–: a number it does not give)."""
+def article_apis_table() -> Markdown:
+    """The article's single-API results, as its data file holds them (–: a number it does not give)."""
     apis = article_apis()[["api", "method", "path", "tps", "hikari_pending_max"]].rename(columns={
         "api": "API", "tps": "TPS", "hikari_pending_max": "HikariCP pending, most"})
+    return Markdown(markdown_table(apis))
+
+
+def article_runs_table() -> Markdown:
+    """The article's scenario, Tomcat and final runs, as its data file holds them (–: a number it does not give)."""
     runs = article_runs()[["experiment", "value", "tps", "success_pct", "gc_stop_the_world_ms"]].rename(columns={
         "experiment": "run", "value": "setting", "tps": "TPS", "success_pct": "success (%)",
         "gc_stop_the_world_ms": "GC stop-the-world (ms)"})
     runs["run"] = runs["run"].str.replace("_", "-")
-    return Markdown(markdown_table(apis) + "\n\n" + markdown_table(runs))
+    return Markdown(markdown_table(runs))
 
 
 def model_frame(steps: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from harness.book.chapters.ch5.steps import API, DB, HOLD, SCENARIO, load_seconds, offered_per_s, window_column
 from harness.book.chapters.ch5.verdicts import (ACCEPT_STEPS, ARTICLE_GOAL, CONNECTION_STEPS, DAILY_VIEWS,
-                                                FINAL_STEP, THREAD_STEPS, article_apis)
+                                                FINAL_STEP, THREAD_STEPS, article_apis, article_runs)
 from harness.lab.load.options import requests_per_iteration
 from harness.lab.store import ChapterData
 from harness.lab.units import duration_ms
@@ -35,6 +35,33 @@ class Goal:
 def goal() -> Goal:
     return Goal(DAILY_VIEWS, pool.tps_goal(DAILY_VIEWS), ARTICLE_GOAL, pool.peak_tps(DAILY_VIEWS), pool.PEAK_SHARE,
                 pool.PEAK_TIME_SHARE)
+
+
+@dataclass(frozen=True)
+class Article:
+    """The article's own numbers the text compares with (data/chapter5/article-runs.csv)."""
+
+    pool_tps: dict[int, float]  # TPS per pool size, where it gives one
+    success: dict[int, float]  # share answered per threads.max
+    gc_ms: dict[int, float]  # GC stop-the-world per max-connections
+    final_tps: float
+
+    @property
+    def effect(self) -> float:
+        """Its smallest effect: pool 10 against pool 20, as a share."""
+        return self.pool_tps[10] / self.pool_tps[20] - 1
+
+
+def article() -> Article:
+    runs = article_runs()
+
+    def of(experiment: str, column: str) -> dict[int, float]:
+        rows = runs[(runs["experiment"] == experiment) & runs[column].notna()]
+        return {int(v): float(x) for v, x in zip(rows["value"], rows[column], strict=True)}
+
+    return Article(of("pool", "tps"), {k: x / 100 for k, x in of("threads", "success_pct").items()},
+                   of("max_connections", "gc_stop_the_world_ms"),
+                   float(runs.loc[runs["experiment"] == "final", "tps"].iloc[0]))
 
 
 @dataclass(frozen=True)

@@ -151,8 +151,10 @@ def tomcat_chart(runs: pd.DataFrame) -> alt.FacetChart:
     ticks = base.mark_tick(thickness=2, size=24, color=PALETTE["ab"]).encode(
         alt.Y("mean:Q"), tooltip=[alt.Tooltip("step:N", title="step"),
                                   alt.Tooltip("mean:Q", title="mean of the runs", format=",.1f")])
-    return alt.layer(points, ticks).properties(width=WIDTH / 3, height=220).facet(
-        column=alt.Column("knob:N", title=None, sort=["threads.max", "max-connections", "accept-count"])
+    # A row per knob, each the column's full width: readable on a phone too.
+    return alt.layer(points, ticks).properties(width=WIDTH, height=120).facet(
+        row=alt.Row("knob:N", title=None, header=alt.Header(labelOrient="top"),
+                    sort=["threads.max", "max-connections", "accept-count"])
     ).resolve_scale(x="independent")
 
 

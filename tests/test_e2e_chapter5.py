@@ -8,7 +8,7 @@ long. And the plumbing the chapter reads: HikariCP's metrics, the database's own
 import pytest
 
 from harness import ROOT
-from harness.book.chapters.ch5_steps import DB, steps_table
+from harness.book.chapters.ch5.steps import DB, runs_table, steps_table
 
 from test_e2e import profile_run
 
@@ -19,7 +19,7 @@ PROFILE = ROOT / "tests" / "profiles" / "chapter5-scaled.toml"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     with profile_run(tmp_path_factory, PROFILE) as data:
-        yield data, steps_table(data).set_index("step")
+        yield data, steps_table(runs_table(PROFILE.stem)).set_index("step")
 
 
 def test_open_in_view_lets_the_streams_hold_the_pool(run):

@@ -1,85 +1,194 @@
-"""F001-a … F001-g on hand-made step tables: each rule reproduces when the numbers say what the article says and does
-not when they do not. The article's side comes from data/chapter5/article-*.csv, as in the chapter."""
+"""Chapter 5's claims (F001-a … F001-g): each statistic on small hand-made run tables, on both sides of its declared
+threshold, with its spread from the runs; and judge() on the reference data, in the rules' order.
+The rules are the declared ones (experiments/claims/chapter5.toml); the article's side comes from its data files."""
+from __future__ import annotations
+
+import math
+
 import numpy as np
 import pandas as pd
+import pytest
 
-from harness.book.chapters.ch5_steps import API, COLUMNS, SCENARIO, TOMCAT
-from harness.book.chapters.ch5_verdicts import (apis_verdict, article_apis, article_runs, f001_verdicts, final_verdict,
-                                                flat_verdict, gc_verdict, goal_verdict, pool_verdict)
-from harness.book.verdict import NOT_REPRODUCED, REPRODUCED
+from harness.book import claims
+from harness.book.chapters.ch5 import verdicts as v
+from harness.book.chapters.ch5.steps import (API, FINAL, HOLD, HOLD_WINDOWS, LAST_STAGE, SCENARIO, STAGE_WINDOWS, TOMCAT,
+                                             load_seconds, offered_per_s, window_column)
+from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+RULES = claims.rules("chapter5")
+APIS = ("api-room-create", "api-room-read", "api-room-status", "api-todo-create", "api-todo-read", "api-link-create",
+        "api-category-create")
 
 
-def row(step, kind, findings, **values):
-    base = dict.fromkeys(COLUMNS, np.nan) | {"step": step, "kind": kind, "findings": findings, "pool": 10,
-                                             "threads_max": 200, "max_connections": 8192, "accept_count": 100,
-                                             "db_quota": 0.1, "open_in_view": True, "indexes": True, "success": 1.0,
-                                             "tps": 100.0, "peak_tps": 120.0, "pending_max": 0.0, "db_cpu_cores": 0.05}
-    return base | values
+def judged(claim: str, runs: pd.DataFrame) -> claims.Judgement:
+    return claims.judge(RULES[claim], v.STATISTICS[claim](runs, RULES[claim]))
+
+
+def run(step: str, kind: str = TOMCAT, **values) -> dict:
+    return {"step": step, "kind": kind, "tps": 100.0, "success": 1.0, "pending_max": 0.0, "gc_pause_max_ms": 20.0,
+            "db_periods": np.nan, "db_throttled": np.nan, "offered_per_s": np.nan} | values
 
 
 def table(*rows) -> pd.DataFrame:
-    return pd.DataFrame(list(rows), columns=COLUMNS)
+    return pd.DataFrame(list(rows))
+
+
+def defaults(*tps, pending=(150, 160, 170, 180, 190)) -> list[dict]:
+    """tomcat-defaults' runs: the chapter's most repeated step, where single runs borrow their spread."""
+    return [run(v.DEFAULTS, tps=t, pending_max=p) for t, p in zip(tps, pending, strict=False)]
 
 
 def test_the_goal_is_the_articles_division_and_its_slip_is_within_rounding():
-    verdict = goal_verdict(table(row("final", SCENARIO, "F001-g", peak_tps=300.0)))
-    assert verdict.verdict == REPRODUCED
-    assert "220.83" in verdict.measured and "883" in verdict.measured and "300/s" in verdict.measured
+    j = judged("F001-a.1", table())
+    assert j.outcome == REPRODUCED and j.measured.exact
+    assert j.measured.value == pytest.approx((220.69 - 19_080_000 / 86_400) / (19_080_000 / 86_400))
 
 
-def test_single_apis_reproduce_only_when_the_database_is_saturated_and_requests_wait():
-    saturated = [row(f"api-{n}", API, "F001-b", db_cpu_cores=0.095, pending_max=120.0) for n in range(3)]
-    assert apis_verdict(table(*saturated), article_apis()).verdict == REPRODUCED
-    idle = [row(f"api-{n}", API, "F001-b", db_cpu_cores=0.02, pending_max=0.0) for n in range(3)]
-    verdict = apis_verdict(table(*idle), article_apis())
-    assert verdict.verdict == NOT_REPRODUCED and "0 of 3" in verdict.measured
+def test_single_apis_far_above_the_articles_range_differ_on_this_hardware():
+    apis = [run(s, API, tps=100.0 + 10 * i) for i, s in enumerate(APIS)]
+    j = judged("F001-b.1", table(*apis, *defaults(110, 114, 118, 122, 116)))
+    assert j.outcome == DIFFERS and j.measured.value == 160.0  # the rule reads the one farthest outside
+    inside = [run(s, API, tps=15.0 + i) for i, s in enumerate(APIS)]
+    assert judged("F001-b.1", table(*inside, *defaults(110, 114, 118, 122, 116))).outcome == REPRODUCED
+    alone = judged("F001-b.1", table(*apis))  # no repeats to borrow a spread from: one run decides nothing
+    assert alone.outcome == INCONCLUSIVE and "no repeats" in alone.measured.sigma_source
 
 
-def test_pool_ten_must_beat_five_and_twenty_beyond_noise():
-    def steps(tps5, tps10, tps20):
-        return table(*(row(f"pool-{p}", SCENARIO, "F001-c", pool=p, tps=t) for p, t in ((5, tps5), (10, tps10), (20, tps20))))
-    assert pool_verdict(steps(80, 100, 79), article_runs()).verdict == REPRODUCED
-    assert pool_verdict(steps(96, 100, 97), article_runs()).verdict == NOT_REPRODUCED  # within 10 %: no best
-    only_small = steps(80, 100, 79)
-    larger = row("pool-large-10", SCENARIO, "F001-c", pool=10, tps=500.0, db_quota=1.0)
-    assert pool_verdict(pd.concat([only_small, table(larger)]), article_runs()).verdict == REPRODUCED  # the small db only
+def test_pending_maxima_are_read_on_the_three_apis_the_article_reports():
+    apis = [run(s, API, pending_max=160.0 if s in v.PENDING_APIS else 5.0) for s in APIS]
+    steady = defaults(110, 114, 118, 122, 116, pending=(188, 190, 189, 190, 188))
+    assert judged("F001-b.2", table(*apis, *steady)).outcome == REPRODUCED  # the others (5) are not read
+    wide = defaults(110, 114, 118, 122, 116)  # a spread of 9 %: 160 is inside 148–179 by less than 3σ
+    assert judged("F001-b.2", table(*apis, *wide)).outcome == INCONCLUSIVE
+    low = [run(s, API, pending_max=40.0) for s in APIS]
+    assert judged("F001-b.2", table(*low, *defaults(110, 114, 118, 122, 116))).outcome == DIFFERS
 
 
-def test_flat_knobs_reproduce_within_noise_and_not_beyond():
-    flat = table(*(row(f"threads-{t}", TOMCAT, "F001-d", threads_max=t, tps=100 + i) for i, t in enumerate((100, 150, 200))))
-    assert flat_verdict(flat, "F001-d", "threads_max", article_runs()).verdict == REPRODUCED
-    steep = table(*(row(f"threads-{t}", TOMCAT, "F001-d", threads_max=t, tps=t) for t in (100, 150, 200)))
-    assert flat_verdict(steep, "F001-d", "threads_max", article_runs()).verdict == NOT_REPRODUCED
+def test_the_database_is_the_bottleneck_when_most_apis_are_throttled_and_wait():
+    def apis(throttled_in: int) -> pd.DataFrame:
+        return table(*(run(s, API, db_periods=400, db_throttled=300 if i < throttled_in else 100, pending_max=50.0)
+                       for i, s in enumerate(APIS)))
+    assert judged("F001-b.3", apis(5)).outcome == REPRODUCED
+    assert judged("F001-b.3", apis(2)).outcome == NOT_REPRODUCED
+    idle = apis(7).assign(pending_max=0.0)  # throttled, yet nobody waited for a connection
+    assert judged("F001-b.3", idle).measured.value == 0
+    old = judged("F001-b.3", table(*(run(s, API) for s in APIS)))  # runs from before the counters
+    assert old.outcome == INCONCLUSIVE and "during_load" in old.why
 
 
-def test_gc_pauses_must_rise_beyond_the_run_to_run_spread():
-    def runs(pauses):
-        return table(*(row(f"max-connections-{m}-{r}", TOMCAT, "F001-e", max_connections=m, gc_pause_max_ms=p)
-                       for m, pair in pauses.items() for r, p in enumerate(pair, start=1)))
-    assert gc_verdict(runs({4000: (13, 14), 6000: (16, 17), 8000: (60, 66)}), article_runs()).verdict == REPRODUCED
-    noisy = gc_verdict(runs({4000: (10, 60), 6000: (20, 50), 8000: (30, 55)}), article_runs())
-    assert noisy.verdict == NOT_REPRODUCED and "50.0 ms" in noisy.measured
+def pools(tps5, tps10, tps20, pending=(5.0, 1.0, 4.0)) -> pd.DataFrame:
+    rows = []
+    for (size, tps), wait in zip(((5, tps5), (10, tps10), (20, tps20)), pending, strict=True):
+        for k, t in enumerate(np.atleast_1d(tps)):
+            windows = {window_column("pending_mean", w): wait + 0.1 * k for w in (LAST_STAGE, *STAGE_WINDOWS)}
+            rows.append(run(f"pool-{size}", SCENARIO, tps=t) | windows)
+    return table(*rows)
 
 
-def test_the_final_run_must_reach_the_goal_with_nearly_every_request_answered():
-    runs = article_runs()
-    assert final_verdict(table(row("final", SCENARIO, "F001-g", peak_tps=230.0)), runs).verdict == REPRODUCED
-    assert final_verdict(table(row("final", SCENARIO, "F001-g", peak_tps=150.0)), runs).verdict == NOT_REPRODUCED
-    assert final_verdict(table(row("final", SCENARIO, "F001-g", peak_tps=300.0, success=0.6)), runs).verdict == NOT_REPRODUCED
-    assert final_verdict(table(row("other", SCENARIO, "F001-c")), runs).measured == "not run"
+def test_pool_ten_must_beat_five_and_twenty_by_three_sigma():
+    best = judged("F001-c.1", pools(7.9, (10.8, 10.6), (7.9, 8.1)))
+    assert best.outcome == REPRODUCED and best.measured.runs == 5
+    assert judged("F001-c.1", pools(6.3, (7.7, 7.9), (9.0, 9.2))).outcome == NOT_REPRODUCED
+    assert judged("F001-c.1", pools(7.9, (8.0, 9.5), (7.9, 8.5))).outcome == INCONCLUSIVE  # inside the runs' spread
 
 
-def test_every_finding_gets_one_verdict():
-    steps = table(row("api-a", API, "F001-b"), row("pool-10", SCENARIO, "F001-c"),
-                  row("threads-100", TOMCAT, "F001-d", threads_max=100),
-                  row("max-connections-4000-1", TOMCAT, "F001-e", max_connections=4000, gc_pause_max_ms=10.0),
-                  row("accept-count-100", TOMCAT, "F001-f"), row("final", SCENARIO, "F001-g, F001-a"))
-    assert [v.finding for v in f001_verdicts(steps)] == [f"F001-{c}" for c in "abcdefg"]
+def test_fewest_waiting_at_pool_ten_is_read_over_the_last_stage_and_nearby():
+    j = judged("F001-c.2", pools(7.9, (10.8, 10.6), (7.9, 8.1), pending=(50.0, 10.0, 40.0)))
+    assert j.outcome == REPRODUCED and len(j.measured.nearby) == len(STAGE_WINDOWS)
+    assert judged("F001-c.2", pools(7.9, (10.8, 10.6), (7.9, 8.1), pending=(190.0, 198.0, 180.0))).outcome == NOT_REPRODUCED
+
+
+def tomcat(groups: dict[str, tuple], column: str = "tps") -> pd.DataFrame:
+    return table(*(run(step, **{column: x}) for step, values in groups.items() for x in values))
+
+
+def test_threads_no_change_is_an_equivalence_within_eighteen_percent():
+    flat = {"threads-100": (118, 121, 116), "threads-150": (119, 117, 121), v.DEFAULTS: (114, 118, 116, 120, 117)}
+    j = judged("F001-d.1", tomcat(flat))
+    assert j.outcome == REPRODUCED and j.measured.runs == 11
+    steep = {"threads-100": (80, 82, 79), "threads-150": (119, 117, 121), v.DEFAULTS: (114, 118, 116, 120, 117)}
+    assert judged("F001-d.1", tomcat(steep)).outcome == NOT_REPRODUCED
+    noisy = {"threads-100": (100, 130, 95), "threads-150": (119, 140, 101), v.DEFAULTS: (104, 128, 116, 90, 130)}
+    assert judged("F001-d.1", tomcat(noisy)).outcome == INCONCLUSIVE
+
+
+def test_success_best_at_150_needs_a_difference_and_a_tie_decides_nothing():
+    best = {"threads-100": (0.94, 0.95, 0.945), "threads-150": (0.98, 0.985, 0.982), v.DEFAULTS: (0.97,) * 4 + (0.972,)}
+    assert judged("F001-d.2", tomcat(best, "success")).outcome == REPRODUCED
+    worst = {"threads-100": (0.99, 0.995, 0.99), "threads-150": (0.95, 0.951, 0.952), v.DEFAULTS: (0.99,) * 5}
+    assert judged("F001-d.2", tomcat(worst, "success")).outcome == NOT_REPRODUCED
+    every = {step: (1.0,) * n for step, n in (("threads-100", 3), ("threads-150", 3), (v.DEFAULTS, 5))}
+    assert judged("F001-d.2", tomcat(every, "success")).outcome == INCONCLUSIVE  # all answered: a tie on the boundary
+
+
+def test_max_connections_no_change_reads_four_settings_with_the_defaults():
+    flat = {"max-connections-4000": (116, 118, 114), "max-connections-6000": (119, 121, 117),
+            "max-connections-8000": (113, 115, 117), v.DEFAULTS: (114, 118, 116, 120, 117)}
+    j = judged("F001-e.1", tomcat(flat))
+    assert j.outcome == REPRODUCED and j.measured.runs == 14 and "6,000 against 8,000" in j.measured.note
+
+
+def test_gc_pauses_four_times_longer_at_8000_is_a_log_ratio_above_ln_two():
+    fourfold = {"max-connections-6000": (16, 17, 15), "max-connections-8000": (64, 66, 70)}
+    j = judged("F001-e.2", tomcat(fourfold, "gc_pause_max_ms"))
+    assert j.outcome == REPRODUCED and j.measured.value == pytest.approx(math.log(200 / 48))
+    alike = {"max-connections-6000": (36, 37, 35), "max-connections-8000": (33, 37, 35)}
+    assert judged("F001-e.2", tomcat(alike, "gc_pause_max_ms")).outcome == NOT_REPRODUCED
+
+
+def test_accept_count_against_the_defaults():
+    same = {v.DEFAULTS: (114, 118, 116, 120, 117), "accept-count-200": (115, 119, 117)}
+    assert judged("F001-f.1", tomcat(same)).outcome == REPRODUCED
+    lower = {v.DEFAULTS: (114, 118, 116, 120, 117), "accept-count-200": (70, 72, 71)}
+    assert judged("F001-f.1", tomcat(lower)).outcome == NOT_REPRODUCED
+
+
+def test_a_ratio_of_means_carries_the_pooled_spread_by_the_delta_method():
+    top, bottom = np.array([10.0, 12.0]), np.array([8.0, 10.0, 9.0])
+    m = v._ratio(top, bottom, [top, bottom], note="")
+    pooled = math.sqrt((2 + 2) / 3)  # squared deviations 1+1 and 1+1+0, over 1 + 2 degrees of freedom
+    expected = 11 / 9 * math.sqrt(pooled ** 2 / (2 * 11 ** 2) + pooled ** 2 / (3 * 9 ** 2))
+    assert m.value == pytest.approx(11 / 9 - 1) and m.sigma == pytest.approx(expected) and m.runs == 5
+    assert v._ratio(np.array([10.0]), np.array([9.0]), [np.array([10.0]), np.array([9.0])], "").sigma is None
+
+
+def final(*hold, nearby=None) -> pd.DataFrame:
+    rows = []
+    for k, rate in enumerate(hold):
+        windows = {window_column("tps", w): (nearby or rate) for w in HOLD_WINDOWS}
+        rows.append(run(v.FINAL_STEP, FINAL, offered_per_s=221.0, success=0.99) | {window_column("tps", HOLD): rate}
+                    | windows | {"run": k + 1})
+    return table(*rows, *defaults(110, 114, 118, 122, 116))
+
+
+def test_the_final_settings_must_answer_the_goal_over_the_hold():
+    assert judged("F001-g.1", final(220.9, 221.0, 220.95)).outcome == REPRODUCED  # repeats: their own spread
+    assert judged("F001-g.1", final(2.8)).outcome == NOT_REPRODUCED
+    once = judged("F001-g.1", final(220.9))  # one run: tomcat-defaults' spread, 4 %, is wider than the margin
+    assert once.outcome == INCONCLUSIVE and once.measured.sigma_source.startswith("borrowed")
+    j = judged("F001-g.1", final(220.9, 221.0, 220.95, nearby=150.0))
+    assert j.outcome == INCONCLUSIVE and j.why.startswith("depends on the window")
+    assert judged("F001-g.1", table(*defaults(110, 114))).outcome == INCONCLUSIVE  # not run: nothing to judge
+
+
+def test_a_load_lasts_its_stages_or_its_arrival_rates_duration():
+    ramp = {"executor": "ramping-vus", "stages": [{"duration": "4s", "target": 200}, {"duration": "30s", "target": 200}]}
+    rate = {"executor": "constant-arrival-rate", "rate": 221, "time_unit": "22s", "duration": "85s",
+            "requests": [{"name": str(n)} for n in range(22)]}
+    assert load_seconds(ramp) == 34 and load_seconds(rate) == 85
+    assert offered_per_s(rate) == pytest.approx(221.0) and math.isnan(offered_per_s(ramp))
+
+
+def test_every_claim_is_judged_on_the_reference_data_in_the_rules_order():
+    judgements = v.judge()
+    assert [j.rule.claim for j in judgements] == list(RULES)
+    assert all(j.outcome in claims.OUTCOMES for j in judgements)
+    assert set(v.STATISTICS) == set(RULES)
 
 
 def test_the_articles_files_hold_its_numbers():
-    apis = article_apis().set_index("api")
+    apis = v.article_apis().set_index("api")
     assert len(apis) == 7 and apis.loc["todo-read", "tps"] == 5.30 and apis["hikari_pending_max"].max() == 179
-    runs = article_runs().set_index(["experiment", "value"])
+    runs = v.article_runs().set_index(["experiment", "value"])
     assert runs.loc[("final", "db.m6gd.large"), "tps"] == 220.47
     assert runs.loc[("max_connections", "8000"), "gc_stop_the_world_ms"] == 66.1

@@ -16,26 +16,6 @@ from harness.book.analysis import throughput_table
 from harness.book.chapters.ch0_answer import answer_paragraph, answer_table, knobs_glossary
 from harness.book.chapters.ch3.compat import f000_f
 from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
-from harness.book.chapters.ch5_charts import apis_chart as ch5_apis_chart
-from harness.book.chapters.ch5_charts import gc_chart as ch5_gc_chart
-from harness.book.chapters.ch5_charts import pool_chart as ch5_pool_chart
-from harness.book.chapters.ch5_charts import timeline_chart as ch5_timeline_chart
-from harness.book.chapters.ch5_sentences import apis_sentence as ch5_apis_sentence
-from harness.book.chapters.ch5_sentences import final_sentence as ch5_final_sentence
-from harness.book.chapters.ch5_sentences import goal_sentence as ch5_goal_sentence
-from harness.book.chapters.ch5_sentences import index_sentence as ch5_index_sentence
-from harness.book.chapters.ch5_sentences import load_sentence as ch5_load_sentence
-from harness.book.chapters.ch5_sentences import meaning_list as ch5_meaning_list
-from harness.book.chapters.ch5_sentences import osiv_sentence as ch5_osiv_sentence
-from harness.book.chapters.ch5_sentences import pool_sentence as ch5_pool_sentence
-from harness.book.chapters.ch5_sentences import setup_sentence as ch5_setup_sentence
-from harness.book.chapters.ch5_sentences import tomcat_sentence as ch5_tomcat_sentence
-from harness.book.chapters.ch5_steps import steps_table as ch5_table
-from harness.book.chapters.ch5_tables import article_tables as f001_article_tables
-from harness.book.chapters.ch5_tables import measured_table as ch5_measured
-from harness.book.chapters.ch5_tables import model_table as ch5_model_table
-from harness.book.chapters.ch5_verdicts import article_apis as f001_article_apis
-from harness.book.chapters.ch5_verdicts import f001_verdicts
 from harness.book.charts import (
                                             busy_threads_chart,
                                             completion_rate_chart,
@@ -90,12 +70,6 @@ __all__ = [
     # the answer, up front
     "answer_paragraph", "answer_table", "knobs_glossary",
     # chapter 3
-    "f000_f", "capacity_explorer", "explorer_measured",
-    # chapter 5
-    "ch5_table", "ch5_measured", "ch5_model_table", "f001_article_tables", "f001_article_apis", "f001_verdicts",
-    "ch5_apis_chart", "ch5_gc_chart", "ch5_pool_chart", "ch5_timeline_chart", "ch5_apis_sentence", "ch5_final_sentence",
-    "ch5_goal_sentence", "ch5_index_sentence", "ch5_load_sentence", "ch5_meaning_list", "ch5_osiv_sentence",
-    "ch5_pool_sentence", "ch5_setup_sentence", "ch5_tomcat_sentence",
     # chapter 7
     "ch7_table", "ch7_verdicts", "ch7_completions_chart", "ch7_limit_chart", "ch7_memory_chart", "ch7_steps_table",
     "ch7_server_table",

@@ -1,0 +1,58 @@
+"""The few clauses of chapter 5 whose wording, not only their numbers, depends on the data: each says the opposite
+when the data does (the numbers themselves are inline values in the .qmd)."""
+from __future__ import annotations
+
+from harness.book.chapters.ch5.values import Apis, Final, Pools, Tomcat
+from harness.book.claims import REPRODUCED, Judgement
+from harness.book.prose import percent
+
+
+def waited(a: Apis) -> str:
+    """Whether requests waited for a connection in every single API."""
+    return "in every API" if a.waited == a.apis else f"in {a.waited} of the {a.apis} APIs"
+
+
+def bottleneck(j: Judgement) -> str:
+    """F001-b.3's outcome as the sentence's opening: was the database the bottleneck?"""
+    return "The database was the bottleneck" if j.outcome == REPRODUCED else "The database was not clearly the bottleneck"
+
+
+def pool_shape(p: Pools) -> str:
+    """How the scenario's throughput went with the pool (open-in-view on, the small database)."""
+    sizes = sorted(p.small_on)
+    best = max(p.small_on, key=p.small_on.get)
+    if all(p.small_on[a] < p.small_on[b] for a, b in zip(sizes, sizes[1:], strict=False)):
+        return "Throughput follows the pool, as the model said it would, and pool 10 is not the best"
+    return f"Throughput peaks at pool {best}, against the model" + (": pool 10 is the best" if best == 10 else "")
+
+
+def pool_off(p: Pools) -> str:
+    """Which pool did best with open-in-view off, and what that says."""
+    best = p.best_off
+    said = f"pool {best} did best ({p.small_off[best]:,.0f} a second)"
+    if best == min(p.small_off):
+        return f"the smallest pool did best, {best} ({p.small_off[best]:,.0f} a second): more connections only add queries that wait for the same CPU inside the database"
+    return said
+
+
+def knobs(judgements: list[Judgement]) -> str:
+    """Whether the three "no change" claims held (F001-d.1, F001-e.1, F001-f.1)."""
+    flat = [j for j in judgements if j.rule.claim in ("F001-d.1", "F001-e.1", "F001-f.1")]
+    if all(j.outcome == REPRODUCED for j in flat):
+        return "Tomcat's knobs moved nothing beyond the runs' own spread"
+    return "not every difference between Tomcat's settings stayed inside the runs' own spread"
+
+
+def success(t: Tomcat) -> str:
+    """The article's success rates against this lab's: every request answered at every threads.max, or not."""
+    shares = ", ".join(f"{percent(m.mean)} at {k}" for k, m in t.success.items())
+    if all(m.mean == 1 for m in t.success.values()):
+        return f"have no counterpart here: every request was answered ({shares}), so no setting can be the most stable"
+    return f"compare with the shares answered here: {shares}"
+
+
+def final_reached(f: Final, goal: float) -> str:
+    """Whether the final settings with open-in-view on reached the goal, as the model said they could not."""
+    if f.held_tps < goal:
+        return "The streams held the pool, as the model said before the run."
+    return "The final settings reached the goal, against the model's bound."

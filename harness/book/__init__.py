@@ -203,26 +203,6 @@ from harness.book.step_tables import (
                                             scale_sentence,
                                             steps_table,
 )
-from harness.book.chapters.ch7_charts import (
-                                            ch7_completions_chart,
-                                            ch7_limit_chart,
-                                            ch7_memory_chart,
-                                            ch7_server_table,
-                                            ch7_steps_table,
-)
-from harness.book.chapters.ch7_sentences import (
-                                            ch7_generator_sentence,
-                                            ch7_knobs_sentence,
-                                            ch7_limit_sentence,
-                                            ch7_memory_sentence,
-                                            ch7_model_sentence,
-                                            ch7_queue_sentence,
-                                            ch7_setup_sentence,
-                                            ch7_threads_sentence,
-                                            ch7_waves_sentence,
-)
-from harness.book.chapters.ch7_steps import ch7_table
-from harness.book.chapters.ch7_verdicts import ch7_verdicts
 from harness.book.verdict import verdict_table
 from harness.lab.store import ChapterData, load
 
@@ -266,10 +246,4 @@ __all__ = [
     "ch5_pool_sentence", "ch5_setup_sentence", "ch5_tomcat_sentence",
     # chapter 6
     "ch6_table", "ch6_overflow_sentence", "ch6_misses_sentence", "ch6_connection_sentence", "ch6_generator_sentence", "ch6_ports_chart", "ch6_wall_sentence", "ch6_series_chart", "ch6_connections_chart", "ch6_cpu_chart", "ch6_handshake_table", "ch6_steps_summary", "ch6_article_sentence", "ch6_bottleneck_sentence", "ch6_header_sentence", "ch6_hosts_sentence", "ch6_model_table", "ch6_setup_sentence", "ch6_stall_sentence", "ch6_sweep_sentence", "ch6_workers_sentence", "ch6_wrk_sentence", "f003_verdicts",
-    # chapter 7
-    "ch7_table", "ch7_verdicts", "ch7_completions_chart", "ch7_limit_chart", "ch7_memory_chart", "ch7_steps_table",
-    "ch7_server_table",
-    "ch7_setup_sentence", "ch7_waves_sentence", "ch7_threads_sentence", "ch7_memory_sentence", "ch7_limit_sentence",
-    "ch7_model_sentence", "ch7_generator_sentence", "ch7_queue_sentence",
-    "ch7_knobs_sentence",
 ]

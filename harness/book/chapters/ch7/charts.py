@@ -147,8 +147,8 @@ def limit_chart(data: ChapterData, table: pd.DataFrame, default: int) -> alt.Fac
         tooltip=[alt.Tooltip("model:N", title="server"), alt.Tooltip("series:N", title="line"),
                  alt.Tooltip("s:Q", title="second of the load", format=".1f"),
                  alt.Tooltip("value:Q", title="count", format=",")])
-    limit = alt.Chart().mark_rule(color="#e45756", strokeDash=[4, 3]).encode(
-        alt.Y("limit:Q"), tooltip=[alt.Tooltip("limit:Q", title="open-files limit", format=",")])
+    limit = alt.Chart().mark_rule(color="#e45756", strokeDash=[4, 3]).encode(  # one rule per panel
+        alt.Y("max(limit):Q"), tooltip=[alt.Tooltip("max(limit):Q", title="open-files limit", format=",")])
     layered = alt.layer(lines, limit, data=frame).transform_filter(alt.datum.users == pick)
     return layered.properties(width=WIDTH, height=PANEL_HEIGHT).facet(
         row=alt.Row("model:N", title=None, sort=list(MODELS), header=alt.Header(labelAngle=0, labelAlign="left",

@@ -8,47 +8,41 @@ from IPython.display import Markdown
 from harness.book.tables import markdown_table
 
 SHORT = {"platform threads": "platform", "virtual threads": "virtual", "event loop": "event loop"}
-COUNT = "{:,.0f}"
-SECONDS = "{:,.0f}"
+COUNT = "{:,.0f}"  # counts, seconds, MiB and KiB alike: whole numbers with separators
 
 
-def _server(table: pd.DataFrame) -> pd.Series:
-    return table.model.astype(str).map(SHORT)
+def _people(table: pd.DataFrame, columns: dict[str, pd.Series]) -> Markdown:
+    """Users and server first, then `columns`: numbers as whole counts with separators, words as they are."""
+    frame = pd.DataFrame({"users": table.users, "server": table.model.astype(str).map(SHORT)} | columns)
+    numbers = [name for name in frame.columns if pd.api.types.is_numeric_dtype(frame[name])]
+    return Markdown(markdown_table(frame, dict.fromkeys(numbers, COUNT)))
 
 
 def predictions_table(table: pd.DataFrame) -> Markdown:
     """The model's prediction for every step, as step.json recorded it before the load: users answered (every user
     arriving at once) and when the last answer comes."""
-    frame = pd.DataFrame({"users": table.users, "server": _server(table), "k6 processes": table.processes,
-                          "answered (model)": table.predicted_ok, "failed (model)": table.asked - table.predicted_ok,
-                          "last answer, s (model)": table.predicted_last_s})
-    counts = ["users", "k6 processes", "answered (model)", "failed (model)"]
-    return Markdown(markdown_table(frame, dict.fromkeys(counts, COUNT) | {"last answer, s (model)": SECONDS}))
+    return _people(table, {"k6 processes": table.processes, "answered (model)": table.predicted_ok,
+                           "failed (model)": table.asked - table.predicted_ok,
+                           "last answer, s (model)": table.predicted_last_s})
 
 
 def client_table(table: pd.DataFrame) -> Markdown:
     """Every step from the client's side: what came back against the model's two predictions."""
-    frame = pd.DataFrame({
-        "users": table.users, "server": _server(table), "answered": table.succeeded,
-        "model, all at once": table.predicted_ok, "model, measured arrivals": table.arrivals_ok,
-        "never connected": table.dial_timeouts, "no answer in time": table.request_timeouts,
-        "other errors": table.other_errors, "last answer, s": table.last_ok_s})
-    counts = ["users", "answered", "model, all at once", "model, measured arrivals", "never connected",
-              "no answer in time", "other errors"]
-    return Markdown(markdown_table(frame, dict.fromkeys(counts, COUNT) | {"last answer, s": SECONDS}))
+    return _people(table, {
+        "answered": table.succeeded, "model, all at once": table.predicted_ok,
+        "model, measured arrivals": table.arrivals_ok, "never connected": table.dial_timeouts,
+        "no answer in time": table.request_timeouts, "other errors": table.other_errors,
+        "last answer, s": table.last_ok_s})
 
 
 def server_table(table: pd.DataFrame) -> Markdown:
     """Every step from the server's side: what it held, its files, threads and memory, and the limit the data names."""
-    frame = pd.DataFrame({
-        "users": table.users, "server": _server(table), "Java": table.java,
-        "most connections": table.peak_connections, "most in accept queue": table.accept_queue_max,
-        "most open files": table.peak_open_files, "“Too many open files” logged": table.emfile_logged,
-        "JVM threads": table.peak_threads, "MiB at peak": table.rss_peak / 2**20,
-        "KiB per connection": table.per_connection_bytes / 1024, "limit": table.limit})
-    counts = ["users", "most connections", "most in accept queue", "most open files", "“Too many open files” logged",
-              "JVM threads", "MiB at peak", "KiB per connection"]
-    return Markdown(markdown_table(frame, dict.fromkeys(counts, COUNT)))
+    return _people(table, {
+        "Java": table.java, "most connections": table.peak_connections,
+        "most in accept queue": table.accept_queue_max, "most open files": table.peak_open_files,
+        "“Too many open files” logged": table.emfile_logged, "JVM threads": table.peak_threads,
+        "MiB at peak": table.rss_peak / 2**20, "KiB per connection": table.per_connection_bytes / 1024,
+        "limit": table.limit})
 
 
 DOWNLOAD_COLUMNS = {  # the step table's columns as a CSV gives them, named for a reader

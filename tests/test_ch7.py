@@ -161,25 +161,27 @@ def test_memory_per_thread_is_the_difference_of_two_slopes(monkeypatch):
     users = [300, 1000, 3000, 6000, 10_000, 15_000]
     hold = elsewhere.fit(users, [200e6 + 250 * 1024 * u + (-1) ** i * 1e6 for i, u in enumerate(users)])
     queue = elsewhere.fit(users, [200e6 + 26 * 1024 * u + (-1) ** i * 1e5 for i, u in enumerate(users)])
-    memory = elsewhere.ThreadMemory(hold, queue)
+    memory = elsewhere.ThreadMemory(hold, queue, 200)
     assert memory.kib == pytest.approx(224, abs=1) and 0 < memory.stderr_kib < 5
     monkeypatch.setattr(elsewhere, "thread_memory", lambda: memory)
     assert outcome("F002-d.1b") == book_claims.REPRODUCED
-    monkeypatch.setattr(elsewhere, "thread_memory", lambda: elsewhere.ThreadMemory(queue, queue))
+    monkeypatch.setattr(elsewhere, "thread_memory", lambda: elsewhere.ThreadMemory(queue, queue, 200))
     assert outcome("F002-d.1b") != book_claims.REPRODUCED
 
 
 def test_context_switches_pair_run_k_with_run_k(monkeypatch):
-    def meta(switches: int, answered: int = 1000) -> dict:
+    def meta(switches: int, answered: int = 1000, threads: int = 200) -> dict:
         return {"during_load": {"server": {"voluntary": switches, "involuntary": 0}},
-                "requests": {"succeeded": answered}}
-    metas = {"sweep-800": meta(2000), "sweep-800.2": meta(2100), "threads-800-800": meta(2600),
+                "requests": {"succeeded": answered}, "server_info": {"tomcat": {"maxThreads": threads}},
+                "config": {"load": {"stages": [{"duration": "10s", "target": 800}, {"duration": "30s", "target": 800}]}}}
+    metas = {"sweep-800": meta(2000), "sweep-800.2": meta(2100), "threads-800-800": meta(2600, threads=800),
              "threads-800-800.2": meta(2500), "threads-800-800.3": meta(2400), "sweep-800.3": {"requests": {}}}
     monkeypatch.setattr(elsewhere, "_complete", lambda chapter: metas)
     pair = elsewhere.switches()
     assert pair.ratios == pytest.approx((1.3, 2500 / 2100))  # run 3 of sweep-800 has no count: no third pair
+    assert (pair.more_threads, pair.fewer_threads, pair.users) == (800, 200, 800)
     assert outcome("F002-d.1c") == book_claims.REPRODUCED
-    metas.update({"threads-800-800": meta(2000), "threads-800-800.2": meta(2100)})
+    metas.update({"threads-800-800": meta(2000, threads=800), "threads-800-800.2": meta(2100)})
     assert outcome("F002-d.1c") != book_claims.REPRODUCED
 
 
@@ -212,11 +214,14 @@ def test_the_wording_follows_the_data():
     assert words.one_wait_sentence(w).startswith("At 15,000 users every server answered every user: the pool by "
                                                  "second 44, virtual threads by second 20")
     assert "not every server" in words.one_wait_sentence(values.OneWait(15_000, 11.0, 8, S, 44, 20, 16, False))
-    cost = values.ThreadCost(228, 13, 254, 26, 300, 15_000, 2.0, 2.5, 1.25, 5)
+    cost = values.ThreadCost(228, 13, 254, 26, 200, 300, 15_000, 2.0, 2.5, 1.25, 5, 200, 800, 800)
     assert "2.5 times per answered request, with 200 2.0: 1.2 times as many, more with the bigger pool" in \
         words.switches_sentence(cost)
     f = values.FifteenK(15_000, (15_000, 15_000, 14_999), 7, None, None, 15_000, 15_061)
     assert "the three runs of 15,000 users answered 15,000, 15,000 and 14,999" in words.fifteen_k_sentence(f)
+    p = values.PastLimit(50_000, 3, 11.5, 34_000, 36_000, 20_000, 20_000, 7, 9, 184, ((30_000, 1733), (50_000, 15_771)),
+                         24_154, 24_097)
+    assert words.failed_above_sentence(p).endswith("1,733 of 30,000 and 15,771 of 50,000 users failed.")
 
 
 # ---- the reference data ------------------------------------------------------------------------------------------

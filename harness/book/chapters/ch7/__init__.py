@@ -16,7 +16,8 @@ from harness.book.chapters.ch7.steps import CHAPTER, steps_table
 from harness.book.chapters.ch7.tables import client_table, download_frame, predictions_table, server_table
 from harness.book.chapters.ch7.values import (concurrency, fifteen_k, model_fit, one_wait, past_limit, resident, setup,
                                               thread_cost)
-from harness.book.chapters.ch7.words import fifteen_k_sentence, one_wait_sentence, switches_sentence
+from harness.book.chapters.ch7.words import (failed_above_sentence, fifteen_k_sentence, one_wait_sentence,
+                                             switches_sentence)
 from harness.lab import store
 
 
@@ -25,6 +26,7 @@ def load() -> store.ChapterData:
 
 
 __all__ = ["ANCHORS", "CHAPTER", "JUDGED_USERS", "answers_chart", "client_table", "concurrency", "concurrency_chart",
-           "download_frame", "fifteen_k", "fifteen_k_sentence", "judge", "limit_chart", "limits", "load", "model_fit", "one_wait", "one_wait_sentence",
-           "past_limit", "predictions_table", "resident", "server_table", "setup", "steps_table", "switches_sentence", "thread_cost",
+           "download_frame", "failed_above_sentence", "fifteen_k", "fifteen_k_sentence", "judge", "limit_chart",
+           "limits", "load", "model_fit", "one_wait", "one_wait_sentence", "past_limit", "predictions_table",
+           "resident", "server_table", "setup", "steps_table", "switches_sentence", "thread_cost",
            "thread_memory_chart"]

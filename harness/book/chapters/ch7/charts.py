@@ -16,13 +16,13 @@ from harness.book.chapters.ch7 import claims, elsewhere
 from harness.book.chapters.ch7.steps import (MODELS, arrivals_model_completions, completions, held_connections,
                                             serving_process)
 from harness.book.charts import WIDTH
-from harness.lab.store import ChapterData
+from harness.lab.store import ChapterData, run_of
 
 MEASURED, MODEL = "measured", "model, fed the measured arrivals"
 CONNECTIONS, FILES = "connections held", "open files"
 SERIES_COLORS = {MEASURED: "#4c78a8", MODEL: "#222222", CONNECTIONS: "#4c78a8", FILES: "#f58518"}
 USERS_COLORS = ("#9ecae9", "#4c78a8")  # 10,000 and 15,000 users
-HOLD, QUEUE = "a thread per user (hold-N)", "200 threads (queue-N)"
+HOLD = "a thread per user (hold-N)"
 PANEL_HEIGHT = 110
 
 
@@ -73,7 +73,7 @@ def answers_chart(data: ChapterData, table: pd.DataFrame, default: int) -> alt.F
 
 def concurrency_frame() -> pd.DataFrame:
     """L of every run of the judged steps (the claims' own statistic), by model and users."""
-    rows = [{"model": model, "users": run.asked, "run": run.run_id, "in_service": run.in_service()}
+    rows = [{"model": model, "users": run.asked, "run": run_of(run.run_id)[1], "in_service": run.in_service()}
             for model, steps in claims.JUDGED.items() for step in steps for run in claims.runs(step)]
     return pd.DataFrame(rows, columns=["model", "users", "run", "in_service"])
 
@@ -87,7 +87,7 @@ def concurrency_chart(threads: int) -> alt.LayerChart:
         alt.Color("label:N", title=None, scale=alt.Scale(domain=levels, range=list(USERS_COLORS)),
                   legend=alt.Legend(orient="bottom")),
         alt.Shape("label:N", title=None, scale=alt.Scale(domain=levels)),
-        tooltip=[alt.Tooltip("model:N", title="server"), alt.Tooltip("run:N", title="run"),
+        tooltip=[alt.Tooltip("model:N", title="server"), alt.Tooltip("run:Q", title="run"),
                  alt.Tooltip("users:Q", title="users", format=","),
                  alt.Tooltip("in_service:Q", title="in service at once", format=",.0f")])
     pool = pd.DataFrame({"x": [threads], "label": [f"the pool's {threads:,} threads"]})
@@ -97,12 +97,16 @@ def concurrency_chart(threads: int) -> alt.LayerChart:
     return (rule + text + points).properties(width=WIDTH, height=150)
 
 
+def _queue_label(threads: int) -> str:
+    return f"{threads:,} threads (queue-N)"
+
+
 def thread_memory_frame() -> pd.DataFrame:
     memory = elsewhere.thread_memory()
     if memory is None:
         return pd.DataFrame(columns=["series", "users", "mib", "fit_mib"])
     rows = []
-    for series, line in ((HOLD, memory.hold), (QUEUE, memory.queue)):
+    for series, line in ((HOLD, memory.hold), (_queue_label(memory.queue_threads), memory.queue)):
         intercept = pd.Series(line.rss_bytes).mean() - line.slope * pd.Series(line.users).mean()
         rows += [{"series": series, "users": u, "mib": r / 2**20, "fit_mib": (intercept + line.slope * u) / 2**20}
                  for u, r in zip(line.users, line.rss_bytes, strict=True)]
@@ -111,7 +115,8 @@ def thread_memory_frame() -> pd.DataFrame:
 
 def thread_memory_chart() -> alt.LayerChart:
     frame = thread_memory_frame()
-    color = alt.Color("series:N", title=None, scale=alt.Scale(domain=[HOLD, QUEUE], range=["#e45756", "#4c78a8"]),
+    names = [HOLD, *sorted(set(frame.series) - {HOLD})]
+    color = alt.Color("series:N", title=None, scale=alt.Scale(domain=names, range=["#e45756", "#4c78a8"]),
                       legend=alt.Legend(orient="bottom"))
     x = alt.X("users:Q", title="users, each holding one connection", axis=alt.Axis(format=","))
     points = alt.Chart(frame).mark_point(filled=True, size=60).encode(

@@ -41,7 +41,8 @@ class Line:
 @dataclass(frozen=True)
 class ThreadMemory:
     hold: Line  # a thread and a connection per user
-    queue: Line  # a connection per user, 200 threads
+    queue: Line  # a connection per user, a fixed pool
+    queue_threads: int  # that pool's size (Tomcat's maxThreads in queue-N's step.json)
 
     @property
     def kib(self) -> float:
@@ -67,9 +68,12 @@ def fit(users: list[int], rss: list[float]) -> Line:
 def thread_memory() -> ThreadMemory | None:
     """Chapter 2's hold-N and queue-N lines (None when chapter 2 has neither series)."""
     points: dict[str, list[tuple[int, float]]] = {HOLD: [], QUEUE: []}
+    pools = set()
     for step, meta in _complete("chapter2").items():
         if not (sized := SIZED.match(step)):
             continue
+        if sized.group(1) == QUEUE:
+            pools.add(meta["server_info"]["tomcat"]["maxThreads"])
         process = store.read_table("chapter2", step, "process")
         server = process.loc[process.process == "server", "rss_bytes"]
         if len(server):
@@ -77,15 +81,18 @@ def thread_memory() -> ThreadMemory | None:
     if not points[HOLD] or not points[QUEUE]:
         return None
     lines = {series: fit(*map(list, zip(*sorted(found), strict=True))) for series, found in points.items()}
-    return ThreadMemory(lines[HOLD], lines[QUEUE])
+    return ThreadMemory(lines[HOLD], lines[QUEUE], max(pools))
 
 
 @dataclass(frozen=True)
 class Switches:
-    """Context switches of the server per answered request, one value per run (run 1 first)."""
+    """Context switches of the server per answered request, one value per run (run 1 first), and the pair's setup."""
 
-    more: tuple[float, ...]  # threads.max 800
-    fewer: tuple[float, ...]  # threads.max 200
+    more: tuple[float, ...]  # the bigger pool (threads.max 800)
+    fewer: tuple[float, ...]  # the smaller (200)
+    more_threads: int = 0
+    fewer_threads: int = 0
+    users: int = 0
 
     @property
     def ratios(self) -> tuple[float, ...]:
@@ -109,10 +116,18 @@ def runs_of(metas: dict[str, dict], step: str) -> list[dict]:
 def switches() -> Switches:
     """Chapter 4's pair, run k beside run k while both have counts (empty when its data has none)."""
     metas = _complete("chapter4")
-    more = [per_request(m) for m in runs_of(metas, MORE_THREADS)]
-    fewer = [per_request(m) for m in runs_of(metas, FEWER_THREADS)]
+    more_runs, fewer_runs = runs_of(metas, MORE_THREADS), runs_of(metas, FEWER_THREADS)
+    more = [per_request(m) for m in more_runs]
+    fewer = [per_request(m) for m in fewer_runs]
     pairs = [(m, f) for m, f in zip(more, fewer, strict=False) if m is not None and f is not None]
-    return Switches(tuple(m for m, _ in pairs), tuple(f for _, f in pairs))
+    if not pairs:
+        return Switches((), ())
+    return Switches(tuple(m for m, _ in pairs), tuple(f for _, f in pairs), _threads(more_runs[0]),
+                    _threads(fewer_runs[0]), max(s["target"] for s in fewer_runs[0]["config"]["load"]["stages"]))
+
+
+def _threads(meta: dict) -> int:
+    return int(meta["server_info"]["tomcat"]["maxThreads"])
 
 
 def noise_failures() -> tuple[int, ...]:

@@ -21,21 +21,23 @@ def limits() -> list[Limit]:
     table = steps_table(data)
     if set(MODELS) - set(table.model.astype(str)):
         return []
-    return [ways_out(), open_files(data, table), *memory(table)]
+    setup = values.setup(data, table)
+    return [ways_out(setup.threads), open_files(setup, table), *memory(table)]
 
 
-def ways_out() -> Limit:
+def ways_out(threads: int) -> Limit:
     c = values.concurrency()
-    sentence = (f"Virtual threads and an event loop take the thread pool's cap away: at 10,000 and 15,000 users "
+    low, high = values.claims.JUDGED_USERS
+    sentence = (f"Virtual threads and an event loop take the thread pool's cap away: at {low:,} and {high:,} users "
                 f"{c.virtual:,.0f} requests were in service at once on virtual threads ({c.virtual_threads:,.0f} JVM "
-                f"threads) and {c.loop:,.0f} on the event loop ({c.loop_threads:,.0f}), where 2,000 platform threads "
-                f"served at most {c.pool:,.0f}.")
+                f"threads) and {c.loop:,.0f} on the event loop ({c.loop_threads:,.0f}), where {threads:,} platform "
+                f"threads served at most {c.pool:,.0f}.")
     return Limit(WAYS_OUT, "a thread per request", c.virtual, "requests in service at once", sentence, CHAPTER,
                  ANCHORS[WAYS_OUT])
 
 
-def open_files(data, table) -> Limit:
-    s, p = values.setup(data, table), values.past_limit(table)
+def open_files(s: values.Setup, table) -> Limit:
+    p = values.past_limit(table)
     sentence = (f"Every connection is a file, and a process may open {s.nofile:,}: past about {s.usable_files:,} users "
                 f"the server cannot accept another (it reached {p.most_open_files:,} open files, and at {p.users:,} "
                 f"users answered {p.pool_answered:,} on platform threads, {p.virtual_answered:,} on virtual threads, "

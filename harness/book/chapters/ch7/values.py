@@ -15,6 +15,7 @@ from harness.book.chapters.ch7 import claims, elsewhere
 from harness.book.chapters.ch7.steps import LOOP, MODELS, OPEN_FILES, PLATFORM, SERVICE, VIRTUAL, pick
 from harness.lab.spec import FD_RESERVE
 from harness.lab.store import ChapterData
+from harness.models.spike import K6_DIAL_TIMEOUT_MS
 
 MIB, GIB = 2**20, 2**30
 
@@ -39,6 +40,8 @@ class Setup:
     loop_threads: int  # Reactor Netty's event-loop threads
     users: tuple[int, ...]
     most_processes: int  # k6 processes at the most users
+    sleep_s: float  # the wait every request asks for
+    connect_timeout_s: float  # k6 gives up connecting after this (the model's, k6's own)
 
 
 def setup(data: ChapterData, table: pd.DataFrame) -> Setup:
@@ -50,7 +53,8 @@ def setup(data: ChapterData, table: pd.DataFrame) -> Setup:
                  tomcat["keepAliveTimeout"] / 1000, machine["nofile_limit"], machine["nofile_limit"] - FD_RESERVE,
                  machine["cores"], metas[PLATFORM]["versions"]["java"], metas[VIRTUAL]["versions"]["java"],
                  flux["java"].split("+")[0], flux["version"], flux["reactor_netty"], flux["event_loop_threads"],
-                 tuple(int(n) for n in sorted(table.users.unique())), int(table.loc[table.users.idxmax(), "processes"]))
+                 tuple(int(n) for n in sorted(table.users.unique())), int(table.loc[table.users.idxmax(), "processes"]),
+                 float(table.sleep_s.iloc[0]), K6_DIAL_TIMEOUT_MS / 1000)
 
 
 @dataclass(frozen=True)
@@ -106,13 +110,17 @@ class ThreadCost:
     kib: float  # per thread
     stderr_kib: float
     hold_kib: float  # per user with a thread each
-    queue_kib: float  # per user on 200 threads
+    queue_kib: float  # per user on a fixed pool
+    queue_threads: int  # that pool
     smallest: int
     largest: int
-    switches_fewer: float  # per answered request, threads.max 200 (mean over runs); nan when not counted
-    switches_more: float  # threads.max 800
+    switches_fewer: float  # per answered request on the smaller pool (mean over runs); nan when not counted
+    switches_more: float  # on the bigger pool
     switch_ratio: float
     switch_pairs: int
+    fewer_threads: int  # chapter 4's pair: threads.max of each, and its users
+    more_threads: int
+    switch_users: int
 
 
 def thread_cost() -> ThreadCost | None:
@@ -122,9 +130,10 @@ def thread_cost() -> ThreadCost | None:
     pair = elsewhere.switches()
     mean = statistics.fmean
     return ThreadCost(memory.kib, memory.stderr_kib, memory.hold.slope / elsewhere.KIB, memory.queue.slope / elsewhere.KIB,
-                      min(memory.hold.users), max(memory.hold.users),
+                      memory.queue_threads, min(memory.hold.users), max(memory.hold.users),
                       mean(pair.fewer) if pair.fewer else math.nan, mean(pair.more) if pair.more else math.nan,
-                      mean(pair.ratios) if pair.ratios else math.nan, len(pair.ratios))
+                      mean(pair.ratios) if pair.ratios else math.nan, len(pair.ratios), pair.fewer_threads,
+                      pair.more_threads, pair.users)
 
 
 @dataclass(frozen=True)
@@ -189,8 +198,7 @@ class PastLimit:
     at_files: int  # steps whose serving process reached its open-files limit
     above: int  # steps above the limit's users
     emfile_most: int  # the most "Too many open files" lines one server logged
-    failed_30k: int  # platform threads
-    failed_50k: int
+    platform_failed: tuple[tuple[int, int], ...]  # (users, failed) of F000-k.2's steps, "over 20k"
     held_and_queued: int  # the most a server held and queued (connections + accept queue, each its most)
     files_plus_queue: int  # open files + accept-count + 1: chapter 3's ceiling with open files for max-connections
 
@@ -199,14 +207,12 @@ def past_limit(table: pd.DataFrame) -> PastLimit:
     most = int(table.users.max())
     pool, virtual, loop = (pick(table, m, most) for m in MODELS)
     over = table[table.users > max(claims.JUDGED_USERS)]
-    platform = table[table.model == PLATFORM].set_index("users")
     top = over.loc[(over.peak_connections + over.accept_queue_max).idxmax()] if len(over) else None
     return PastLimit(most, int(pool.processes), float(table.loc[table.users.idxmax(), "k6_rss_peak"]) / GIB,
                      int(pool.succeeded), int(virtual.succeeded), int(loop.succeeded),
                      int(table.peak_open_files.max()), int((table.limit == OPEN_FILES).sum()), len(over),
                      int(table.emfile_logged.max()),
-                     int(platform.loc[30_000, "failed"]) if 30_000 in platform.index else 0,
-                     int(platform.loc[50_000, "failed"]) if 50_000 in platform.index else 0,
+                     tuple((int(r.users), int(r.failed)) for r in table[table.step.isin(claims.ABOVE_20K)].itertuples()),
                      int(top.peak_connections + top.accept_queue_max) if top is not None else 0,
                      int(top.nofile + top.backlog + 1) if top is not None else 0)
 

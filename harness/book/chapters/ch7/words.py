@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from harness.book.chapters.ch7.values import FifteenK, OneWait, ThreadCost
+from harness.book.chapters.ch7.values import FifteenK, OneWait, PastLimit, ThreadCost
 from harness.book.prose import and_list, times, words
 
 
@@ -14,9 +14,9 @@ def switches_sentence(cost: ThreadCost | None) -> str:
         return ("Chapter 4's data has no count of the server's context switches yet (step.json's `during_load`): "
                 "the claim stays open until a run of chapter 4 records them.")
     more = "more" if cost.switch_ratio > 1 else "fewer"
-    return (f"With 800 threads the server switched {cost.switches_more:,.1f} times per answered request, with 200 "
-            f"{cost.switches_fewer:,.1f}: {times(cost.switch_ratio)} as many, {more} with the bigger pool "
-            f"(the mean of {cost.switch_pairs} pairs of runs).")
+    return (f"With {cost.more_threads:,} threads the server switched {cost.switches_more:,.1f} times per answered "
+            f"request, with {cost.fewer_threads:,} {cost.switches_fewer:,.1f}: {times(cost.switch_ratio)} as many, "
+            f"{more} with the bigger pool (the mean of {cost.switch_pairs} pairs of runs).")
 
 
 def one_wait_sentence(w: OneWait) -> str:
@@ -39,3 +39,11 @@ def fifteen_k_sentence(f: FifteenK) -> str:
     return (f"On platform threads with the article's settings and nothing raised, {counted} of "
             f"{f.users:,} users answered {runs}; the lab's stray failures would explain up to {f.stray:,} lost."
             + beside)
+
+
+def failed_above_sentence(p: PastLimit) -> str:
+    """F000-k.2's steps: how many users failed on platform threads at each count above the limit."""
+    if not p.platform_failed:
+        return "The platform-thread steps above 20,000 users have not been measured yet."
+    said = and_list(f"{failed:,} of {users:,}" for users, failed in p.platform_failed)
+    return f"On platform threads, with the article's settings, {said} users failed."

@@ -59,7 +59,7 @@ def answers_frame(data: ChapterData, table: pd.DataFrame) -> pd.DataFrame:
 
 def answers_chart(data: ChapterData, table: pd.DataFrame, default: int) -> alt.FacetChart:
     frame = answers_frame(data, table)
-    pick = _users_selector(sorted(table.users.unique()), default)
+    pick = _users_selector([int(n) for n in sorted(table.users.unique())], int(default))
     chart = alt.Chart(frame).mark_line(interpolate="step-after").encode(
         alt.X("second:Q", title="second since k6 started"), alt.Y("answered:Q", title="answered"),
         _series_color([MEASURED, MODEL]),
@@ -138,19 +138,21 @@ def limit_frame(data: ChapterData, table: pd.DataFrame) -> pd.DataFrame:
         for series, ts, value in ((FILES, proc.ts_ms, proc.open_fds), (CONNECTIONS, held.ts_ms, held["value"])):
             rows.append(pd.DataFrame({"s": (ts - t0) / 1000, "value": value, "series": series}).assign(
                 model=str(row.model), users=row.users))
-    frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["s", "value", "series", "model",
-                                                                                  "users"])
-    return frame[frame.s >= 0]
+    if not rows:
+        return pd.DataFrame(columns=["s", "value", "series", "model", "users"])
+    frame = pd.concat(rows, ignore_index=True)
+    frame = frame[frame.s >= 0].assign(s=lambda f: f.s.round())  # a point a second: the most sampled in it
+    return frame.groupby(["model", "users", "series", "s"], as_index=False)["value"].max()
 
 
 def limit_chart(data: ChapterData, table: pd.DataFrame, default: int) -> alt.FacetChart:
     frame = limit_frame(data, table).assign(limit=int(table.nofile.iloc[0]))
-    pick = _users_selector(sorted(table.users.unique()), default)
+    pick = _users_selector([int(n) for n in sorted(table.users.unique())], int(default))
     lines = alt.Chart().mark_line().encode(
         alt.X("s:Q", title="second of the load"), alt.Y("value:Q", title="held by the server"),
         _series_color([CONNECTIONS, FILES]),
         tooltip=[alt.Tooltip("model:N", title="server"), alt.Tooltip("series:N", title="line"),
-                 alt.Tooltip("s:Q", title="second of the load", format=".1f"),
+                 alt.Tooltip("s:Q", title="second of the load"),
                  alt.Tooltip("value:Q", title="count", format=",")])
     limit = alt.Chart().mark_rule(color="#e45756", strokeDash=[4, 3]).encode(  # one rule per panel
         alt.Y("max(limit):Q"), tooltip=[alt.Tooltip("max(limit):Q", title="open-files limit", format=",")])

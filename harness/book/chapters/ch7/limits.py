@@ -32,7 +32,7 @@ def ways_out(threads: int) -> Limit:
                 f"{c.virtual:,.0f} requests were in service at once on virtual threads ({c.virtual_threads:,.0f} JVM "
                 f"threads) and {c.loop:,.0f} on the event loop ({c.loop_threads:,.0f}), where {threads:,} platform "
                 f"threads served at most {c.pool:,.0f}.")
-    return Limit(WAYS_OUT, "a thread per request", c.virtual, "requests in service at once", sentence, CHAPTER,
+    return Limit(WAYS_OUT, "a thread per request", float(c.virtual), "requests in service at once", sentence, CHAPTER,
                  ANCHORS[WAYS_OUT])
 
 
@@ -43,7 +43,7 @@ def open_files(s: values.Setup, table) -> Limit:
                 f"users answered {p.pool_answered:,} on platform threads, {p.virtual_answered:,} on virtual threads, "
                 f"{p.loop_answered:,} on the event loop), and one k6 process cannot connect another: {p.users:,} "
                 f"users took {p.processes} k6 processes.")
-    return Limit(FILES, "open files", s.nofile, "connections per process", sentence, CHAPTER, ANCHORS[FILES])
+    return Limit(FILES, "open files", float(s.nofile), "connections per process", sentence, CHAPTER, ANCHORS[FILES])
 
 
 NAMED = {PLATFORM: "platform threads", VIRTUAL: "virtual threads", LOOP: "the event loop"}
@@ -61,6 +61,6 @@ def memory(table) -> list[Limit]:
         if model == PLATFORM and cost:
             sentence += (f"; a pool with a thread for every connection would add about {cost.kib:,.0f} KiB a thread "
                          "(chapter 2)")
-        found.append(Limit(MEMORY, f"memory per connection ({model})", kib, "KiB per connection", sentence + ".",
+        found.append(Limit(MEMORY, f"memory per connection ({model})", float(kib), "KiB per connection", sentence + ".",
                            CHAPTER, ANCHORS[MEMORY]))
     return found

@@ -251,3 +251,22 @@ def test_the_limits_quote_the_data_and_point_at_the_chapters_sections():
     table = ch7.steps_table(data)
     files = next(limit for limit in limits if limit.name == "open files")
     assert files.value == table.nofile.iloc[0] and f"{int(table.peak_open_files.max()):,} open files" in files.sentence
+
+
+def tooltips(spec) -> list[dict]:
+    """Every tooltip field of a Vega-Lite spec, at any depth."""
+    if isinstance(spec, dict):
+        found = [t for t in spec.get("tooltip", []) if isinstance(t, dict)] if isinstance(spec.get("tooltip"), list) else []
+        return found + [t for key, value in spec.items() if key != "tooltip" for t in tooltips(value)]
+    return [t for item in spec for t in tooltips(item)] if isinstance(spec, list) else []
+
+
+def test_every_chart_names_its_tooltips_in_words():
+    reference_or_skip()
+    data = ch7.load()
+    table = ch7.steps_table(data)
+    charts = [ch7.answers_chart(data, table, max(ch7.JUDGED_USERS)), ch7.concurrency_chart(2000),
+              ch7.thread_memory_chart(), ch7.limit_chart(data, table, int(table.users.max()))]
+    for chart in charts:
+        fields = tooltips(chart.to_dict())
+        assert fields and all(f.get("title") and "_" not in f["title"] for f in fields), fields

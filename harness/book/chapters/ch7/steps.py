@@ -30,7 +30,7 @@ COLUMNS = ["step", "model", "users", "processes", "asked", "issued", "succeeded"
            "request_timeouts", "other_errors", "predicted_ok", "predicted_last_s", "arrivals_ok", "start_spread_s",
            "last_start_s", "first_ok_s", "last_ok_s", "peak_connections", "peak_open_files", "nofile", "backlog",
            "peak_threads", "rss_before", "rss_peak", "per_connection_bytes", "k6_rss_peak", "per_user_k6_bytes",
-           "accept_queue_max", "listen_overflows", "emfile_logged", "sleep_s", "java", "limit"]
+           "accept_queue_max", "peak_established", "listen_overflows", "emfile_logged", "sleep_s", "java", "limit"]
 
 
 def serving_process(meta: dict) -> str:
@@ -163,7 +163,8 @@ def _client(data: ChapterData, step: str, meta: dict) -> dict:
 
 def _queue(data: ChapterData, step: str) -> dict:
     ss = data.ss[data.ss.step == step]
-    return {"accept_queue_max": float(ss["accept_queue"].max()), "listen_overflows": float(ss["listen_overflows"].sum())}
+    return {"accept_queue_max": float(ss["accept_queue"].max()), "peak_established": float(ss["estab"].max()),
+            "listen_overflows": float(ss["listen_overflows"].sum())}
 
 
 def emfile_logged(chapter: str, step: str, process: str) -> int:

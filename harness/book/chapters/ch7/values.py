@@ -199,7 +199,7 @@ class PastLimit:
     above: int  # steps above the limit's users
     emfile_most: int  # the most "Too many open files" lines one server logged
     platform_failed: tuple[tuple[int, int], ...]  # (users, failed) of F000-k.2's steps, "over 20k"
-    held_and_queued: int  # the most a server held and queued (connections + accept queue, each its most)
+    established: int  # the most connections established on a server's port at one instant, held or queued
     files_plus_queue: int  # open files + accept-count + 1: chapter 3's ceiling with open files for max-connections
 
 
@@ -207,13 +207,13 @@ def past_limit(table: pd.DataFrame) -> PastLimit:
     most = int(table.users.max())
     pool, virtual, loop = (pick(table, m, most) for m in MODELS)
     over = table[table.users > max(claims.JUDGED_USERS)]
-    top = over.loc[(over.peak_connections + over.accept_queue_max).idxmax()] if len(over) else None
+    top = over.loc[over.peak_established.idxmax()] if len(over) else None
     return PastLimit(most, int(pool.processes), float(table.loc[table.users.idxmax(), "k6_rss_peak"]) / GIB,
                      int(pool.succeeded), int(virtual.succeeded), int(loop.succeeded),
                      int(table.peak_open_files.max()), int((table.limit == OPEN_FILES).sum()), len(over),
                      int(table.emfile_logged.max()),
                      tuple((int(r.users), int(r.failed)) for r in table[table.step.isin(claims.ABOVE_20K)].itertuples()),
-                     int(top.peak_connections + top.accept_queue_max) if top is not None else 0,
+                     int(top.peak_established) if top is not None else 0,
                      int(top.nofile + top.backlog + 1) if top is not None else 0)
 
 

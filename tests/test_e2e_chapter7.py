@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness import ROOT
-from harness.book.chapters.ch7_steps import ch7_table, completions
+from harness.book.chapters.ch7.steps import completions, steps_table
 
 from test_e2e import lab_ready, profile_run  # noqa: F401 — lab_ready: a fixture
 
@@ -18,7 +18,7 @@ PROFILE = ROOT / "tests" / "profiles" / "chapter7-scaled.toml"
 @pytest.fixture(scope="module")
 def chapter(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported from test_e2e
     with profile_run(tmp_path_factory, PROFILE) as data:
-        yield data, ch7_table(data).set_index("step")
+        yield data, steps_table(data).set_index("step")
 
 
 def test_the_event_loop_step_starts_no_sample_server(chapter):

@@ -36,26 +36,6 @@ from harness.book.step_tables import (
                                             scale_sentence,
                                             steps_table,
 )
-from harness.book.chapters.ch7_charts import (
-                                            ch7_completions_chart,
-                                            ch7_limit_chart,
-                                            ch7_memory_chart,
-                                            ch7_server_table,
-                                            ch7_steps_table,
-)
-from harness.book.chapters.ch7_sentences import (
-                                            ch7_generator_sentence,
-                                            ch7_knobs_sentence,
-                                            ch7_limit_sentence,
-                                            ch7_memory_sentence,
-                                            ch7_model_sentence,
-                                            ch7_queue_sentence,
-                                            ch7_setup_sentence,
-                                            ch7_threads_sentence,
-                                            ch7_waves_sentence,
-)
-from harness.book.chapters.ch7_steps import ch7_table
-from harness.book.chapters.ch7_verdicts import ch7_verdicts
 from harness.book.verdict import verdict_table
 from harness.lab.store import ChapterData, load
 
@@ -70,10 +50,4 @@ __all__ = [
     # the answer, up front
     "answer_paragraph", "answer_table", "knobs_glossary",
     # chapter 3
-    # chapter 7
-    "ch7_table", "ch7_verdicts", "ch7_completions_chart", "ch7_limit_chart", "ch7_memory_chart", "ch7_steps_table",
-    "ch7_server_table",
-    "ch7_setup_sentence", "ch7_waves_sentence", "ch7_threads_sentence", "ch7_memory_sentence", "ch7_limit_sentence",
-    "ch7_model_sentence", "ch7_generator_sentence", "ch7_queue_sentence",
-    "ch7_knobs_sentence",
 ]

@@ -1,11 +1,10 @@
-"""Chapter 7, past thread-per-request: one row per step (server model × users), from its per-second recording, the
-serving process's own samples (Tomcat's Actuator, or the WebFlux service's), /proc of every process, and k6's
-outcomes; and the per-second completions the charts draw.
+"""Chapter 7's steps as they ran: one row per step (server model × users, its first run) from its per-second
+recording, the serving process's own samples (Tomcat's Actuator or the WebFlux service's metrics), /proc of every
+process and k6's outcomes; and the per-second answers the charts draw.
 
-The serving process is the sample server (`server`) for Tomcat on platform or virtual threads and the WebFlux
-service (`flux`) for the event loop. Memory per connection is what its resident memory grew from before the load to
-the sample where it held the most connections, over those connections; a k6 user's memory is every k6 process's
-peak over the users. What limited a step is named from the data (`limit_of`).
+Each step is read from its step.json (`config`, `machine`, `model`), never from today's spec. The serving process is
+the sample server (`server`) for Tomcat on platform or virtual threads and the WebFlux service (`flux`) for the event
+loop. What limited a step is named from its data (`limit_of`).
 """
 from __future__ import annotations
 
@@ -15,23 +14,23 @@ import gzip
 import numpy as np
 import pandas as pd
 
-from harness import ROOT
 from harness.lab import store
-from harness.lab.spec import Step, load_spec
-from harness.lab.store import ChapterData
-from harness.lab.units import duration_ms
-from harness.models.spike import simulate, server_of
+from harness.lab.spec import FD_RESERVE
+from harness.lab.steps import step_from_config
+from harness.lab.store import ChapterData, answered
+from harness.models.spike import simulate_measured_arrivals
 
-MODELS = ("platform threads", "virtual threads", "event loop")  # the spec's roles, in the chapter's order
-SERVICE = "flux"  # the spec's name of the WebFlux service
-OPEN_FILES_MARGIN = 100  # a process this close to its open-files limit is at it (the JVM's own files vary)
+CHAPTER = "chapter7"
+PLATFORM, VIRTUAL, LOOP = "platform threads", "virtual threads", "event loop"
+MODELS = (PLATFORM, VIRTUAL, LOOP)  # the chapter's order
+SERVICE = "flux"  # the step's name of the WebFlux service
 THREADS, OPEN_FILES, ACCEPTOR, LOAD, NONE = "threads", "open files", "acceptor", "load generator", "none"
 
 COLUMNS = ["step", "model", "users", "processes", "asked", "issued", "succeeded", "failed", "dial_timeouts",
-           "request_timeouts", "other_errors", "predicted_ok", "arrivals_ok", "start_spread_s", "last_start_s", "first_ok_s", "last_ok_s",
-           "peak_connections", "peak_open_files", "nofile", "backlog", "peak_threads", "rss_before", "rss_peak",
-           "per_connection_bytes", "k6_rss_peak", "per_user_k6_bytes", "accept_queue_max", "listen_overflows", "emfile_logged",
-           "sleep_s", "limit"]
+           "request_timeouts", "other_errors", "predicted_ok", "predicted_last_s", "arrivals_ok", "start_spread_s",
+           "last_start_s", "first_ok_s", "last_ok_s", "peak_connections", "peak_open_files", "nofile", "backlog",
+           "peak_threads", "rss_before", "rss_peak", "per_connection_bytes", "k6_rss_peak", "per_user_k6_bytes",
+           "accept_queue_max", "peak_established", "listen_overflows", "emfile_logged", "sleep_s", "java", "limit"]
 
 
 def serving_process(meta: dict) -> str:
@@ -40,11 +39,18 @@ def serving_process(meta: dict) -> str:
 
 def model_of(meta: dict) -> str:
     if serving_process(meta) == SERVICE:
-        return "event loop"
-    return "virtual threads" if meta["config"]["server"].get("VIRTUAL_THREADS") else "platform threads"
+        return LOOP
+    return VIRTUAL if meta["config"]["server"].get("VIRTUAL_THREADS") else PLATFORM
 
 
-def ch7_table(data: ChapterData) -> pd.DataFrame:
+def java_of(meta: dict) -> str:
+    """The serving JVM's version: the sample server's (step.json `versions`) or the WebFlux service's."""
+    if serving_process(meta) == SERVICE:
+        return str(meta.get("services", {}).get(SERVICE, {}).get("java", "?")).split("+")[0]
+    return str(meta.get("versions", {}).get("java", "?"))
+
+
+def steps_table(data: ChapterData) -> pd.DataFrame:
     rows = [step_row(data, step) for step in data.steps]
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["model"] = pd.Categorical(table["model"], MODELS, ordered=True)
@@ -53,12 +59,13 @@ def ch7_table(data: ChapterData) -> pd.DataFrame:
 
 def step_row(data: ChapterData, step: str) -> dict:
     meta = data.steps[step]
-    load, requests = meta["config"]["load"], meta["requests"]
+    load, requests, model = meta["config"]["load"], meta["requests"], meta["model"]
     row = {"step": step, "model": model_of(meta), "users": load["vus"], "processes": load.get("processes", 1),
            "asked": requests["asked"], "issued": requests["issued"], "succeeded": requests["succeeded"],
-           "failed": requests["failed"], "predicted_ok": meta["model"]["succeeded"],
+           "failed": requests["failed"], "predicted_ok": model["succeeded"],
+           "predicted_last_s": max((t for t, _ in model.get("completions") or []), default=np.nan) / 1000,
            "nofile": meta["machine"]["nofile_limit"], "backlog": backlog_of(meta),
-           "sleep_s": meta["model"]["service_ms"] / 1000}
+           "sleep_s": model["service_ms"] / 1000, "java": java_of(meta)}
     row |= _errors(data, step) | _timing(data, step) | _server(data, step, meta) | _client(data, step, meta)
     row |= _queue(data, step)
     row["arrivals_ok"] = arrivals_model_ok(data, step)
@@ -78,7 +85,8 @@ def backlog_of(meta: dict) -> int:
 def _errors(data: ChapterData, step: str) -> dict:
     """Failures by k6's words: a connect that never completed (dial i/o timeout), a request without an answer in
     60 s (request timeout), anything else."""
-    failed = data.outcomes[(data.outcomes.step == step) & (data.outcomes.error != "")]
+    outcomes = data.outcomes[data.outcomes.step == step]
+    failed = outcomes[~answered(outcomes)]
     text = failed["error"].astype(str)
     dial = failed.loc[text.str.contains("dial"), "requests"].sum()
     timeout = failed.loc[text.str.contains("request timeout"), "requests"].sum()
@@ -92,18 +100,18 @@ def _timing(data: ChapterData, step: str) -> dict:
     series = data.series[data.series.step == step]
     started = series.loc[series.started > 0, "second"]
     ok = completions(data, step)
-    answered = ok.loc[ok.answered > 0, "second"]
+    seconds = ok.loc[ok.answered > 0, "second"]
     return {"start_spread_s": float(started.max() - started.min()) if len(started) else np.nan,
             "last_start_s": float(started.max()) if len(started) else np.nan,
-            "first_ok_s": float(answered.min()) if len(answered) else np.nan,
-            "last_ok_s": float(answered.max()) if len(answered) else np.nan}
+            "first_ok_s": float(seconds.min()) if len(seconds) else np.nan,
+            "last_ok_s": float(seconds.max()) if len(seconds) else np.nan}
 
 
 def completions(data: ChapterData, step: str) -> pd.DataFrame:
-    """Answered requests per second of the recording (second, answered)."""
-    outcomes = data.outcomes[(data.outcomes.step == step) & (data.outcomes.error == "") & (data.outcomes.status < 400)
-                             & (data.outcomes.status > 0)]
-    return outcomes.groupby("second", as_index=False)["requests"].sum().rename(columns={"requests": "answered"})
+    """Answered requests per second of the recording (second, answered), by the book's one classification."""
+    outcomes = data.outcomes[data.outcomes.step == step]
+    return (outcomes[answered(outcomes)].groupby("second", as_index=False)["requests"].sum()
+            .rename(columns={"requests": "answered"}))
 
 
 def held_connections(data: ChapterData, step: str) -> pd.DataFrame:
@@ -114,19 +122,30 @@ def held_connections(data: ChapterData, step: str) -> pd.DataFrame:
     return pd.DataFrame({"ts_ms": ss.ts_ms, "value": ss.estab - ss.accept_queue}).sort_values("ts_ms")
 
 
+def serving_metrics(data: ChapterData, step: str) -> pd.DataFrame:
+    """The serving JVM's own metrics (ts_ms, metric, value): Tomcat's Actuator or the WebFlux service's."""
+    name = serving_process(data.steps[step])
+    return data.service(SERVICE, step) if name == SERVICE else data.actuator[data.actuator.step == step]
+
+
+def peak_threads(data: ChapterData, step: str) -> float:
+    """The most live threads the serving JVM reported (Micrometer's jvm.threads.live)."""
+    metrics = serving_metrics(data, step)
+    threads = metrics.loc[metrics.metric == "jvm.threads.live", "value"]
+    return float(threads.max()) if len(threads) else np.nan
+
+
 def _server(data: ChapterData, step: str, meta: dict) -> dict:
     name = serving_process(meta)
     proc = data.process[(data.process.step == step) & (data.process.process == name)].sort_values("ts_ms")
-    metrics = data.service(SERVICE, step) if name == SERVICE else data.actuator[data.actuator.step == step]
     connections = held_connections(data, step)
-    threads = metrics.loc[metrics.metric == "jvm.threads.live", "value"]
     before = proc[proc.ts_ms < meta["load_started_ms"]]
     rss_before = float(before["rss_bytes"].iloc[-1]) if len(before) else float(proc["rss_bytes"].iloc[0])
     peak = connections.loc[connections["value"].idxmax()] if len(connections) else None
     rss_at_peak = _nearest(proc, peak["ts_ms"], "rss_bytes") if peak is not None else np.nan
     peak_connections = float(peak["value"]) if peak is not None else np.nan
     return {"peak_connections": peak_connections, "peak_open_files": float(proc["open_fds"].max()),
-            "peak_threads": float(threads.max()) if len(threads) else np.nan, "rss_before": rss_before,
+            "peak_threads": peak_threads(data, step), "rss_before": rss_before,
             "rss_peak": float(proc["rss_bytes"].max()),
             "per_connection_bytes": (rss_at_peak - rss_before) / peak_connections if peak_connections else np.nan}
 
@@ -144,7 +163,8 @@ def _client(data: ChapterData, step: str, meta: dict) -> dict:
 
 def _queue(data: ChapterData, step: str) -> dict:
     ss = data.ss[data.ss.step == step]
-    return {"accept_queue_max": float(ss["accept_queue"].max()), "listen_overflows": float(ss["listen_overflows"].sum())}
+    return {"accept_queue_max": float(ss["accept_queue"].max()), "peak_established": float(ss["estab"].max()),
+            "listen_overflows": float(ss["listen_overflows"].sum())}
 
 
 def emfile_logged(chapter: str, step: str, process: str) -> int:
@@ -154,17 +174,6 @@ def emfile_logged(chapter: str, step: str, process: str) -> int:
         return 0
     with gzip.open(path, "rt", errors="replace") as log:
         return sum("Too many open files" in line for line in log)
-
-
-@functools.cache
-def _steps_on(spec: str, nofile: int, somaxconn: int) -> dict[str, Step]:
-    """The spec a step ran from (step.json's `spec`) checked against the limits of the machine it ran on, for the
-    model; empty when that file is gone."""
-    path = ROOT / spec
-    if not path.exists():
-        return {}
-    limits = {"nofile": nofile, "somaxconn": somaxconn, "can_raise_somaxconn": True, "cores": 1 << 10}
-    return {s.id: s for s in load_spec(str(path), limits).steps}
 
 
 def measured_arrivals_ms(data: ChapterData, step: str) -> list[int]:
@@ -177,30 +186,33 @@ def measured_arrivals_ms(data: ChapterData, step: str) -> list[int]:
     return [a - first for a in arrivals]
 
 
-_ARRIVAL_MODEL: dict[tuple, list] = {}  # (chapter, step, started_ms) → outcomes: the table and the chart share a run
+@functools.cache
+def _arrivals_model(root: str, chapter: str, step: str, started_ms: int, arrivals: tuple[int, ...]) -> tuple:
+    """The model of the step as it ran (its step.json's config and machine) fed the users' measured arrivals."""
+    meta = store.read_meta(chapter, step)
+    machine = meta["machine"]
+    ran = step_from_config(chapter, step, meta["config"],
+                           limits={"nofile": machine["nofile_limit"], "somaxconn": machine["somaxconn"]})
+    return tuple(simulate_measured_arrivals(ran, list(arrivals)))
 
 
-def arrivals_model(data: ChapterData, step: str) -> list | None:
+def arrivals_model(data: ChapterData, step: str) -> tuple:
     """The model fed the users' measured arrivals instead of all at once: one Outcome per user, its end in ms from
-    the first user's start (None when the step's spec is gone)."""
-    meta = data.steps[step]
-    key = (data.chapter, step, meta["started_ms"])
-    if key not in _ARRIVAL_MODEL:
-        spec = _steps_on(meta["spec"], meta["machine"]["nofile_limit"], meta["machine"]["somaxconn"]).get(step)
-        arrivals = measured_arrivals_ms(data, step)
-        _ARRIVAL_MODEL[key] = None if spec is None or not arrivals else simulate(
-            len(arrivals), server_of(spec), duration_ms(spec.load["request_timeout"]), arrivals)
-    return _ARRIVAL_MODEL[key]
+    the first user's start (empty when the recording shows no start)."""
+    arrivals = measured_arrivals_ms(data, step)
+    if not arrivals:
+        return ()
+    return _arrivals_model(str(store.data_root()), data.chapter, step, data.steps[step]["started_ms"], tuple(arrivals))
 
 
 def arrivals_model_ok(data: ChapterData, step: str) -> float:
     outcomes = arrivals_model(data, step)
-    return np.nan if outcomes is None else float(sum(o.ok for o in outcomes))
+    return float(sum(o.ok for o in outcomes)) if outcomes else np.nan
 
 
 def arrivals_model_completions(data: ChapterData, step: str) -> pd.DataFrame:
     """The arrivals model's answers per second of the recording (second, answered), like `completions`."""
-    outcomes = arrivals_model(data, step) or []
+    outcomes = arrivals_model(data, step)
     first = data.series[(data.series.step == step) & (data.series.started > 0)]["second"].min()
     ends = pd.Series([first + o.end_ms // 1000 for o in outcomes if o.ok], dtype="int64")
     return ends.value_counts().sort_index().rename_axis("second").reset_index(name="answered")
@@ -208,15 +220,16 @@ def arrivals_model_completions(data: ChapterData, step: str) -> pd.DataFrame:
 
 def limit_of(row: dict) -> str:
     """What stopped a step from answering every user after one wait, from its data: the server at its open-files
-    limit; users failing while the accept queue was full (the server took connections more slowly than they came);
-    k6 not issuing what was asked; the pool (answers after several waits); none."""
-    if row["peak_open_files"] >= row["nofile"] - OPEN_FILES_MARGIN:
+    limit (within the files the model leaves a JVM for itself); users failing while the accept queue was full (the
+    server took connections more slowly than they came); k6 not issuing what was asked; the pool (answers after
+    several waits); none."""
+    if row["peak_open_files"] >= row["nofile"] - FD_RESERVE:
         return OPEN_FILES
     if row["failed"] and row["accept_queue_max"] >= row["backlog"]:
         return ACCEPTOR
     if row["issued"] < row["asked"]:
         return LOAD
-    if row["model"] == "platform threads" and row["users"] > row["peak_threads"]:
+    if row["model"] == PLATFORM and row["users"] > row["peak_threads"]:
         return THREADS
     return NONE
 
@@ -224,4 +237,3 @@ def limit_of(row: dict) -> str:
 def pick(table: pd.DataFrame, model: str, users: int) -> pd.Series | None:
     rows = table[(table.model == model) & (table.users == users)]
     return rows.iloc[0] if len(rows) else None
-

@@ -13,7 +13,6 @@ from IPython.display import Markdown
 
 from harness.book import render  # noqa: F401 (sets the theme and the offline renderer)
 from harness.book.analysis import throughput_table
-from harness.book.chapters.ch0_answer import answer_paragraph, answer_table, knobs_glossary
 from harness.book.chapters.ch1_pool import (
                                             busy_steps,
                                             f002_verdicts,
@@ -91,7 +90,6 @@ from harness.book.chapters.ch2_tables import (
                                             starts_summary,
 )
 from harness.book.chapters.ch3_connections import failure_summary, issued_table, plus_one_table, spike_predictions_table
-from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
 from harness.book.chapters.ch3_sentences import (
                                             ceiling_paragraph,
                                             executors_sentence,
@@ -193,6 +191,7 @@ from harness.book.charts import (
                                             rps_chart,
                                             ss_timeline_chart,
 )
+from harness.book.explorer import capacity_explorer, explorer_measured
 from harness.book.provenance import first_run_sentence, machines_table, readme_commands, reproduce_box
 from harness.book.step_tables import (
                                             ceiling_sentences,
@@ -234,8 +233,6 @@ __all__ = [
     "completion_rate_chart", "failures_chart", "connections_chart", "throughput_table",
     "steps_table", "peaks_table", "completion_table", "ceiling_sentences", "outcome_sentences", "sampling_sentence",
     "scale_sentence",
-    # the answer, up front
-    "answer_paragraph", "answer_table", "knobs_glossary",
     # chapter 1
     "f002_verdicts", "predictions_table", "rps_table", "littles_law_table", "latency_table", "pool_rps_chart",
     "rate_steps", "queue_steps", "busy_steps", "phase_steps", "setup_sentence", "load_sentence", "model_sentence",

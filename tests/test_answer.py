@@ -122,6 +122,13 @@ def test_with_no_face_and_no_data_the_page_renders_and_says_so(data_dir):
     assert 'class="lab-explorer"' in text
 
 
+def test_the_page_asks_all_seven_chapters(stand_ins, data_dir, monkeypatch):
+    fake, asked = stand_ins(Faces()), []
+    monkeypatch.setattr(faces, "face", lambda chapter: asked.append(chapter) or fake.face(chapter))
+    page_text("chapters/00-the-answer.qmd")
+    assert asked == list(CHAPTERS) and len(CHAPTERS) == 7
+
+
 def test_every_limit_is_a_faces_number_in_the_order_they_bind(stand_ins, data_dir):
     stand_ins(Faces())
     answer = ch0.answer()

@@ -211,7 +211,7 @@ def chart(widget_id: str, prediction: CapacityPrediction, matched: list[Measured
 ROWS = (  # (label, [(output, before, after)]): the table of numbers under the knobs
     ("answered", [("answered", "", "")]),
     ("failed", [("failed", "", "")]),
-    ("connections held at once", [("held", "", ""), ("ceiling", " (max-connections + accept-count + 1 = ", ")")]),
+    ("connections held at once", [("held", "", ""), ("ceiling", " (the connections Tomcat takes + accept-count + 1 = ", ")")]),
     ("waiting for a thread as they arrive", [("waiting", "", "")]),
     ("left retrying to connect", [("outside", "", "")]),
     ("throughput while busy", [("throughput", "", " requests/s, "), ("in_service", "", " served at once, set by "),

@@ -118,7 +118,7 @@ def test_with_no_face_and_no_data_the_page_renders_and_says_so(data_dir):
     for chapter in CHAPTERS:
         assert f"{sources.chapter_name(chapter)}, *{sources.chapter_title(chapter)}*" in text
         assert f"`invoke run {chapter}` measures it" in text
-    assert "31 findings: 0 reproduced" in text and "31 not judged yet" in text
+    assert "Of the 31 findings, 0 reproduced" in text and "31 not judged yet." in text
     assert 'class="lab-explorer"' in text
 
 
@@ -171,8 +171,8 @@ def test_findings_are_composed_from_every_chapters_claims(stand_ins, data_dir):
     assert f"“{quote}” ([Choo 2021](https://joshchoo.com/writing/thread-pool-concurrency))" in row
     rule = rules("chapter3")["F000-a.1a"]
     assert f"{rule.measure.split(':')[0]}: {number(inside(rule), rule.unit)} (yes)" in finding_row(table, "F000-a")
-    assert ch0.tally_sentence(answer) == ("31 findings: 31 reproduced, 0 partly reproduced, 0 not reproduced, "
-                                          "0 differs on this hardware and 0 inconclusive")
+    assert ch0.tally_sentence(answer) == ("Of the 31 findings, 31 reproduced, 0 partly reproduced, 0 not reproduced, "
+                                          "0 differing on this hardware and 0 inconclusive.")
 
 
 def test_each_finding_and_the_tally_change_when_a_claims_data_does(stand_ins, data_dir):
@@ -183,8 +183,8 @@ def test_each_finding_and_the_tally_change_when_a_claims_data_does(stand_ins, da
     answer = ch0.answer()
     outcomes = {f.finding: f.outcome for f in ch0.findings(answer)}
     assert (outcomes["F000-j"], outcomes["F001-c"], outcomes["F001-b"]) == (PARTLY, NOT_REPRODUCED, PARTLY)
-    assert "31 findings: 31 reproduced, 0 partly reproduced" in before
-    assert "31 findings: 28 reproduced, 2 partly reproduced, 1 not reproduced" in after
+    assert "Of the 31 findings, 31 reproduced, 0 partly reproduced" in before
+    assert "Of the 31 findings, 28 reproduced, 2 partly reproduced, 1 not reproduced" in after
     table = ch0.findings_table(answer).data
     assert finding_row(table, "F001-c").count("(no)") == 2 and "**not reproduced**" in finding_row(table, "F001-c")
     assert "(differs on this hardware)" in finding_row(table, "F001-b")  # F001-b.1 names the machine fact
@@ -209,7 +209,7 @@ def test_a_finding_with_a_chapter_missing_is_not_judged(stand_ins, data_dir):
     note = ch0.missing_note(answer).data
     assert "Chapter 7, *Past thread-per-request*" in note and "chapter7 has no face module" in note
     assert "Chapter 1" not in note
-    assert ch0.tally_sentence(answer).endswith("; 2 not judged yet")  # F000-k and F002-d
+    assert ch0.tally_sentence(answer).endswith("; 2 not judged yet.")  # F000-k and F002-d
 
 
 def test_a_face_that_cannot_read_its_data_is_named_and_the_page_renders(stand_ins, data_dir, monkeypatch):

@@ -267,11 +267,11 @@ def _table(widget_id: str, values: dict[str, tuple[str, str]]) -> str:
         cells = "".join(f'{_escape(before)}<output id="{widget_id}-{name}" data-value="{_escape(_js_value(values[name][1]))}">'
                         f"{_escape(values[name][0])}</output>{_escape(after)}" for name, before, after in parts)
         rows.append(f"<tr><th scope=\"row\">{_escape(label)}</th><td>{cells}</td></tr>")
-    return f'<table class="lab-explorer-answer">{"".join(rows)}</table>'
+    return f'<table class="lab-explorer-answer" aria-live="polite">{"".join(rows)}</table>'
 
 
 STYLE = """<style>
-.lab-explorer-knobs{display:grid;grid-template-columns:repeat(auto-fill,minmax(11rem,1fr));gap:.4rem .8rem;margin:.5rem 0}
+.lab-explorer-knobs{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5rem,1fr));gap:.4rem .8rem;margin:.5rem 0}
 .lab-explorer-knobs label{display:flex;flex-direction:column;font-size:.85rem}
 .lab-explorer-knobs input{width:100%;text-align:right;font-variant-numeric:tabular-nums}
 .lab-explorer-answer{font-size:.9rem;margin:.5rem 0}

@@ -20,6 +20,7 @@ from harness.book.verdict_tables import number
 
 NOT_JUDGED = "not judged"
 ORDER = (REPRODUCED, PARTLY, NOT_REPRODUCED, DIFFERS, INCONCLUSIVE, NOT_JUDGED)
+COUNTED = {DIFFERS: "differing on this hardware"}  # an outcome as a count reads it: "0 differing on this hardware"
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,9 @@ def tally(answer: Answer) -> Tally:
 
 
 def tally_sentence(answer: Answer) -> str:
-    """"31 findings: 17 reproduced, 11 partly reproduced, 3 not reproduced, 0 differs on this hardware and 0
-    inconclusive" (and how many are not judged yet, when any)."""
+    """"Of the 31 findings, 17 reproduced, 11 partly reproduced, 3 not reproduced, 0 differing on this hardware and 0
+    inconclusive." (and how many are not judged yet, when any)."""
     t = tally(answer)
-    parts = [f"{n:,} {outcome}" for outcome, n in t.counts.items() if outcome != NOT_JUDGED]
+    parts = [f"{n:,} {COUNTED.get(outcome, outcome)}" for outcome, n in t.counts.items() if outcome != NOT_JUDGED]
     unjudged = t.counts[NOT_JUDGED]
-    return f"{t.findings:,} findings: {and_list(parts)}" + (f"; {unjudged:,} not judged yet" if unjudged else "")
+    return f"Of the {t.findings:,} findings, {and_list(parts)}" + (f"; {unjudged:,} not judged yet." if unjudged else ".")

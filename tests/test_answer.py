@@ -204,7 +204,7 @@ def test_a_finding_with_a_chapter_missing_is_not_judged(stand_ins, data_dir):
     answer = ch0.answer()
     found = {f.finding: f for f in ch0.findings(answer)}
     assert found["F002-d"].outcome == NOT_JUDGED  # chapter 1 judged its part: a part must not pass for the whole
-    assert found["F002-d"].missing == ("Chapter 7 gave nothing: see the note above",)
+    assert found["F002-d"].missing == ("Chapter 7: see the note above",)
     assert found["F002-a"].outcome == REPRODUCED
     note = ch0.missing_note(answer).data
     assert "Chapter 7, *Past thread-per-request*" in note and "chapter7 has no face module" in note
@@ -224,6 +224,23 @@ def test_a_face_that_cannot_read_its_data_is_named_and_the_page_renders(stand_in
     assert ("Chapter 4, *More threads, more throughput?* (@sec-more-threads-more-throughput): 3 step(s) of chapter4 "
             "are broken, so nothing is read from them:") in text
     assert "The plateau" not in text and "**The thread pool: 484 requests/s.**" in text
+
+
+def test_a_face_whose_verdicts_fail_still_gives_its_limits(stand_ins, data_dir, monkeypatch):
+    fake = stand_ins(Faces())
+
+    def face(chapter):
+        found = fake.face(chapter)
+        if chapter == "chapter6":
+            def judge():
+                raise LabError("chapter6: the step wrk-keepalive-32 its rule F003-b.2 reads is missing")
+            found.judge = judge
+        return found
+    monkeypatch.setattr(faces, "face", face)
+    answer = ch0.answer()
+    assert "**The proxy's upstream connections: 32 connections.**" in ch0.limits_list(answer).data
+    assert "the step wrk-keepalive-32 its rule F003-b.2 reads is missing" in ch0.missing_note(answer).data
+    assert {f.finding: f.outcome for f in ch0.findings(answer)}["F003-b"] == NOT_JUDGED
 
 
 def test_finding_links_go_to_a_section_the_chapter_has(monkeypatch):

@@ -49,13 +49,25 @@ def has_data(chapter: str) -> bool:
 
 
 def read(chapter: str) -> Read:
+    """The chapter's limits and judgements, each asked of its face on its own: one failing leaves the other."""
     if not has_data(chapter):
         return Read(chapter, missing=f"no data yet (`invoke run {chapter}` measures it)")
     try:
         face = faces.face(chapter)
-        return Read(chapter, tuple(face.limits()), tuple(face.judge()))
-    except LabError as err:  # no face module yet, broken data, a step the face needs is missing …
-        return Read(chapter, missing=str(err).splitlines()[0])
+    except LabError as err:
+        return Read(chapter, missing=first_line(err))
+    answers, problems = {}, []
+    for name in ("limits", "judge"):
+        try:
+            answers[name] = tuple(getattr(face, name)())
+        except LabError as err:  # broken data, a step the face needs is missing …
+            problems.append(first_line(err))
+    return Read(chapter, answers.get("limits", ()), answers.get("judge", ()), "; ".join(dict.fromkeys(problems)))
+
+
+def first_line(err: LabError) -> str:
+    """A LabError's first line: what went wrong (the lines after it list every step, for the terminal)."""
+    return str(err).splitlines()[0]
 
 
 def answer() -> Answer:

@@ -32,5 +32,6 @@ def missing_note(answer: Answer) -> Markdown:
         return Markdown("")
     lines = [f"- {chapter_name(c)}, *{chapter_title(c)}* (@{chapter_section(c)}): {why}" for c, why in missing.items()]
     return Markdown("::: {.callout-note}\n## Not shown yet\n\nThis page is computed from every chapter's data; these "
-                    "chapters gave it nothing, so their limits and findings are missing above and below:\n\n"
+                    "chapters could not give it all they measure, so some limits and findings are missing above and "
+                    "below:\n\n"
                     + "\n".join(lines) + "\n:::")

@@ -51,7 +51,7 @@ def findings(answer: Answer) -> list[Finding]:
     found = []
     for finding in sorted(claims, key=lambda f: (f[1:4], f)):
         parts = claims[finding]
-        absent = [f"{chapter_name(chapter)} gave nothing: see the note above" if chapter in missing
+        absent = [f"{chapter_name(chapter)}: see the note above" if chapter in missing
                   else f"{chapter_name(chapter)} did not judge {rule.claim}" for chapter, rule in parts if rule.claim not in judged]
         found.append(Finding(finding, parts[0][1].seed, tuple(parts),
                              tuple(judged[r.claim] for _, r in parts if r.claim in judged), tuple(dict.fromkeys(absent))))

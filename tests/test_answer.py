@@ -206,6 +206,9 @@ def test_a_finding_with_a_chapter_missing_is_not_judged(stand_ins, data_dir):
     assert found["F002-d"].outcome == NOT_JUDGED  # chapter 1 judged its part: a part must not pass for the whole
     assert found["F002-d"].missing == ("Chapter 7: see the note above",)
     assert found["F002-a"].outcome == REPRODUCED
+    row = finding_row(ch0.findings_table(answer).data, "F002-d")
+    unjudged = len(rules("chapter7")) - sum(r.finding == "F000-k" for r in rules("chapter7").values())
+    assert row.count("(yes)") == 2 and f"; {unjudged} more claims not judged |" in row
     note = ch0.missing_note(answer).data
     assert "Chapter 7, *Past thread-per-request*" in note and "chapter7 has no face module" in note
     assert "Chapter 1" not in note

@@ -64,13 +64,15 @@ def short(rule: Rule) -> str:
 
 
 def measured(finding: Finding) -> str:
-    """Each claim in a few words, its measured value and whether it held: "200 at once: 0 answers (yes); …"."""
+    """Each judged claim in a few words, its measured value and whether it held: "200 at once: 0 answers (yes); …",
+    then how many claims are not judged (their chapter's reason is in the Outcome column)."""
     judged = {j.rule.claim: j for j in finding.judgements}
     if not judged:
         return "–"
-    return "; ".join(f"{short(rule)}: {number(judged[rule.claim].measured.value, rule.unit)} "
-                     f"({WORDS[judged[rule.claim].outcome]})" if rule.claim in judged else f"{short(rule)}: not judged"
-                     for _, rule in finding.claims)
+    said = [f"{short(rule)}: {number(judged[rule.claim].measured.value, rule.unit)} ({WORDS[judged[rule.claim].outcome]})"
+            for _, rule in finding.claims if rule.claim in judged]
+    unjudged = len(finding.claims) - len(judged)
+    return "; ".join(said) + (f"; {unjudged} more {'claim' if unjudged == 1 else 'claims'} not judged" if unjudged else "")
 
 
 def said(finding: Finding) -> str:

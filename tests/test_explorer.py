@@ -222,6 +222,20 @@ def test_measured_answers_fall_in_the_bin_of_the_model_wave():
     assert [(b[0] / 1000, b[2]) for b in model.bins if b[2]][:2] == [(5.0, 4), (10.0, 4)]
 
 
+def test_a_step_recorded_per_second_is_binned_from_its_seconds():
+    """Chapter 7's big steps keep one row per second and outcome, not per request: they are drawn all the same."""
+    meta, _ = spike_step("big-pv", 20, [], SMALL)
+    meta |= {"load_started_ms": T0, "recording": {"format": "seconds", "t0_ms": T0}}
+    seconds = pd.DataFrame({"step": "big-pv", "ts_ms": [T0 + 5_400, T0 + 10_300, T0 + 30_000], "second": [5, 10, 30],
+                            "status": [200, 200, 0], "error_code": [0, 0, 1000], "error": "", "requests": [4, 4, 12]})
+    empty = {name: pd.DataFrame(columns=["step", *COLUMNS[name]]) for name in ("requests", "ss", "actuator", "process")}
+    world = ChapterData("chapter7", {"big-pv": meta}, **empty, outcomes=seconds)
+    measured = explorer_measured(world)
+    assert measured.groupby(["series", "from_s"])["requests"].sum().to_dict() == {
+        ("measured: answered", 5.0): 4, ("measured: answered", 10.0): 4, ("measured: failed", 30.0): 12}
+    assert [(m.answered, m.failed) for m in measured_steps(measured)] == [(8, 12)]
+
+
 def test_the_widget_starts_with_the_models_numbers_and_the_matching_steps():
     widget = capacity_explorer(explorer_measured(small_world()), **{k: v for k, v in asdict(SMALL_KNOBS).items()
                                                                     if v != getattr(ARTICLE, k)})

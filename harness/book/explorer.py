@@ -121,25 +121,40 @@ def step_key(data: ChapterData, step_id: str) -> tuple[str, int] | None:
     return key, bin_of(server.service_ms)
 
 
+def step_ends(data: ChapterData, step_id: str) -> pd.DataFrame | None:
+    """When the step's requests ended (ms since its first request) and how (`answered`), `requests` of each:
+    one row per request, or, for a step recorded per second (beyond ~20k requests), one row per second and outcome
+    (to the second). None when the step has neither."""
+    start = spike_start_ms(data)[step_id]
+    requests = data.requests[data.requests["step"] == step_id]
+    if len(requests):
+        timeout = duration_ms(data.steps[step_id]["config"]["load"].get("request_timeout", "60s"))
+        ends = requests["end_ms"].fillna(requests["start_ms"] + timeout) - start
+        return pd.DataFrame({"end_ms": ends, "answered": answered(requests), "requests": 1})
+    seconds = data.outcomes[data.outcomes["step"] == step_id]
+    if len(seconds):
+        return pd.DataFrame({"end_ms": seconds["ts_ms"] - start, "answered": answered(seconds),
+                             "requests": seconds["requests"]})
+    return None
+
+
 def explorer_measured(*datas: ChapterData) -> pd.DataFrame:
-    """Every spike step of these chapters with one row per request, binned as the model bins it (a bin one request
-    time wide, from the step's first request): requests answered and failed per bin, one step at a time."""
-    rows = []
+    """Every spike step of these chapters, binned as the model bins it (a bin one request time wide, from the step's
+    first request): requests answered and failed per bin, one step at a time."""
+    parts = []
     for data in datas:
-        starts = spike_start_ms(data)
         for step_id in data.steps:
-            requests = data.requests[data.requests["step"] == step_id]
-            found = step_key(data, step_id) if len(requests) else None
-            if found is None:
+            found = step_key(data, step_id)
+            ends = step_ends(data, step_id) if found else None
+            if ends is None:
                 continue
             key, width = found
-            timeout = duration_ms(data.steps[step_id]["config"]["load"].get("request_timeout", "60s"))
-            ends = requests["end_ms"].fillna(requests["start_ms"] + timeout) - starts[step_id]
-            outcome = answered(requests).map({True: "measured: answered", False: "measured: failed"})
-            for (b, series), n in Counter(zip((ends // width).astype(int), outcome, strict=True)).items():
-                rows.append({"ref": f"{data.chapter}:{step_id}", "chapter": data.chapter, "step": step_id, "key": key, "from_s": b * width / 1000,
-                             "to_s": (b + 1) * width / 1000, "series": series, "requests": n})
-    frame = pd.DataFrame(rows, columns=MEASURED_COLUMNS)
+            binned = ends.assign(bin=(ends["end_ms"] // width).astype(int), series=ends["answered"].map(
+                {True: "measured: answered", False: "measured: failed"})).groupby(["bin", "series"], as_index=False)[
+                "requests"].sum()
+            parts.append(binned.assign(ref=f"{data.chapter}:{step_id}", chapter=data.chapter, step=step_id, key=key,
+                                       from_s=binned["bin"] * width / 1000, to_s=(binned["bin"] + 1) * width / 1000))
+    frame = pd.concat(parts, ignore_index=True)[MEASURED_COLUMNS] if parts else pd.DataFrame(columns=MEASURED_COLUMNS)
     frame.attrs["open_files"] = usual_open_files(*datas)  # the explorer starts at the limit the steps ran with
     return frame
 

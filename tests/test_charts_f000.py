@@ -1,5 +1,5 @@
 """Chapter 3's charts: valid Vega-Lite on real (smoke) and synthetic data, evaluated by the Vega runtime the book
-ships (node_modules/, headless: no browser), and the capacity explorer held to the model's predictions."""
+ships (node_modules/, headless: no browser). The capacity explorer's tests are in test_explorer.py."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,6 @@ from harness import ROOT
 from harness.book.charts import FAILURE_COLORS, PALETTE, client_limits, completions_chart, connection_samples, connections_chart, failure_counts, failures_chart
 from harness.book.verdict import INTERRUPTED_TEXT
 from harness.models import predict
-from harness.book.chapters.ch3_explorer import EXPLORER_DEFAULTS, capacity_explorer, explorer_grid, explorer_measured, explorer_settings
 
 SMOKE = load_frozen("smoke")
 # Compile a spec with the pinned vega-lite, run its dataflow in the pinned vega (no renderer), and report the
@@ -114,72 +113,3 @@ def test_completions_chart_already_draws_5_s_waves():
 def test_charts_run_in_vega(build, tmp_path):
     result = run_vega(build(SMOKE).to_dict(), tmp_path)
     assert result["warnings"] == [] and result["marks"] > 0
-
-
-# ---- the capacity explorer ------------------------------------------------------------------------------------
-
-GRID = explorer_grid()
-
-
-def as_meta(step) -> dict:
-    return {"model": predict(step).as_dict(), "config": step.config(), "requests": {"asked": step.requests_asked}}
-
-
-def grid_total(point: dict, series: str) -> int:
-    rows = GRID[(GRID[list(point)] == pd.Series(point)).all(axis=1) & (GRID.series == series)]
-    return int(rows["requests"].sum())
-
-
-ON_GRID = {s: explorer_settings(as_meta(step)) for s, step in STEPS.items() if explorer_settings(as_meta(step))}
-
-
-def test_the_grid_covers_the_articles_steps():
-    # Off the grid: j (1 thread), the +1 steps (20 s sleep), k (50,000 / 5000: all held, like g) and the 8192-thread steps.
-    assert {s.split("-")[0] for s in ON_GRID} == set("abcdefghi")
-    assert ON_GRID["h-10k-ct30000-pv"]["keep_alive_s"] == 30 and ON_GRID["f-10k-pv"]["keep_alive_s"] == 20
-    assert len(GRID) <= 5000  # the chart embeds it
-
-
-@pytest.mark.parametrize("step_id", sorted(ON_GRID))
-def test_the_grid_is_the_models_prediction(step_id):
-    model = predict(STEPS[step_id])
-    point = ON_GRID[step_id]
-    assert (grid_total(point, "model: ok"), grid_total(point, "model: failed")) == (model.succeeded, model.failed)
-
-
-def test_measured_steps_land_on_their_grid_points():
-    measured = explorer_measured(model_world())
-    assert set(measured["step"]) == set(ON_GRID)
-    one = measured[measured.step == "f-10k-pv"]
-    assert one["requests"].sum() == 10000 and set(one["series"]) <= {"measured: ok", "measured: failed"}
-
-
-def test_explorer_is_valid_and_rejects_unknown_settings():
-    capacity_explorer(explorer_measured(model_world())).to_dict(validate=True)
-    with pytest.raises(ValueError, match="no explorer setting threds"):
-        capacity_explorer(threds=3)
-
-
-def totals(result: dict) -> dict[str, int]:
-    """The explorer's `totals` lines as computed by Vega: {series: total}."""
-    rows = [r for rows in result["data"].values() for r in rows if "total" in r and "series" in r]
-    return {r["series"]: r["total"] for r in rows}
-
-
-def test_vega_shows_the_default_settings_prediction(tmp_path):
-    result = run_vega(capacity_explorer().to_dict(), tmp_path)
-    point = EXPLORER_DEFAULTS
-    assert not result["warnings"]
-    assert totals(result)["model: ok"] == grid_total(point, "model: ok")
-
-
-def test_moving_a_slider_recomputes(tmp_path):
-    # Keep-alive off frees a slot with every response: all 10,000 users instead of 8293.
-    result = run_vega(capacity_explorer().to_dict(), tmp_path, signals={"keep_alive_s": 0})
-    assert totals(result)["model: ok"] == grid_total({**EXPLORER_DEFAULTS, "keep_alive_s": 0}, "model: ok") == 10000
-    assert grid_total(EXPLORER_DEFAULTS, "model: ok") == 8293
-
-
-def test_explorer_with_measured_points_runs_in_vega(tmp_path):
-    result = run_vega(capacity_explorer(explorer_measured(model_world())).to_dict(), tmp_path)
-    assert not result["warnings"] and totals(result)["measured: ok"] > 0

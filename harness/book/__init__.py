@@ -13,9 +13,7 @@ from IPython.display import Markdown
 
 from harness.book import render  # noqa: F401 (sets the theme and the offline renderer)
 from harness.book.analysis import throughput_table
-from harness.book.chapters.ch0_answer import answer_paragraph, answer_table, knobs_glossary
 from harness.book.chapters.ch3.compat import f000_f
-from harness.book.chapters.ch3_explorer import capacity_explorer, explorer_measured
 from harness.book.charts import (
                                             busy_threads_chart,
                                             completion_rate_chart,
@@ -26,6 +24,7 @@ from harness.book.charts import (
                                             rps_chart,
                                             ss_timeline_chart,
 )
+from harness.book.explorer import capacity_explorer, explorer_measured
 from harness.book.provenance import first_run_sentence, machines_table, readme_commands, reproduce_box
 from harness.book.step_tables import (
                                             ceiling_sentences,
@@ -47,7 +46,6 @@ __all__ = [
     "completion_rate_chart", "failures_chart", "connections_chart", "throughput_table",
     "steps_table", "peaks_table", "completion_table", "ceiling_sentences", "outcome_sentences", "sampling_sentence",
     "scale_sentence",
-    # the answer, up front
-    "answer_paragraph", "answer_table", "knobs_glossary",
     # chapter 3
+    "f000_f", "capacity_explorer", "explorer_measured",
 ]

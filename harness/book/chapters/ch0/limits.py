@@ -1,0 +1,37 @@
+"""The answer itself: the limits a server meets as its users grow, in the order they bind, each with its number and
+its sentence from the chapter that measured it (its face's limits()) and a link to the evidence; and what could not
+be shown."""
+from __future__ import annotations
+
+from IPython.display import Markdown
+
+from harness.book.chapters.ch0.gather import Answer
+from harness.book.chapters.ch0.sources import anchor, chapter_name, chapter_section, chapter_title
+from harness.book.faces import Limit
+from harness.book.verdict_tables import number
+
+
+def limit_item(limit: Limit) -> str:
+    """One limit as a list item: its name and number in bold, the chapter's sentence, the link to its section."""
+    name = limit.name[:1].upper() + limit.name[1:]
+    return f"**{name}: {number(limit.value, limit.unit)}.** {limit.sentence} (@{anchor(limit.chapter, limit.anchor)})"
+
+
+def limits_list(answer: Answer) -> Markdown:
+    """The limits as a numbered list, first to bind first."""
+    limits = answer.limits
+    if not limits:
+        return Markdown("*No chapter's limits could be computed yet: see the note below.*")
+    return Markdown("\n".join(f"{n}. {limit_item(limit)}" for n, limit in enumerate(limits, start=1)))
+
+
+def missing_note(answer: Answer) -> Markdown:
+    """A note naming each chapter the page could not read, and why; nothing when every chapter answered."""
+    missing = answer.missing
+    if not missing:
+        return Markdown("")
+    lines = [f"- {chapter_name(c)}, *{chapter_title(c)}* (@{chapter_section(c)}): {why}" for c, why in missing.items()]
+    return Markdown("::: {.callout-note}\n## Not shown yet\n\nThis page is computed from every chapter's data; these "
+                    "chapters could not give it all they measure, so some limits and findings are missing above and "
+                    "below:\n\n"
+                    + "\n".join(lines) + "\n:::")

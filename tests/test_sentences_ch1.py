@@ -60,7 +60,7 @@ def test_load_sentence_reads_requests_and_run_time(data):
 
 def test_rps_sentence_gives_the_shortfall_where_the_pool_is_full(data):
     short = [1 - whole_run_rps(s) / meta(s)["model"]["rps"] for s in ("k6-c100", "ab-c100", "k6-c500", "ab-c500")]
-    expected = f"{min(short) * 100:.0f}–{max(short) * 100:.0f} % short of it at C = 100 and 500"
+    expected = f"{min(short) * 100:.0f}–{max(short) * 100:.0f}% short of it at C = 100 and 500"
     text = ch1.rps_sentence(data)
     assert expected in text and text.startswith("Both tools land on the model") and "That is the end of the run" in text
 
@@ -122,10 +122,10 @@ def test_little_sentence(data):
     at500 = [product("k6-c500"), product("ab-c500")]
     text = ch1.little_sentence(data)
     assert f"comes out at {min(at500):,.0f}–{max(at500):,.0f}, " in text
-    assert f"{(1 - max(at500) / 500) * 100:.0f}–{(1 - min(at500) / 500) * 100:.0f} % short" in text
+    assert f"{(1 - max(at500) / 500) * 100:.0f}–{(1 - min(at500) / 500) * 100:.0f}% short" in text
     upto = [abs(product(s) / meta(s)["config"]["load"]["vus"] - 1) for s in ("k6-c1", "ab-c1", "k6-c10", "ab-c10",
                                                                              "k6-c100", "ab-c100")]
-    assert text.startswith(f"It does, to within {max(upto) * 100:.0f} %, up to C = 100.")
+    assert text.startswith(f"It does, to within {max(upto) * 100:.0f}%, up to C = 100.")
 
 
 def closed_loop(step: str, clients: int, durations: list[float], n: int = 2000) -> pd.DataFrame:
@@ -146,7 +146,7 @@ def test_little_sentence_when_the_queue_drains_evenly():
                           for s, m in data.steps.items()], ignore_index=True)
     even = type(data)(data.chapter, data.steps, requests, data.ss, data.actuator, data.process)
     text = ch1.little_sentence(even)
-    assert text.startswith("It does, to within 0 %, up to C = 100.") and "At C = 500 it holds too: the product comes out at 500." in text
+    assert text.startswith("It does, to within 0%, up to C = 100.") and "At C = 500 it holds too: the product comes out at 500." in text
 
 
 def test_latency_sentences(data):
@@ -154,7 +154,7 @@ def test_latency_sentences(data):
     queued = [answered(s).duration_ms for s in ("k6-c500", "ab-c500")]
     fast = sorted(f"{(d < 200).mean() * 100:.0f}" for d in full)
     text = ch1.latency_sentences(data)
-    assert f"{fast[0] if fast[0] == fast[1] else fast[0] + '–' + fast[1]} % of requests are answered within 200 ms" in text
+    assert f"{fast[0] if fast[0] == fast[1] else fast[0] + '–' + fast[1]}% of requests are answered within 200 ms" in text
     assert f"the slowest after {min(d.max() for d in full):,.0f}–{max(d.max() for d in full):,.0f} ms" in text
     assert "400 of the 500 requests in flight wait" in text
     assert f"wait {min(d.max() for d in queued) / 1000:.1f}–{max(d.max() for d in queued) / 1000:.1f} s, more than two" in text

@@ -14,7 +14,7 @@ from test_verdicts_f003 import row, table
 def test_the_stall_sentence_reads_the_table():
     text = stall_sentence(table(), prefix="")
     assert "With k6, straight to the service, 200 connections got 4,000 answers a second; nginx answering by itself 8,000/s" in text
-    assert "Through nginx with its defaults, 1,800/s: 45 % of the slower" in text
+    assert "Through nginx with its defaults, 1,800/s: 45% of the slower" in text
     assert "from 0.220 ms to 0.420 ms" in text
 
 

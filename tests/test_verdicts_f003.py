@@ -43,12 +43,12 @@ def test_the_articles_files_are_read():
 def test_a_stall_below_the_slower_alone_is_reproduced():
     verdict = stall_verdict(table(prefix="wrk-"), article_numbers())
     assert verdict.verdict == REPRODUCED
-    assert "wrk, 200 connections: 1,800/s proxied against 4,000/s for the service alone and 8,000/s for nginx alone: 45 %" in verdict.measured
+    assert "wrk, 200 connections: 1,800/s proxied against 4,000/s for the service alone and 8,000/s for nginx alone: 45%" in verdict.measured
 
 
 def test_no_stall_differs_on_this_hardware():
     verdict = stall_verdict(table(proxied=3900), article_numbers(), prefix="")
-    assert verdict.verdict == DIFFERS and "98 %" in verdict.measured
+    assert verdict.verdict == DIFFERS and "98%" in verdict.measured
 
 
 def test_keep_alive_that_does_not_climb_enough_differs_and_names_the_full_reuse_step():

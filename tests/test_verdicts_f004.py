@@ -121,7 +121,7 @@ def test_a_pool_that_does_not_grow_with_users_is_not_f004_c():
 
 def test_f004_d_needs_a_named_margin():
     same = f004_d(table([burst(10, 2000, 3), burst(400, 1900, 3)]))  # 5 % better: inside the burst's scatter
-    assert same.verdict == NOT_REPRODUCED and "−5 %" in same.measured
+    assert same.verdict == NOT_REPRODUCED and "−5%" in same.measured
     assert f004_d(table([burst(10, 2000, 10), burst(400, 1990, 2)])).verdict == REPRODUCED  # errors down by 80 %
     assert f004_d(table([burst(10, 2000, 0), burst(400, 1000, 5)])).verdict == NOT_REPRODUCED  # faster, but errors
 
@@ -159,7 +159,7 @@ def test_f004_e_fails_when_a_run_breaks_littles_law(tmp_path):
     path = tmp_path / "article-table.csv"
     article.to_csv(path, index=False)
     verdict = f004_e(article_table(path))
-    assert verdict.verdict == NOT_REPRODUCED and "run 2 (182 %)" in verdict.measured
+    assert verdict.verdict == NOT_REPRODUCED and "run 2 (182%)" in verdict.measured
 
 
 def test_f004_e_fails_when_run_11_fits_its_claimed_users():
@@ -187,7 +187,7 @@ def test_a_gain_within_the_run_to_run_spread_of_repeats_is_noise_for_f004_b():
     # threads.max 400 → 800 on half a core gains 8 %; one setting's three runs spread over 12 %: noise, not an effect
     runs = [row(300, 400, 200, quota=0.5, tps=t) for t in (60, 64, 67.5)] + [row(300, 800, 200, quota=0.5, tps=69)]
     verdict = f004_b(table(SWEEP + MORE_THREADS + runs + [row(300, 400, 200, quota=1.0, tps=140)]))
-    assert verdict.verdict == REPRODUCED and "one setting's runs spread over up to 12 % of their median" in verdict.measured
+    assert verdict.verdict == REPRODUCED and "one setting's runs spread over up to 12% of their median" in verdict.measured
     alone = [row(300, 400, 200, quota=0.5, tps=64), row(300, 800, 200, quota=0.5, tps=69),
              row(300, 400, 200, quota=1.0, tps=140)]  # the same gain without repeats: more than the 5 % allowed
     assert f004_b(table(SWEEP + MORE_THREADS + alone)).verdict == NOT_REPRODUCED

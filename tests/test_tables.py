@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from harness.book.provenance import versions_of, versions_text
-from harness.book.tables import markdown_table
+from harness.book.tables import captioned, markdown_table, people_table
 
 
 def rows(text: str) -> list[list[str]]:
@@ -39,7 +39,7 @@ def test_an_int_column_with_a_gap_stays_whole():
 
 def test_formats_per_column_and_unknown_columns_refused():
     frame = pd.DataFrame({"error": [0.123, -0.05]})
-    assert [r[0] for r in rows(markdown_table(frame, {"error": "{:+.1%}"}))[2:]] == ["+12.3%", "-5.0%"]
+    assert [r[0] for r in rows(markdown_table(frame, {"error": "{:+.1%}"}))[2:]] == ["+12.3%", "−5.0%"]
     with pytest.raises(ValueError, match="errr"):
         markdown_table(frame, {"errr": "{}"})
 
@@ -89,3 +89,25 @@ def test_versions_name_the_services_a_step_ran():
     step = {"versions": {"k6": "v1.8.1", "java": "17.0.15"},
             "services": {"db": {"kind": "postgres", "version": "17.6"}, "proxy": {"kind": "nginx", "version": "1.22.1"}}}
     assert versions_of(step) == "Java 17.0.15, k6 v1.8.1, PostgreSQL 17.6, nginx 1.22.1"
+
+
+def test_numbers_formatted_elsewhere_get_a_minus_sign_and_no_signed_zero():
+    frame = pd.DataFrame({"change": [-0.05, -0.0001, 0.0001, 0.25]})
+    assert [r[0] for r in rows(markdown_table(frame, {"change": "{:+.1%}"}))[2:]] == ["−5.0%", "0.0%", "0.0%", "+25.0%"]
+    assert [r[0] for r in rows(markdown_table(pd.DataFrame({"x": [-2.5, -0.001]})))[2:]] == ["−2.50", "0.00"]
+
+
+def test_columns_of_numbers_as_text_align_right_and_words_left():
+    frame = pd.DataFrame({"rate": ["8,293", "86%"], "time": ["120\u00a0ms", "3\u00a0min 7\u00a0s"], "missing": ["1.5 s", None],
+                          "step": ["a-300", "b-1000"], "mixed": ["12", "twelve"]})
+    rule = markdown_table(frame).splitlines()[1].strip("|").split("|")
+    assert [cell.endswith(":") for cell in rule] == [True, True, True, False, False]
+
+
+def test_a_captioned_table_is_numbered_and_labelled_for_cross_references():
+    text = people_table(pd.DataFrame({"n": [1]}), caption="What  each\nstep did", label="ch3-steps").data
+    assert text.endswith("| 1 |\n\n: What each step did {#tbl-ch3-steps}\n")
+    assert captioned("| a |\n|---|\n| b |", "Plain", "tbl-plain").data.endswith(": Plain {#tbl-plain}\n")
+    assert captioned("| a |\n|---|\n| b |", "Unlabelled").data.endswith(": Unlabelled\n")
+    with pytest.raises(ValueError, match="lower-case"):
+        captioned("| a |", "Bad", "Steps Table")

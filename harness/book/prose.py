@@ -1,14 +1,34 @@
-"""Numbers as computed sentences write them: small counts in words, percentages and ranges the way the book prints
-them ("9–12 %"), lists of levels ("1, 10, 100 and 500").
+"""The book's one number format, for sentences, tables (harness.book.tables) and the Reproduce box alike.
+
+- Counts with thousands separators: 8,293 (never 8293), small counts in words where a sentence wants them (`words`).
+- Decimals as few as the number needs, the same in a table column; a true minus sign (−3.5), and never "−0.0".
+- Percentages without a space, as the charts (d3's "%") and Python's "{:.0%}" write them: 86%, 0.4%, −9%, +9%.
+- A unit after a no-break space, so a line never ends between a number and its unit: 120 ms, 2.5 s, 1.2 GiB.
+
+Charts use the same conventions through their formats (harness.book.chart_style: thousands separators, d3's minus).
 """
 from __future__ import annotations
 
 WORDS = dict(enumerate(["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]))
+MINUS = "\u2212"  # "−", not the hyphen "-"
+NBSP = "\u00a0"  # between a number and its unit
+
+
+def number(value: float, decimals: int = 0) -> str:
+    """1234.5 → "1,234.5" (decimals=1); a true minus sign; a value that rounds to zero has no sign."""
+    rounded = round(float(value), decimals)
+    text = f"{abs(rounded):,.{decimals}f}"
+    return (MINUS if rounded < 0 else "") + text
+
+
+def count(n: float) -> str:
+    """A count: 8293 → "8,293" (a whole float too: 8293.0 → "8,293")."""
+    return number(n, 0)
 
 
 def words(n: float) -> str:
     """A small whole number in words ("nine"), a larger one in digits ("1,000")."""
-    return WORDS.get(round(n), f"{n:,.0f}") if float(n).is_integer() else f"{n:,g}"
+    return WORDS.get(round(n), count(n)) if float(n).is_integer() else f"{n:,g}"
 
 
 def ordinal(n: int) -> str:
@@ -16,18 +36,46 @@ def ordinal(n: int) -> str:
 
 
 def percent(share: float, sign: str = "") -> str:
-    """0.093 → "9 %"; below one percent one decimal ("0.4 %"); sign="+" writes "+9 %" and "−9 %"."""
-    text = f"{abs(share) * 100:.0f}" if round(abs(share) * 100) >= 1 or abs(share) < 0.0005 else f"{abs(share) * 100:.1f}"
-    return ("−" if share < 0 else sign if share > 0 else "") + text + " %"
+    """0.093 → "9%"; below one percent one decimal ("0.4%"); sign="+" writes "+9%" (and "−9%" always)."""
+    value = abs(share) * 100
+    text = f"{value:.0f}" if round(value) >= 1 or value < 0.05 else f"{value:.1f}"
+    shown = float(text) != 0
+    return (MINUS if share < 0 and shown else sign if share > 0 and shown else "") + text + "%"
+
+
+def with_unit(value: float, unit: str, decimals: int = 0) -> str:
+    """"120 ms", "1,200 MiB": the number, a no-break space, the unit."""
+    return number(value, decimals) + NBSP + unit
+
+
+def ms(value: float) -> str:
+    """Milliseconds: whole ones from 10 ms on ("120 ms", "1,250 ms"), one decimal below ("2.5 ms")."""
+    return with_unit(value, "ms", 0 if abs(value) >= 10 else 1)
+
+
+def seconds(value: float) -> str:
+    """Seconds: one decimal below 10 s ("2.5 s"), whole ones from there ("42 s", "1,800 s")."""
+    return with_unit(value, "s", 0 if abs(value) >= 10 else 1)
+
+
+def duration(seconds_: float) -> str:
+    """How long something took, for people: "12.5 s", "3 min 7 s", "1 h 2 min"."""
+    if seconds_ < 60:
+        return with_unit(seconds_, "s", 1)
+    minutes, secs = divmod(round(seconds_), 60)
+    if minutes < 60:
+        return f"{minutes}{NBSP}min {secs}{NBSP}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}{NBSP}h {minutes}{NBSP}min"
 
 
 def span(values, fmt=percent, unit: str = "") -> str:
-    """"9–12 %" or "0.9 s": the range of values as the reader needs it, one number when they round alike."""
+    """"9–12%" or "0.9 s": the range of values as the reader needs it, one number when they round alike."""
     low, high = fmt(min(values)), fmt(max(values))
     if low == high:
         return low + unit
-    parts = low.split(" ")
-    return (f"{parts[0]}–{high}" if len(parts) == 2 and high.endswith(parts[1]) else f"{low}–{high}") + unit
+    suffix = next((s for s in ("%", NBSP + "ms", NBSP + "s") if low.endswith(s) and high.endswith(s)), "")
+    return f"{low[:len(low) - len(suffix)]}–{high}{unit}"
 
 
 def and_list(items) -> str:
@@ -38,7 +86,7 @@ def and_list(items) -> str:
 
 def listed(levels) -> str:
     """[500, 1, 10] → "1, 10 and 500"."""
-    return and_list(f"{c:,}" for c in sorted(levels))
+    return and_list(count(c) for c in sorted(levels))
 
 
 def times(ratio: float) -> str:

@@ -1,0 +1,45 @@
+"""The book's one number format (harness.book.prose): counts, decimals, percentages, units, durations, ranges."""
+import pytest
+
+from harness.book.prose import count, duration, ms, number, percent, seconds, span, with_unit, words
+
+NBSP = "\u00a0"
+
+
+def test_counts_have_thousands_separators_whatever_their_type():
+    assert [count(8293), count(8293.0), count(15_000_000), count(7)] == ["8,293", "8,293", "15,000,000", "7"]
+
+
+def test_a_negative_number_has_a_minus_sign_and_a_zero_none():
+    assert number(-3.25, 1) == "\u22123.2"  # Python rounds half to even, like every other format here
+    assert [number(-0.04, 1), number(-0.0), number(0.04, 1)] == ["0.0", "0", "0.0"]
+
+
+@pytest.mark.parametrize(("share", "sign", "text"), [
+    (0.86, "", "86%"), (0.093, "", "9%"), (0.004, "", "0.4%"), (0.0, "", "0%"), (0.0001, "", "0%"),
+    (-0.09, "", "\u22129%"), (0.09, "+", "+9%"), (-0.0001, "+", "0%"), (1.824, "", "182%"),
+])
+def test_one_percent_style(share, sign, text):
+    assert percent(share, sign) == text
+
+
+def test_a_unit_follows_its_number_after_a_no_break_space():
+    assert with_unit(1200, "MiB") == f"1,200{NBSP}MiB"
+    assert [ms(120), ms(2.54), ms(1250)] == [f"120{NBSP}ms", f"2.5{NBSP}ms", f"1,250{NBSP}ms"]
+    assert [seconds(2.5), seconds(42.4), seconds(1800)] == [f"2.5{NBSP}s", f"42{NBSP}s", f"1,800{NBSP}s"]
+
+
+def test_durations_read_as_people_say_them():
+    assert duration(12.46) == f"12.5{NBSP}s"
+    assert duration(187) == f"3{NBSP}min 7{NBSP}s"
+    assert duration(3725) == f"1{NBSP}h 2{NBSP}min"
+
+
+def test_ranges_share_their_unit():
+    assert span([0.09, 0.12]) == "9–12%"
+    assert span([0.091, 0.094]) == "9%"
+    assert span([2.5, 3.25], seconds) == f"2.5–3.2{NBSP}s"
+
+
+def test_small_counts_in_words_large_ones_in_digits():
+    assert [words(0), words(9), words(1000), words(2.5)] == ["no", "nine", "1,000", "2.5"]

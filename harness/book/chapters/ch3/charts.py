@@ -87,7 +87,8 @@ def climb(steps, deadlines: bool = False) -> alt.FacetChart:
         tooltip=[alt.Tooltip("step:N", title="step"), alt.Tooltip("series:N", title="users"),
                  alt.Tooltip("t_s:Q", title="seconds since the first request", format=",.1f"),
                  alt.Tooltip("requests:Q", title="so far", format=",")]).add_params(pick)
-    return rows_by(data, alt.layer(lines, deadline_rules(data, pick)), list(steps), shared_y=False)
+    layers = [lines, deadline_rules(data, pick)] if limits else [lines]  # an empty layer warns in Vega
+    return rows_by(data, alt.layer(*layers), list(steps), shared_y=False)
 
 
 def deadline_rules(data: pd.DataFrame, pick: alt.Parameter) -> alt.Chart:

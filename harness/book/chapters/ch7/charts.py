@@ -63,7 +63,9 @@ def answers_chart(data: ChapterData, table: pd.DataFrame, default: int) -> alt.F
     chart = alt.Chart(frame).mark_line(interpolate="step-after").encode(
         alt.X("second:Q", title="second since k6 started"), alt.Y("answered:Q", title="answered"),
         _series_color([MEASURED, MODEL]),
-        alt.StrokeDash("series:N", scale=alt.Scale(domain=[MEASURED, MODEL], range=[[1, 0], [4, 2]]), legend=None),
+        # the same legend as the colour's, so Vega-Lite merges them into one (a dashed "model" entry)
+        alt.StrokeDash("series:N", title=None, scale=alt.Scale(domain=[MEASURED, MODEL], range=[[1, 0], [4, 2]]),
+                       legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("model:N", title="server"), alt.Tooltip("users:Q", title="users", format=","),
                  alt.Tooltip("series:N", title="line"), alt.Tooltip("second:Q", title="second since k6 started"),
                  alt.Tooltip("answered:Q", title="answered in that second", format=",")],

@@ -226,7 +226,7 @@ def test_a_face_that_cannot_read_its_data_is_named_and_the_page_renders(stand_in
     text = page_text("chapters/00-the-answer.qmd")
     assert ("Chapter 4, *More threads, more throughput?* (@sec-more-threads-more-throughput): 3 step(s) of chapter4 "
             "are broken, so nothing is read from them:") in text
-    assert "The plateau" not in text and "**The thread pool: 484 requests/s.**" in text
+    assert "The plateau" not in text and "**The thread pool: 484\u00a0requests/s.**" in text
 
 
 def test_a_face_whose_verdicts_fail_still_gives_its_limits(stand_ins, data_dir, monkeypatch):
@@ -241,7 +241,7 @@ def test_a_face_whose_verdicts_fail_still_gives_its_limits(stand_ins, data_dir, 
         return found
     monkeypatch.setattr(faces, "face", face)
     answer = ch0.answer()
-    assert "**The proxy's upstream connections: 32 connections.**" in ch0.limits_list(answer).data
+    assert "**The proxy's upstream connections: 32\u00a0connections.**" in ch0.limits_list(answer).data
     assert "the step wrk-keepalive-32 its rule F003-b.2 reads is missing" in ch0.missing_note(answer).data
     assert {f.finding: f.outcome for f in ch0.findings(answer)}["F003-b"] == NOT_JUDGED
 

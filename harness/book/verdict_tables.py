@@ -10,6 +10,7 @@ from IPython.display import Markdown
 from harness.book.claims import INCONCLUSIVE, PARTLY, Judgement, Rule, compose, rules
 from harness.book.history import held
 from harness.book.tables import folded, markdown_table
+from harness.book.prose import MINUS, NBSP
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -18,8 +19,10 @@ def number(x: float, unit: str = "") -> str:
     """A measured value as the book prints numbers: thousands separators, three significant digits, its unit."""
     if x is None or x != x:
         return "–"
-    text = f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}" if abs(x) >= 1 else f"{x:.3g}"
-    return f"{text} {unit}".strip() if unit not in ("%",) else f"{text} %"
+    size = abs(x)
+    text = f"{size:,.0f}" if size >= 100 else f"{size:,.3g}" if size >= 1 else f"{size:.3g}"
+    text = (MINUS if x < 0 and float(text.replace(",", "")) != 0 else "") + text  # prose's true minus, no "−0"
+    return text + "%" if unit == "%" else f"{text}{NBSP}{unit}" if unit else text
 
 
 def threshold_text(rule: Rule) -> str:

@@ -129,3 +129,12 @@ def test_every_check_is_measured_and_judged_on_the_reference_data():
         measured = check.judgement.measured
         assert measured.values and all(math.isfinite(v) for v in measured.values), check.rule.claim
         assert check.judgement.outcome in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+
+
+def test_runs_that_all_give_one_number_show_no_change_and_a_constant_gap_is_not_called_noise():
+    same, shown = ch.z_measured([1707.0, 1707.0, 1707.0], [1707.0, 1707.0], "a and b")
+    assert same.values == (0.0,) and shown == "±0" and same.note.startswith(ch.IDENTICAL)
+    gap, _ = ch.z_measured([1707.0, 1707.0], [1706.0, 1706.0], "a and b")
+    assert gap.values == ()  # no spread to measure the gap in: the rule cannot decide, it does not pass
+    one, _ = ch.z_measured([1707.0], [1707.0, 1707.0], "a and b")
+    assert one.values == ()  # one run is no evidence of "every run the same"

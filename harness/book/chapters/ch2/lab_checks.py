@@ -44,6 +44,7 @@ from harness.lab.store import ChapterData
 K = 3.0
 MINUS = "\u2212"
 SIGMA = "σ"  # the unit of a "same" rule's statistic: the difference in σ of the difference
+IDENTICAL = "identical in every run"  # a "same" check whose runs all gave one number (no spread, no difference)
 GOAL_SPIKE_BATCH_S = 2.0  # the lab's goal (issue 13): a spike's requests all in flight within 2 s in batch mode
 GOAL_K6_MEMORY = 25.0  # %: k6 is "no limit" while its peak stays under this share of the machine's memory
 GOAL_REDEPLOY_MS = 3000.0  # the lab's goal (issue 2): a chapter of 40 steps spends under 2 min starting servers
@@ -147,6 +148,10 @@ def z_measured(a: list[float], b: list[float], what: str, b_sigma: float | None 
     sb = statistics.stdev(b) if len(b) >= 2 else (b_sigma if b_sigma is not None else math.nan)
     difference = statistics.fmean(a) - statistics.fmean(b)
     sigma = math.sqrt(sa**2 / len(a) + sb**2 / len(b))
+    if sigma == 0 and difference == 0 and len(a) >= 2 and len(b) >= 2:  # every run the same number: no change at all
+        return (Measured((0.0,), exact=True, sigma_source=f"{len(a)} and {len(b)} runs ({what})",
+                         note=f"{IDENTICAL}: {statistics.fmean(a):,.{decimals}f}{unit} in all {len(a) + len(b)}"),
+                f"±0{unit}")
     if not sigma == sigma or sigma == 0:
         return Measured((), note=f"no spread measured between {what}"), "–"
     shown = f"{difference:+,.{decimals}f}{unit}".replace("-", MINUS)

@@ -37,7 +37,7 @@ class Article:
 def articles(path: Path = ARTICLES_CSV) -> dict[str, Article]:
     """The articles by seed. The file's leading `#` lines name its source."""
     if not path.exists():
-        raise LabError(f"{path} is missing: it lists the articles the book checks (see /work/shared/seeds/README.md)")
+        raise LabError(f"{path} is missing: it lists the articles the book checks (copied from the seeds' README, seeds/README.md, which its header names)")
     rows = "".join(line for line in path.read_text().splitlines(keepends=True) if not line.startswith("#"))
     frame = pd.read_csv(io.StringIO(rows), dtype=str, keep_default_na=False)
     return {row.seed: Article(**row._asdict()) for row in frame.drop(columns=[], errors="ignore").itertuples(index=False)}

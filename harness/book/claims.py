@@ -202,3 +202,12 @@ def compose(judgements: list[Judgement]) -> tuple[str, str]:
 
 
 WORDS = {REPRODUCED: "yes", NOT_REPRODUCED: "no", DIFFERS: "differs on this hardware", INCONCLUSIVE: "inconclusive"}
+
+
+def judge_chapter(chapter: str, measures: dict) -> list[Judgement]:
+    """Every claim of a chapter's rules file, in its order, each judged on what `measures[claim](rule)` measured;
+    a rule whose claim the chapter has no measure for is a LabError naming them all."""
+    declared = rules(chapter)
+    if unknown := set(declared) - set(measures):
+        raise LabError(f"{chapter}'s rules name claims it has no statistic for: {sorted(unknown)}")
+    return [judge(rule, measures[claim](rule)) for claim, rule in declared.items()]

@@ -10,7 +10,6 @@ import math
 import statistics
 from collections.abc import Callable
 
-from harness import LabError
 from harness.book import claims
 from harness.book.chapters.ch1 import runs
 from harness.book.chapters.ch1.runs import Run, paired
@@ -155,8 +154,4 @@ STATISTICS: dict[str, Callable[[claims.Rule], Measured]] = {
 
 def judge() -> list[Judgement]:
     """Every claim of chapter 1, in the claims file's order, judged on the data directory in use."""
-    declared = claims.rules(runs.CHAPTER)
-    missing = set(declared) - set(STATISTICS)
-    if missing:
-        raise LabError(f"chapter1's rules name claims it has no statistic for: {sorted(missing)}")
-    return [claims.judge(rule, STATISTICS[claim](rule)) for claim, rule in declared.items()]
+    return claims.judge_chapter(runs.CHAPTER, STATISTICS)

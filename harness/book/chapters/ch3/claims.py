@@ -12,7 +12,6 @@ import math
 import statistics
 from collections.abc import Callable
 
-from harness import LabError
 from harness.book import claims
 from harness.book.chapters.ch3 import runs as r
 from harness.book.chapters.ch3.runs import HEADLINE, REQUEST_TIMEOUT, Run
@@ -300,8 +299,4 @@ STATISTICS: dict[str, Callable[[claims.Rule], Measured]] = {
 
 def judge() -> list[Judgement]:
     """Every claim of chapter 3, in the claims file's order, judged on the data directory in use."""
-    declared = claims.rules(r.CHAPTER)
-    unknown = set(declared) - set(STATISTICS)
-    if unknown:
-        raise LabError(f"chapter3's rules name claims it has no statistic for: {sorted(unknown)}")
-    return [claims.judge(rule, STATISTICS[claim](rule)) for claim, rule in declared.items()]
+    return claims.judge_chapter(r.CHAPTER, STATISTICS)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from harness import LabError
 from harness.book import claims
 from harness.book.chapters.ch6.steps import CHAPTER, run_rows, runs_of
 from harness.book.claims import Judgement, Measured
@@ -141,7 +140,5 @@ STATISTICS: dict[str, Callable[[], Measured]] = {
 
 def judge() -> list[Judgement]:
     """Every claim of chapter 6, in the claims file's order, judged on the data directory in use."""
-    declared = claims.rules(CHAPTER)
-    if unknown := set(declared) - set(STATISTICS):
-        raise LabError(f"{CHAPTER}'s rules name claims it has no statistic for: {sorted(unknown)}")
-    return [claims.judge(rule, STATISTICS[claim]()) for claim, rule in declared.items()]
+    measures = {claim: lambda rule, measure=measure: measure() for claim, measure in STATISTICS.items()}
+    return claims.judge_chapter(CHAPTER, measures)

@@ -98,15 +98,15 @@ def drive(workdir: Path, port: int, delete: bool) -> dict:
 
 
 def test_a_template_is_loaded_once_and_no_step_changes_it(clusters, tmp_path):
-    first = drive(tmp_path, 38292, delete=True)  # a step that writes to its clone
-    second = drive(tmp_path, 38292, delete=False)
+    first = drive(tmp_path, 26292, delete=True)  # a step that writes to its clone
+    second = drive(tmp_path, 26292, delete=False)
     assert first["meta"]["template_reused"] is False and first["meta"]["template_load_ms"] > 0
     assert second["meta"]["template_reused"] is True and second["meta"]["template_load_ms"] == 0
     assert first["messages"] == second["messages"] == 1000  # the first step's DELETE went to its clone only
     for run in (first, second):
         meta = run["meta"]
         assert meta["clone_ms"] > 0 and meta["clone_dropped"] and meta["exit"] == 0 and meta["version"] == "17.6"
-        assert run["env"]["SPRING_DATASOURCE_URL"] == "jdbc:postgresql://127.0.0.1:38292/step_1"
+        assert run["env"]["SPRING_DATASOURCE_URL"] == "jdbc:postgresql://127.0.0.1:26292/step_1"
     assert first["owner_uid"] == (65534 if os.geteuid() == 0 else os.geteuid())  # root: postgres runs as nobody
 
 
@@ -118,7 +118,7 @@ def test_the_non_root_path_runs_postgres_as_the_user_itself(tmp_path):
         shutil.chown(home, "nobody", "nogroup")
         python, path = python_for_nobody()
         env = {"PATH": os.environ["PATH"], "LAB_PG_CLUSTERS": str(home / "clusters"), "PYTHONPATH": path}
-        cmd = ["runuser", "-u", "nobody", "--", python, __file__, str(home), "38293"]
+        cmd = ["runuser", "-u", "nobody", "--", python, __file__, str(home), "26293"]
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
         result = json.loads(done.stdout.splitlines()[-1])
@@ -220,16 +220,16 @@ def attempt(port: int, database: str, user: str, password: str | None) -> str:
 def test_wrong_and_missing_passwords_are_refused_for_the_superuser_and_the_app_role(clusters, tmp_path):
     import psycopg
 
-    with running_db(tmp_path, 38294) as (deployment, service):
+    with running_db(tmp_path, 26294) as (deployment, service):
         credentials, database = service.cluster.credentials, service.database
         for user, right in ((pgauth.SUPERUSER, credentials.superuser), (pgauth.LAB_USER, credentials.app)):
             for wrong in ("lab", right[:-1]):  # the README's old password, a near miss
                 with pytest.raises(psycopg.OperationalError, match=f'password authentication failed for user "{user}"'):
-                    attempt(38294, database, user, wrong)
+                    attempt(26294, database, user, wrong)
             for missing in (None, ""):  # the server asks for one, where `trust` let anyone in
                 with pytest.raises(psycopg.OperationalError, match="no password supplied"):
-                    attempt(38294, database, user, missing)
-            assert attempt(38294, database, user, right) == user
+                    attempt(26294, database, user, missing)
+            assert attempt(26294, database, user, right) == user
         env = deployment.given_to("server")
         assert env["SPRING_DATASOURCE_USERNAME"] == "lab" and env["SPRING_DATASOURCE_PASSWORD"] == credentials.app
         assert credentials.superuser not in env.values()
@@ -289,7 +289,7 @@ def swept(capsys, tmp_path) -> str:
 
 
 def test_a_killed_postgres_leaves_only_its_sysv_segment_which_the_next_run_removes(clusters, tmp_path, capsys):
-    with running_db(tmp_path, 38295) as (_, service):
+    with running_db(tmp_path, 26295) as (_, service):
         mapped = maps(service.pid)
         assert "/dev/shm/" not in mapped and "pg_dynshmem/mmap." in mapped  # its DSM control segment in the data dir
         key, shmid = sysv_of(service.cluster.data)
@@ -302,9 +302,9 @@ def test_a_killed_postgres_leaves_only_its_sysv_segment_which_the_next_run_remov
 
 def test_dev_shm_left_by_a_cluster_on_posix_dsm_is_removed_too(clusters, tmp_path, capsys):
     """Clusters of earlier versions of the lab kept their dynamic shared memory in /dev/shm (PostgreSQL's default)."""
-    with running_db(tmp_path, 38296) as (_, service):
+    with running_db(tmp_path, 26296) as (_, service):
         cluster = service.cluster
-    cmd = pgbinaries.run_as_prefix() + [str(pgbinaries.binary("postgres")), "-D", str(cluster.data), "-c", "port=38296",
+    cmd = pgbinaries.run_as_prefix() + [str(pgbinaries.binary("postgres")), "-D", str(cluster.data), "-c", "port=26296",
                                         "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
                                         "-c", "dynamic_shared_memory_type=posix"]
     with open(tmp_path / "posix.log", "w") as log:

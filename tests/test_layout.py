@@ -89,3 +89,23 @@ def test_sides_meet_only_in_data():
 def test_no_module_is_too_long():
     long = {module_name(p): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+
+EPHEMERAL = range(32768, 61000)  # Linux's default ip_local_port_range: clients (k6, the proxy, psql) draw from it
+PORTISH = re.compile(r"port|running_db\(|drive\(", re.IGNORECASE)  # the lines of an e2e test that name a port
+
+
+def test_no_listening_port_lies_in_the_ephemeral_range():
+    """A service told to listen on an ephemeral port fails whenever some client's connection holds that port as its
+    local end (CI lost a run to it), so every step of every experiment and every e2e test listens below the range."""
+    from harness.lab.services.kinds import KINDS
+    from harness.lab.spec import chapters, load_spec
+
+    inside = {(chapter, port) for chapter in chapters() for step in load_spec(chapter).steps
+              for knobs in step.services.values() for port in KINDS[knobs["kind"]].ports(knobs).values()
+              if port in EPHEMERAL}
+    for path in sorted((ROOT / "tests").glob("test_e2e*.py")):
+        inside |= {(path.name, int(n)) for line in path.read_text().splitlines() if PORTISH.search(line)
+                   for n in re.findall(r"\b\d{5}\b", line) if int(n) in EPHEMERAL}
+    assert inside == set(), f"listening ports in {EPHEMERAL.start}-{EPHEMERAL.stop - 1}: {sorted(inside)}"

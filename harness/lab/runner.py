@@ -190,12 +190,17 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
             samplers.all["ss"].netns = hosts.path(target(step))
         with samplers:
             before = counters.snapshot(services.pids(), quotas)
+            ticks = counters.user_ticks({os.getpid(), *services.pids().values()})
             meta["load_started_ms"] = now_ms()
             loads = _start_load(step, tool, services.url(target(step)), writer.path, dashboard, hosts)
             pids |= {name: proc.pid for name, proc in loads}
             _wait_load(loads, tool.name, step, samplers, services, meta["expected_requests"])
             meta["load_ended_ms"] = now_ms()
             meta["during_load"] = counters.during(before, counters.snapshot(services.pids(), quotas))
+            meta["outside_cpu"] = counters.outside(ticks, counters.user_ticks({os.getpid(), *pids.values()}),
+                                                   (meta["load_ended_ms"] - meta["load_started_ms"]) / 1000,
+                                                   os.cpu_count() or 1)
+            _note_outside(meta["outside_cpu"])
             time.sleep(TAIL_SAMPLES * step.system["sample_interval_ms"] / 1000)
         if wrong := placement.mismatches(step, samplers.placed()):
             raise StepFailed(f"CPU placement not as asked: {'; '.join(wrong)}")
@@ -213,6 +218,13 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
                 _record_services(meta, services)
                 _write_tables(step, tool, writer, meta, samplers, dashboard)
                 services.write(writer)
+
+
+def _note_outside(used: dict) -> None:
+    """Other work on the machine during the load is said at once: a re-run that disagrees with the book may owe it."""
+    if used["share"] > counters.BUSY_SHARE_NOTED:
+        say(f"    note: other processes used {used['share']:.0%} of this machine's CPUs during the load "
+            f"({used['user_seconds']:g} s of user time outside the lab): a quiet machine's numbers may differ")
 
 
 def _record_services(meta: dict, services: Deployment) -> None:

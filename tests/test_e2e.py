@@ -213,6 +213,8 @@ def test_step_files_have_their_documented_columns(smoke):
                     "startup_ms", "versions", "machine", "git_commit"):
             assert key in meta, key
         assert meta["versions"]["k6"] == "v1.8.1" and meta["versions"]["spring_boot"].startswith("3.5.")
+        # other work on the machine during the load: user CPU outside the lab, a share of all CPUs
+        assert set(meta["outside_cpu"]) == {"user_seconds", "share"} and 0 <= meta["outside_cpu"]["share"] <= 1
         assert meta["server_info"]["tomcat"]["maxThreads"] == 2  # read back from the running connector
         # the heap rule both backends share, recorded and really given to the JVM (it says so on stderr)
         assert meta["jvm_options"] == list(JVM_OPTIONS)

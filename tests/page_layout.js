@@ -19,6 +19,7 @@
   }
   var charts = Array.from(document.querySelectorAll(chartSelector)).map(function (el) {
     var scroller = el.closest(".lab-chart-scroll");
+    if (scroller && getComputedStyle(scroller).overflowX === "visible") scroller = null;  // a box that does not scroll
     var drawn = el.querySelector(".lab-chart-view") || el.querySelector("svg") || el;
     var figure = el.closest("[id^='fig-']");
     var svg = el.querySelector("svg");

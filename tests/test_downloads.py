@@ -5,10 +5,21 @@ import pytest
 from harness.book.downloads import data_links, folder_link, repository
 
 
-def test_the_repository_address_comes_from_quarto_yml():
-    url, branch = repository()
-    assert url.startswith("https://") and not url.endswith("/") and branch
-    assert folder_link("chapter3") == f"[`data/chapter3/` in the repository]({url}/tree/{branch}/data/chapter3)"
+def test_the_repository_address_comes_from_quarto_yml(tmp_path):
+    quarto_yml = tmp_path / "_quarto.yml"
+    quarto_yml.write_text("book:\n  repo-url: https://example.org/lab/\n  repo-branch: trunk\n")
+    assert repository(quarto_yml) == ("https://example.org/lab", "trunk")
+    quarto_yml.write_text("book:\n  title: a book that does not say where it is published\n")
+    assert repository(quarto_yml) is None
+
+
+def test_the_folder_is_linked_when_the_book_names_its_repository():
+    where = repository()
+    if where is None:
+        assert folder_link("chapter3") == "`data/chapter3/` in the repository"
+    else:
+        url, branch = where
+        assert folder_link("chapter3") == f"[`data/chapter3/` in the repository]({url}/tree/{branch}/data/chapter3)"
 
 
 def test_inside_a_render_the_csv_is_written_beside_the_page_and_linked(tmp_path, monkeypatch):

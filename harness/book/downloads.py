@@ -7,11 +7,11 @@ render_cache), so the link works offline and after a render that did not run the
 running a chapter's cells) nothing is written, and the CSV link leads nowhere.
 
 The repository's address is _quarto.yml's `book.repo-url` (with `repo-branch`), the one place it is written: the
-site's "Edit this page" and "Report an issue" links come from there too.
+site's "Edit this page" and "Report an issue" links come from there too. Until the book says where it is published
+there is no address: the folder is then named, not linked (a made-up address would be a broken link).
 """
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 
@@ -25,16 +25,18 @@ from harness.book.render_cache import quarto_document
 NAME = re.compile(r"^[a-z0-9][a-z0-9_@.-]*$")
 
 
-@functools.cache
-def repository() -> tuple[str, str]:
-    """The repository's address and branch, from _quarto.yml."""
-    book = yaml.safe_load((ROOT / "_quarto.yml").read_text())["book"]
-    return book["repo-url"].rstrip("/"), book.get("repo-branch", "main")
+def repository(quarto_yml: Path = ROOT / "_quarto.yml") -> tuple[str, str] | None:
+    """The repository's address and branch from _quarto.yml, or None where it names none."""
+    book = yaml.safe_load(quarto_yml.read_text())["book"]
+    return (book["repo-url"].rstrip("/"), book.get("repo-branch", "main")) if book.get("repo-url") else None
 
 
 def folder_link(chapter: str, text: str = "`data/{chapter}/` in the repository") -> str:
-    """The chapter's data folder as a Markdown link to it in the repository."""
-    url, branch = repository()
+    """The chapter's data folder as a Markdown link to it in the repository (its name alone when there is none)."""
+    where = repository()
+    if where is None:
+        return text.format(chapter=chapter)
+    url, branch = where
     return f"[{text.format(chapter=chapter)}]({url}/tree/{branch}/data/{chapter})"
 
 

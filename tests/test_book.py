@@ -132,6 +132,24 @@ def test_charts_are_valid_vega_lite(executed):
         assert all(n <= MAX_ROWS for n in rows.values()), f"{executed.chapter}: a chart embeds {rows} rows"
 
 
+def axis_formats(node) -> list[str]:
+    """The d3 formats of every axis in a Vega-Lite spec (its data left out)."""
+    if isinstance(node, list):
+        return [f for item in node for f in axis_formats(item)]
+    if not isinstance(node, dict):
+        return []
+    found = [node["axis"]["format"]] if isinstance(node.get("axis"), dict) and "format" in node["axis"] else []
+    return found + [f for key, value in node.items() if key not in ("data", "datasets") for f in axis_formats(value)]
+
+
+def test_every_axis_format_names_its_type(executed):
+    """An axis format without a type ("," or ",.2") lets Vega round each tick to significant digits: "4e+3"."""
+    executed.require()
+    for _, text in executed.charts:
+        untyped = [f for f in axis_formats(json.loads(text)) if not re.search(r"[a-z%]$", f)]
+        assert not untyped, f"{executed.chapter}: axis formats without a type {untyped}: use chart_style.THOUSANDS_AXIS"
+
+
 def test_no_chart_bypasses_the_offline_renderer(executed):
     """A chart shown with another renderer would load its libraries from a CDN (or not draw in HTML at all)."""
     executed.require()

@@ -54,10 +54,20 @@
     copy.config.view = Object.assign({continuousWidth: 300, discreteWidth: {step: 20}}, copy.config.view);
     return copy;
   }
-  function withLegendColumns(spec, columns) {
-    var copy = Object.assign({}, spec);
-    copy.config = Object.assign({}, spec.config);
-    copy.config.legend = Object.assign({}, copy.config.legend, {columns: columns});
+  // Every legend of the spec (the config's and each encoding's own, which wins over the config's) in `columns`
+  // columns, its labels cut at `labelLimit` px (0: never cut).
+  function withLegendColumns(node, columns, labelLimit) {
+    if (Array.isArray(node)) return node.map(function (item) { return withLegendColumns(item, columns, labelLimit); });
+    if (node === null || typeof node !== "object") return node;
+    var copy = {};
+    Object.keys(node).forEach(function (key) {
+      var value = node[key];
+      if (key === "legend" && value && typeof value === "object")
+        copy[key] = Object.assign({}, value, {columns: columns, labelLimit: labelLimit});
+      else copy[key] = DATA_KEYS[key] ? value : withLegendColumns(value, columns, labelLimit);
+    });
+    if (node.config) copy.config = Object.assign({}, copy.config, {
+      legend: Object.assign({}, copy.config.legend, {columns: columns, labelLimit: labelLimit})});
     return copy;
   }
 
@@ -75,42 +85,72 @@
     el.appendChild(holder);
     return embed(holder, candidate, options).then(function (result) { view = result; return holder.getBoundingClientRect().width; });
   }
+  // The legend reaching furthest right: how far from the chart's left edge it ends, where it starts, its entries.
   function widestLegend() {
+    var left = el.getBoundingClientRect().left;
     return Array.from(el.querySelectorAll("svg .role-legend")).reduce(function (widest, legend) {
+      var r = legend.getBoundingClientRect();
       var entries = legend.querySelectorAll(".role-legend-symbol path, .role-legend-symbol rect").length;
-      var width = legend.getBoundingClientRect().width;
-      return width > widest.width ? {width: width, entries: entries} : widest;
-    }, {width: 0, entries: 0});
+      return r.right - left > widest.reach ?
+        {reach: r.right - left, offset: r.left - left, width: r.width, entries: entries} : widest;
+    }, {reach: 0, offset: 0, width: 0, entries: 0});
   }
-  // Legends first: a legend on top lays its entries out in one row, which no width factor shortens.
-  function fitLegends(embed, candidate, column) {
+  // Legends first: a legend lays its entries out in rows that no width factor shortens (and one below the plot
+  // starts where the plot does). Fewer columns until it fits; in one column, labels longer than the room left are
+  // cut ("…").
+  function fitLegends(embed, candidate, column, force) {
     var legend = widestLegend();
-    if (legend.width <= column || legend.entries < 2) return Promise.resolve(candidate);
-    var columns = Math.max(1, Math.floor(legend.entries * column / legend.width) - 1);
-    var narrower = withLegendColumns(candidate, columns);
-    return draw(embed, narrower).then(function () { return narrower; });
-  }
-  // The chart's width is close to linear in the factor (views scale, axes and labels do not): two draws give the
-  // line, a third the factor, and a last correction covers tick labels that changed length.
-  function fitWidth(embed, candidate, column, width) {
-    if (width <= column) return Promise.resolve(width);
-    var first = {factor: 1, width: width};
-    var second = {factor: column / width};
-    return draw(embed, scaled(candidate, second.factor)).then(function (w) {
-      second.width = w;
-      var slope = (first.width - second.width) / (first.factor - second.factor);
-      if (!(slope > 0)) return w;
-      var factor = second.factor - (second.width - column) / slope;
-      return draw(embed, scaled(candidate, factor)).then(function (w3) {
-        if (w3 <= column) return w3;
-        return draw(embed, scaled(candidate, factor - (w3 - column + 1) / slope));
-      });
+    if (legend.entries === 0 || (legend.reach <= column && !force)) return Promise.resolve(candidate);
+    var room = Math.max(60, column - legend.offset);
+    var columns = legend.entries < 2 ? 1 : Math.max(1, Math.floor(legend.entries * room / legend.width) - 1);
+    var narrower = withLegendColumns(candidate, columns, 0);
+    return draw(embed, narrower).then(function (width) {
+      if (width <= column || (widestLegend().reach <= column && !force)) return narrower;
+      var cut = withLegendColumns(candidate, 1, Math.max(40, room - 40));
+      return draw(embed, cut).then(function () { return cut; });
     });
   }
-  // Panels side by side that do not fit go one above the other (on a phone), each then as wide as the column allows.
+  // The chart's width is close to linear in the factor (views scale, axes and labels do not): two draws give the
+  // line, a third the factor, and a few corrections cover tick labels that changed length. Resolves with the spec
+  // last drawn and its width.
+  function fitWidth(embed, candidate, column, width) {
+    if (width <= column) return Promise.resolve({spec: candidate, width: width});
+    var first = {factor: 1, width: width};
+    var second = {factor: column / width, spec: scaled(candidate, column / width)};
+    return draw(embed, second.spec).then(function (w) {
+      second.width = w;
+      var slope = (first.width - second.width) / (first.factor - second.factor);
+      if (!(slope > 0)) return {spec: second.spec, width: w};
+      var correct = function (factor, tries) {
+        var next = scaled(candidate, factor);
+        return draw(embed, next).then(function (drawn) {
+          if (drawn <= column || tries === 0 || factor < 0.05) return {spec: next, width: drawn};
+          // the line's step, or at least the overshoot's share: labels that grew can flatten the line
+          return correct(Math.min(factor - (drawn - column + 1) / slope, factor * (column - 1) / drawn), tries - 1);
+        });
+      };
+      return correct(second.factor - (second.width - column) / slope, 5);
+    });
+  }
+  // Panels side by side that do not fit go one above the other (on a phone), each then as wide as the column allows:
+  // concatenated views, a wrapped facet's columns, a facet's columns (which become rows, named above each panel).
+  function sideBySide(candidate) {
+    return !!(candidate.hconcat || (candidate.facet && candidate.facet.column && !candidate.facet.row) ||
+              (candidate.facet && candidate.columns > 1));
+  }
   function stacked(candidate) {
-    var copy = Object.assign({}, candidate, {vconcat: candidate.hconcat});
-    delete copy.hconcat;
+    var copy = Object.assign({}, candidate);
+    if (copy.hconcat) {
+      copy.vconcat = copy.hconcat;
+      delete copy.hconcat;
+    } else if (copy.facet && copy.facet.column) {
+      var header = Object.assign({}, copy.facet.column.header, {labelOrient: "top", labelAnchor: "start", labelAngle: 0,
+                                                                 labelAlign: "left"});
+      copy.facet = Object.assign({}, copy.facet, {row: Object.assign({}, copy.facet.column, {header: header})});
+      delete copy.facet.column;
+    } else {
+      copy.columns = 1;
+    }
     return copy;
   }
   function fit(embed) {
@@ -119,11 +159,14 @@
     return draw(embed, spec).then(function (width) {
       // Not fitted: a chart that scrolls in its own box, or one not shown yet (a folded block: fitted when opened).
       if (!fits || column < 50) return null;
-      var start = spec.hconcat && width > column ? stacked(spec) : spec;
+      var start = sideBySide(spec) && width > column ? stacked(spec) : spec;
       return (start === spec ? Promise.resolve() : draw(embed, start)).then(function () {
         return fitLegends(embed, start, column);
       }).then(function (candidate) {
         return fitWidth(embed, candidate, column, holder.getBoundingClientRect().width);
+      }).then(function (fitted) {
+        // What the views cannot give up any more is the legend's (its row, and the chart's padding past it).
+        return fitted.width > column ? fitLegends(embed, fitted.spec, column, true) : null;
       });
     }).then(function () {
       el.setAttribute("data-lab-state", "drawn");

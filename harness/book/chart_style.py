@@ -28,6 +28,9 @@ WIDTH, ROW_HEIGHT = 600, 150
 T_TITLE = "seconds since the first request"
 
 
+# An axis of counts: 4,000 and 1,500. d3's "," alone has no type, so Vega rounds each tick to the axis's precision
+# in significant digits and writes "4e+3" and "1.5e+3"; a fixed-point type keeps whole numbers.
+THOUSANDS_AXIS = ",~f"
 TOOLTIP_NUMBER_FORMAT = ",~r"  # 8,293; 0.25 (not 0.25000000000000006); d3's minus sign
 
 

@@ -20,6 +20,7 @@ from nbclient.exceptions import CellExecutionError
 
 from harness import ROOT
 from harness.lab import store
+from harness.book.downloads import folder_link
 from harness.book.provenance import reproduce_box
 from harness.book.render import VEGA_SCRIPTS
 from harness.book.verdict import verdict_table
@@ -313,5 +314,5 @@ def test_reproduce_box_reports_machine_software_run_and_data_in_five_lines():
     assert f"{meta['machine']['cores']} cores" in lines[1]
     assert meta["versions"]["java"] in lines[2] and meta["versions"]["k6"] in lines[2]
     assert duration_text(sum(m["wall_s"] for m in steps.values())) in lines[3] and "2 steps on " in lines[3]
-    assert "/tree/main/data/smoke)" in lines[4]
+    assert lines[4] == f"**Data:** {folder_link('smoke')}"  # linked once _quarto.yml names the repository
     assert "| waves | " in details and duration_text(meta["wall_s"]) in details

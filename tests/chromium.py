@@ -36,13 +36,18 @@ FLAGS = (
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
     "--remote-debugging-pipe",
 )
-# Per chart div: is there an svg or canvas, how many data marks did Vega draw, did the loader report an error.
+# Per chart div: is there an svg or canvas (and has the book's loader finished fitting it to its column), how many
+# data marks did Vega draw, did the loader report an error.
 STATUS_JS = """JSON.stringify(Array.from(document.querySelectorAll(%s)).map(function (el) {
   var error = el.querySelector('.lab-chart-error, .error');
-  return {id: el.id, drawn: !!el.querySelector('svg, canvas'),
+  return {id: el.id, drawn: !!el.querySelector('svg, canvas') && el.getAttribute('data-lab-state') !== 'drawing',
           marks: el.querySelectorAll('svg .role-mark > *').length,
           error: error ? error.textContent : null};
 }))"""
+
+
+# Where the text column, the charts and their legends sit, and what sticks out of the window (page_layout.py).
+LAYOUT_JS = (Path(__file__).parent / "page_layout.js").read_text().strip()
 
 
 LOCAL_HOSTS = ("127.0.0.1",)
@@ -63,6 +68,7 @@ class PageReport:
     charts: list[dict] = field(default_factory=list)  # STATUS_JS entries
     errors: list[str] = field(default_factory=list)  # console errors, exceptions, failed requests
     expected: int | None = None  # charts the page must have; None: at least one
+    layout: dict | None = None  # where the column, the charts and their legends sit (page_layout.js), with a width
 
     @property
     def ok(self) -> bool:
@@ -165,19 +171,25 @@ class Chromium:
         return json.loads(message)
 
     def check(self, url: str, selector: str = ".lab-chart", timeout: float = 20, expected: int | None = None,
-              routes: dict[str, Path] | None = None, grace: float = 2) -> PageReport:
+              routes: dict[str, Path] | None = None, grace: float = 2, width: int | None = None,
+              column: str = "main") -> PageReport:
         """Open `url`, wait until the page has loaded, no request is in flight and every chart matched by
         `selector` is drawn or failed (at most `grace` seconds more once an error showed), collect errors.
 
         expected: the number of charts the page must have (0 for a page without charts); None: at least one.
         routes: play an online reader: requests to hosts other than 127.0.0.1 are answered from these local
         files (see Routes); any other external request fails and is reported as an error. None: offline.
+        width: open the page in a window this many CSS pixels wide (below 600 as a phone: the page's viewport
+        tag applies) and record the layout of the text column (`column`, a selector) and the charts in it.
         """
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Runtime.enable", "Log.enable", "Page.enable", "Network.enable"):
             self.call(domain, session)
         self.call("Network.setCacheDisabled", session, cacheDisabled=True)
+        if width is not None:
+            self.call("Emulation.setDeviceMetricsOverride", session, width=width, height=900, deviceScaleFactor=1,
+                      mobile=width < 600)
         unexpected: list[str] = []
         if routes is not None:
             self.handlers["Fetch.requestPaused"] = self._answerer(session, Routes(routes), unexpected)
@@ -199,6 +211,8 @@ class Chromium:
                 time.sleep(0.1)
             time.sleep(0.2)  # let late console messages arrive
             report.charts = self._status(session, selector)
+            if width is not None:
+                report.layout = self._evaluate(session, f"{LAYOUT_JS}({json.dumps(column)}, {json.dumps(selector)})")
             # A request failed here is reported once, as unexpected, not again as a failed request.
             blocked = {f"failed request: {u} (net::ERR_BLOCKED_BY_CLIENT" for u in unexpected}
             report.errors = [f"unexpected external request: {u}" for u in unexpected] + [
@@ -241,8 +255,12 @@ class Chromium:
         return bool(started - ended)
 
     def _status(self, session: str, selector: str) -> list[dict]:
-        result = self.call("Runtime.evaluate", session, expression=STATUS_JS % json.dumps(selector), returnByValue=True)
-        return json.loads(result["result"].get("value") or "[]")
+        return self._evaluate(session, STATUS_JS % json.dumps(selector)) or []
+
+    def _evaluate(self, session: str, expression: str):
+        """A JavaScript expression that returns JSON text, its value parsed."""
+        result = self.call("Runtime.evaluate", session, expression=expression, returnByValue=True)
+        return json.loads(result["result"].get("value") or "null")
 
     def _loaded(self, session: str) -> bool:
         result = self.call("Runtime.evaluate", session, expression="document.readyState", returnByValue=True)

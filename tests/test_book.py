@@ -20,10 +20,11 @@ from nbclient.exceptions import CellExecutionError
 
 from harness import ROOT
 from harness.lab import store
+from harness.book.downloads import folder_link
 from harness.book.provenance import reproduce_box
 from harness.book.render import VEGA_SCRIPTS
 from harness.book.verdict import verdict_table
-from harness.book.provenance import duration_text
+from harness.book.provenance import COMMAND_WIDTH, duration_text
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 import qmd  # noqa: E402,I001
@@ -132,6 +133,24 @@ def test_charts_are_valid_vega_lite(executed):
         assert all(n <= MAX_ROWS for n in rows.values()), f"{executed.chapter}: a chart embeds {rows} rows"
 
 
+def axis_formats(node) -> list[str]:
+    """The d3 formats of every axis in a Vega-Lite spec (its data left out)."""
+    if isinstance(node, list):
+        return [f for item in node for f in axis_formats(item)]
+    if not isinstance(node, dict):
+        return []
+    found = [node["axis"]["format"]] if isinstance(node.get("axis"), dict) and "format" in node["axis"] else []
+    return found + [f for key, value in node.items() if key not in ("data", "datasets") for f in axis_formats(value)]
+
+
+def test_every_axis_format_names_its_type(executed):
+    """An axis format without a type ("," or ",.2") lets Vega round each tick to significant digits: "4e+3"."""
+    executed.require()
+    for _, text in executed.charts:
+        untyped = [f for f in axis_formats(json.loads(text)) if not re.search(r"[a-z%]$", f)]
+        assert not untyped, f"{executed.chapter}: axis formats without a type {untyped}: use chart_style.THOUSANDS_AXIS"
+
+
 def test_no_chart_bypasses_the_offline_renderer(executed):
     """A chart shown with another renderer would load its libraries from a CDN (or not draw in HTML at all)."""
     executed.require()
@@ -221,10 +240,16 @@ def test_npm_pins_the_versions_altair_expects():
     assert {name: locked[f"node_modules/{name}"]["version"] for name in pinned} == pinned
 
 
-def test_preface_quotes_readmes_commands():
-    readme = re.search(r"```bash\n.*?```", (ROOT / "README.md").read_text(), re.S).group(0)
+def test_preface_quotes_readmes_commands_in_lines_a_phone_shows_whole():
+    """The same commands as README's (a long line broken before its `&&`s, as the shell reads it), no line longer
+    than a phone's column holds."""
+    readme = re.search(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
     shown = [o["data"].get("text/markdown", "") for o in outputs(execute("index.qmd").notebook) if "data" in o]
-    assert readme in shown
+    blocks = [re.search(r"```bash\n(.*?)```", text, re.S).group(1) for text in shown if "```bash" in text]
+    assert len(blocks) == 1, shown
+    assert blocks[0].replace(" \\\n  && ", " && ") == readme
+    long = [line for line in blocks[0].splitlines() if len(line) > COMMAND_WIDTH and " && " in line]
+    assert not long, long
 
 
 def test_the_lab_appendix_documents_every_column():
@@ -277,15 +302,17 @@ def test_reproduce_box_without_data_still_gives_the_command(data_dir):
     assert "invoke run nothing-yet" in box and "No complete steps" in box and box.endswith(":::")
 
 
-def test_reproduce_box_reports_machine_versions_and_time_in_four_lines():
+def test_reproduce_box_reports_machine_software_run_and_data_in_five_lines():
     with frozen_data():
         box = reproduce_box("smoke").data
         steps = store.complete_steps("smoke")
     meta = steps["waves"]
     head, details = box.split("<details>")
     lines = [line for line in head.splitlines() if line.startswith("**")]
-    assert [line.split(":")[0] for line in lines] == ["**Command", "**Machine", "**Versions", "**Run"]
+    assert [line.split(":")[0] for line in lines] == ["**Re-run it", "**Measured on", "**Software", "**This edition's run",
+                                                      "**Data"]
     assert f"{meta['machine']['cores']} cores" in lines[1]
     assert meta["versions"]["java"] in lines[2] and meta["versions"]["k6"] in lines[2]
-    assert duration_text(sum(m["wall_s"] for m in steps.values())) in lines[3]
+    assert duration_text(sum(m["wall_s"] for m in steps.values())) in lines[3] and "2 steps on " in lines[3]
+    assert lines[4] == f"**Data:** {folder_link('smoke')}"  # linked once _quarto.yml names the repository
     assert "| waves | " in details and duration_text(meta["wall_s"]) in details

@@ -6,6 +6,9 @@ with no console error, no failed request, no uncaught exception, and every chart
 - online: the CDN files Quarto references are answered from the copies pinned in package.json (request
   interception), and any other external request fails and is reported, so a new CDN dependency shows.
 
+Each page is read in a window as wide as a desktop's (1,400 px) and a phone's (390 px): no chart is wider
+than the text column, no legend is cut off, no page scrolls sideways (page_layout.py).
+
 Also: the sidebar numbers the chapters as _quarto.yml lays them out. The book is rendered once per run
 (`quarto render`, about 1.5 minutes); without Quarto these tests skip, unless LAB_REQUIRE_QUARTO=1.
 """
@@ -25,15 +28,20 @@ import altair as alt
 import pytest
 
 from harness import ROOT
+from harness.book.charts import scrolling
 from harness.book.render import VEGA_SCRIPTS, chart_html
 from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
 from chromium import Chromium  # noqa: E402
+import page_layout  # noqa: E402
 
 PAGES = [html_path(chapter) for chapter in book_chapters()]
-MODES = ("offline", "online")
+DESKTOP, PHONE = 1400, 390  # window widths in CSS pixels: a laptop's browser, a phone held upright
+# Each page offline at both widths (the layout checks), online once (its requests).
+READINGS = [("offline", DESKTOP), ("offline", PHONE), ("online", DESKTOP)]
+COLUMN = "main#quarto-document-content"  # the book's text column
 NODE_MODULES = ROOT / "node_modules"
 # The CDN files Quarto 1.9 puts in pages, and the npm copies (package.json devDependencies) that answer them.
 # require.js and jQuery: in every page with a text/html cell output (Quarto's src/core/jupyter/widgets.ts). The
@@ -97,8 +105,9 @@ def sites(book, tmp_path_factory) -> Iterator[dict[str, tuple[Path, str]]]:
         yield {"offline": (book, offline), "online": (copy, online)}
 
 
-def check(browser: Chromium, base: str, page: str, mode: str, expected: int):
-    return browser.check(base + page, expected=expected, routes=CDN if mode == "online" else None)
+def check(browser: Chromium, base: str, page: str, mode: str, expected: int, width: int):
+    return browser.check(base + page, expected=expected, routes=CDN if mode == "online" else None, width=width,
+                         column=COLUMN)
 
 
 # ---- the rendered site -----------------------------------------------------------------------------------
@@ -108,13 +117,58 @@ def test_quarto_renders_every_chapter_and_the_chart_libraries(book):
     assert not missing, f"not in {book}: {missing}"
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("mode", "width"), READINGS, ids=[f"{m}-{w}px" for m, w in READINGS])
 @pytest.mark.parametrize("page", PAGES)
-def test_page_loads_cleanly_and_draws_every_chart(page, mode, sites, browser):
+def test_page_loads_cleanly_draws_every_chart_and_fits_the_window(page, mode, width, sites, browser):
     folder, base = sites[mode]
     expected = (folder / page).read_text().count('class="lab-chart"')
-    report = check(browser, base, page, mode, expected)
-    assert report.ok, f"{page}, {mode}: {report.summary()}"
+    report = check(browser, base, page, mode, expected, width)
+    assert report.ok, f"{page}, {mode}, {width} px: {report.summary()}"
+    problems = page_layout.problems(report.layout)
+    assert not problems, f"{page} at {width} px:\n  " + "\n  ".join(problems)
+
+
+# ---- links: every local link leads to a file of the site (a chapter's data as CSV included) ----------------------
+
+class LocalLinks(HTMLParser):
+    """The page's links and sources that stay on the site: href of a and link, src of img and script."""
+
+    ATTRIBUTES = {"a": "href", "link": "href", "img": "src", "script": "src"}
+
+    def __init__(self):
+        super().__init__()
+        self.targets: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        target = dict(attrs).get(self.ATTRIBUTES.get(tag, ""))
+        if target and not re.match(r"^(#|[a-z][a-z0-9+.-]*:|//)", target):
+            self.targets.append(target)
+
+
+def broken_links(site: Path, page: str) -> list[str]:
+    parser = LocalLinks()
+    parser.feed((site / page).read_text())
+    folder = (site / page).parent
+    broken = []
+    for target in parser.targets:
+        path = folder / target.split("#")[0].split("?")[0]
+        if not (path / "index.html" if target.endswith("/") else path).exists():
+            broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_local_link_leads_to_a_file_of_the_site(page, book):
+    broken = broken_links(book, page)
+    assert not broken, f"{page} links to files the site does not have: {broken}"
+
+
+def test_the_link_check_finds_a_missing_file(tmp_path):
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "data.csv").write_text("a\n")
+    (tmp_path / "chapters" / "page.html").write_text('<a href="data.csv">ok</a> <a href="gone.csv#x">gone</a> '
+                                                    '<a href="#top">anchor</a> <a href="https://example.org/">away</a>')
+    assert broken_links(tmp_path, "chapters/page.html") == ["gone.csv#x"]
 
 
 # ---- the sidebar's chapter numbers -------------------------------------------------------------------------
@@ -198,7 +252,8 @@ def site(root: Path, body: str, libraries: bool = True) -> Path:
     (root / "chapters").mkdir(parents=True)
     (root / "index.html").write_text("<!DOCTYPE html><title>a site</title>")
     (root / "chapters" / "page.html").write_text(
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{body}</body></html>')
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+        f'</head><body>{body}</body></html>')
     if libraries:
         (root / "node_modules").symlink_to(NODE_MODULES)
     return root
@@ -268,3 +323,53 @@ def test_online_copy_drops_integrity_and_leaves_the_site_alone(tmp_path):
     copy = online_copy(tmp_path / "site", tmp_path / "copy")
     assert (copy / "chapters" / "a.html").read_text() == f'<script src="{REQUIRE_JS}" crossorigin="anonymous"></script>'
     assert page.read_text() == original
+
+
+# ---- the layout checks can fail: a chart too wide, a legend cut off, a page that scrolls sideways ------------
+
+def wide_chart(**properties) -> alt.Chart:
+    """A chart designed 1,200 px wide, with a legend of a few long names on top (the book's theme)."""
+    rows = [{"x": x, "y": x * k, "series": f"a series with a long name {k}"} for x in range(5) for k in range(4)]
+    return alt.Chart(alt.Data(values=rows)).mark_line().encode(x="x:Q", y="y:Q", color="series:N").properties(
+        width=1200, height=120, **properties)
+
+
+def in_column(html: str) -> str:
+    """The page's text column, as the book has one: at most 700 px wide, centred."""
+    return f'<main style="max-width: 700px; margin: 0 auto; padding: 0 12px">{html}</main>'
+
+
+def layout_of(browser: Chromium, html: str, width: int, root: Path):
+    with serve(site(root, in_column(html))) as base:
+        report = browser.check(base + "chapters/page.html", expected=html.count('class="lab-chart"'), width=width)
+    assert report.ok, report.summary()
+    return page_layout.problems(report.layout)
+
+
+@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+def test_a_wide_chart_is_fitted_to_the_column_or_scrolls_in_its_own_box(width, browser, tmp_path):
+    """The controls: the loader fits the chart (its legend too); a chart that opts out scrolls inside its box."""
+    fitted, boxed = chart_html(wide_chart().to_dict()), chart_html(scrolling(wide_chart()).to_dict())
+    assert "lab-chart-scroll" in boxed and "lab-chart-scroll" not in fitted
+    assert layout_of(browser, fitted + boxed, width, tmp_path) == []
+
+
+@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+def test_a_chart_wider_than_the_column_fails(width, browser, tmp_path):
+    """The same chart drawn at its own size without a box around it: wider than the column, and the page scrolls."""
+    unboxed = chart_html(scrolling(wide_chart()).to_dict()).replace("overflow-x: auto", "overflow-x: visible")
+    problems = layout_of(browser, unboxed, width, tmp_path)
+    assert any(p.startswith("chart lab-chart-") and "wider" not in p and "px wide" in p for p in problems), problems
+    assert any(p.startswith("the page scrolls sideways") for p in problems), problems
+
+
+def test_a_legend_cut_off_by_the_chart_fails(browser, tmp_path):
+    """A chart that does not grow to hold its legend (autosize none): the legend on the right is cut off."""
+    clipped = wide_chart(autosize="none").properties(width=300).configure_legend(orient="right")
+    problems = layout_of(browser, chart_html(clipped.to_dict()), DESKTOP, tmp_path)
+    assert any("a legend is cut off" in p for p in problems), problems
+
+
+def test_a_page_wider_than_the_window_fails(browser, tmp_path):
+    problems = layout_of(browser, '<p style="width: 2000px">a line set wider than any window</p>', PHONE, tmp_path)
+    assert len(problems) == 1 and "p (to 20" in problems[0], problems

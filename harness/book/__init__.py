@@ -26,6 +26,8 @@ from harness.book.charts import (
 )
 from harness.book.explorer import capacity_explorer, explorer_measured
 from harness.book.provenance import first_run_sentence, machines_table, readme_commands, reproduce_box
+from harness.book.downloads import data_links
+from harness.book.tables import captioned, people_table
 from harness.book.step_tables import (
                                             ceiling_sentences,
                                             completion_table,
@@ -40,7 +42,7 @@ from harness.lab.store import ChapterData, load
 
 __all__ = [
     "alt", "pd", "Markdown", "load", "ChapterData", "reproduce_box", "readme_commands", "machines_table", "first_run_sentence",
-    "verdict_table",
+    "verdict_table", "data_links", "captioned", "people_table",
     # shared charts and tables
     "completions_chart", "ss_timeline_chart", "busy_threads_chart", "rps_chart", "latency_ecdf_chart",
     "completion_rate_chart", "failures_chart", "connections_chart", "throughput_table",

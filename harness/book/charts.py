@@ -1,4 +1,5 @@
-"""Altair chart builders shared by every chapter: one theme, tooltips on every mark, legends that highlight.
+"""Altair chart builders shared by every chapter: one theme, tooltips on every mark, legends that highlight
+(the conventions, and the helpers chapters use for their own charts, are in harness.book.chart_style).
 
 A chart carries little data: each builder first aggregates in pandas (per time bucket, per series), so a
 page stays light however many requests a step made. Time runs in seconds since the step's first request
@@ -12,54 +13,26 @@ import pandas as pd
 
 from harness import LabError
 from harness.book.analysis import spike_start_ms
+from harness.book.chart_style import (  # noqa: F401 - THEME and scrolling: chapters import them from here too
+    PALETTE,
+    ROW_HEIGHT,
+    T_TITLE,
+    THEME,
+    WIDTH,
+    faded_unless,
+    legend_highlight,
+    log_scale,
+    scrolling,
+    series_color,
+    tip,
+)
 from harness.book.verdict import failure_kinds
 from harness.lab.store import ChapterData, answered
-
-THEME = "concurrency-lab"
-
-
-WIDTH, ROW_HEIGHT = 600, 150
-
 
 BUCKET_MS = 100  # completions are counted per 100 ms: finer than any wave, coarse enough to stay small
 
 
 SAMPLE_BUCKET_MS = 500  # the samplers' default interval; longer runs still get one point per bucket
-
-
-T_TITLE = "seconds since the first request"
-
-
-# One colour per series, the same in every chart of the book.
-PALETTE = {
-    "measured: ok": "#4c78a8",
-    "measured: failed": "#e45756",
-    "model: ok": "#222222",
-    "model: failed": "#b279a2",
-    "established": "#4c78a8",
-    "accept queue": "#f58518",
-    "ceiling (model)": "#e45756",
-    "busy threads": "#54a24b",
-    "max threads (model)": "#e45756",
-    "k6": "#4c78a8",
-    "ab": "#f58518",
-    "model": "#222222",
-}
-
-
-@alt.theme.register(THEME, enable=False)
-def lab_theme() -> alt.theme.ThemeConfig:
-    """Quiet axes, legend on top (where a reader looks first), the page's sans-serif font."""
-    return {
-        "config": {
-            "font": "system-ui, -apple-system, 'Segoe UI', sans-serif",
-            "view": {"stroke": None},
-            "axis": {"gridColor": "#eeeeee", "labelFontSize": 11, "titleFontSize": 12, "titleFontWeight": "normal"},
-            "legend": {"orient": "top", "labelFontSize": 11, "titleFontSize": 11, "symbolStrokeWidth": 2},
-            "header": {"labelFontSize": 12, "labelFontWeight": "bold", "labelAngle": 0, "labelAlign": "left"},
-            "title": {"fontSize": 14, "anchor": "start"},
-        }
-    }
 
 
 def require_steps(data: ChapterData) -> None:
@@ -96,22 +69,6 @@ def thin_samples(frame: pd.DataFrame, bucket_ms: int) -> pd.DataFrame:
     return _buckets(frame, bucket_ms).agg(value=("value", "max"), t_s=("t_s", "min")).drop(columns="bucket")
 
 
-def series_color(series: pd.Series) -> alt.Color:
-    """Fixed colours for the series present, in PALETTE's order."""
-    present = [name for name in PALETTE if name in set(series)]
-    scale = alt.Scale(domain=present, range=[PALETTE[name] for name in present])
-    return alt.Color("series:N", scale=scale, title=None)
-
-
-def legend_highlight() -> alt.Parameter:
-    """Click a legend entry to highlight that series (shift-click adds more); double-click resets."""
-    return alt.selection_point(fields=["series"], bind="legend")
-
-
-def faded_unless(selection: alt.Parameter) -> dict:
-    return alt.condition(selection, alt.value(1.0), alt.value(0.15))
-
-
 def by_step(layers: alt.LayerChart, data: ChapterData) -> alt.FacetChart:
     """Small multiples: one row per step, sharing the time axis."""
     row = alt.Row("step:N", sort=step_order(data), title=None, header=alt.Header(labelOrient="top"))
@@ -124,7 +81,7 @@ def measured_completions(data: ChapterData, bucket_ms: int = BUCKET_MS) -> pd.Da
     ok = answered(requests)
     frame = pd.DataFrame({
         "step": requests["step"],
-        "series": ok.map({True: "measured: ok", False: "measured: failed"}),
+        "series": ok.map({True: "answered", False: "failed"}),
         "t_s": seconds_since_spike(requests, "end_ms", data),
         "requests": 1,
     })
@@ -136,9 +93,9 @@ def predicted_completions(data: ChapterData) -> pd.DataFrame:
     rows = []
     for step, meta in data.steps.items():
         model = meta["model"]
-        rows += [(step, "model: ok", end_ms / 1000, count) for end_ms, count in model["completions"]]
+        rows += [(step, "answered (model)", end_ms / 1000, count) for end_ms, count in model["completions"]]
         if model.get("failed"):
-            rows.append((step, "model: failed", model["client_timeout_ms"] / 1000, model["failed"]))
+            rows.append((step, "failed (model)", model["client_timeout_ms"] / 1000, model["failed"]))
     frame = pd.DataFrame(rows, columns=["step", "series", "t_s", "requests"])
     return frame.assign(t_end_s=frame["t_s"], source="model")
 
@@ -148,11 +105,8 @@ def completions_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.Face
     require_steps(data)
     frame = pd.concat([measured_completions(data, bucket_ms), predicted_completions(data)], ignore_index=True)
     highlight = legend_highlight()
-    tooltip = [
-        alt.Tooltip("step:N"), alt.Tooltip("series:N"),
-        alt.Tooltip("t_s:Q", title="from (s)", format=".2f"), alt.Tooltip("t_end_s:Q", title="to (s)", format=".2f"),
-        alt.Tooltip("requests:Q", title="requests"),
-    ]
+    tooltip = [tip("step:N", "step"), tip("series:N", "requests"), tip("t_s:Q", "from second", ".1f"),
+               tip("t_end_s:Q", "to second", ".1f"), tip("requests:Q", "how many", "d")]
     encode = {"color": series_color(frame["series"]), "opacity": faded_unless(highlight), "tooltip": tooltip}
     base = alt.Chart(frame)
     bars = base.transform_filter(alt.datum.source == "measured").mark_bar().encode(
@@ -172,19 +126,17 @@ def timeline_chart(samples: pd.DataFrame, limits: pd.DataFrame, data: ChapterDat
     """
     frame = pd.concat([samples.assign(kind="sample"), limits.assign(kind="limit")], ignore_index=True)
     highlight = legend_highlight()
-    encode = {
-        "color": series_color(frame["series"]),
-        "opacity": faded_unless(highlight),
-        "tooltip": [alt.Tooltip("step:N"), alt.Tooltip("series:N"), alt.Tooltip("t_s:Q", title="at (s)", format=".1f"),
-                    alt.Tooltip("value:Q", title=y_title)],
-    }
+    encode = {"color": series_color(frame["series"]), "opacity": faded_unless(highlight)}
+    what = [tip("step:N", "step"), tip("series:N", "what")]
     base = alt.Chart(frame)
     lines = base.transform_filter(alt.datum.kind == "sample").mark_line(
         interpolate="step-after", point=True, strokeWidth=2).encode(
         x=alt.X("t_s:Q", title=T_TITLE), y=alt.Y("value:Q", title=y_title), **encode,
+        tooltip=[*what, tip("t_s:Q", "second", ".1f"), tip("value:Q", y_title)],
     ).add_params(highlight)
+    # A limit holds all along: its tooltip has no time.
     rules = base.transform_filter(alt.datum.kind == "limit").mark_rule(strokeDash=[6, 4], strokeWidth=2).encode(
-        y="value:Q", **encode)
+        y="value:Q", **encode, tooltip=[*what, tip("value:Q", y_title)])
     # Each row on its own scale: a step with 7 connections must not be flattened under one with 8293.
     return by_step(alt.layer(lines, rules), data).resolve_scale(y="independent")
 
@@ -234,11 +186,11 @@ def rps_chart(table: pd.DataFrame, rate_per_thread: float, threads: int) -> alt.
     line["rps"] = [min(c, threads) * rate_per_thread for c in levels]
     pick = legend_highlight()
     color = series_color(pd.concat([measured["series"], line["series"]]))  # one scale for both layers
-    x = alt.X("concurrency:Q", scale=alt.Scale(type="log"), title="concurrent clients C (log)")
-    y = alt.Y("rps:Q", scale=alt.Scale(type="log"), title="requests per second (log)")
+    x = alt.X("concurrency:Q", scale=log_scale(levels), title="concurrent clients C (log)")
+    y = alt.Y("rps:Q", scale=log_scale([*measured["rps"], *line["rps"]]), title="requests per second (log)")
     model = alt.Chart(line).mark_line(strokeDash=[4, 3]).encode(
         x, y, color=color, opacity=faded_unless(pick),
-        tooltip=[alt.Tooltip("concurrency:Q", title="C"), alt.Tooltip("rps:Q", title="model RPS", format=".0f")],
+        tooltip=[tip("concurrency:Q", "concurrent clients", "d"), tip("rps:Q", "requests/s (model)", ".0f")],
     )
     # Hollow and shaped by tool: the two tools often land on the same spot, and both must stay visible.
     tools = sorted(measured["series"].unique())
@@ -246,10 +198,9 @@ def rps_chart(table: pd.DataFrame, rate_per_thread: float, threads: int) -> alt.
         x, y, color=color, opacity=faded_unless(pick),
         shape=alt.Shape("series:N", legend=None, scale=alt.Scale(domain=tools, range=["circle", "square"])),
         size=alt.condition(alt.datum.series == "ab", alt.value(320), alt.value(90)),
-        tooltip=["step:N", alt.Tooltip("series:N", title="tool"), alt.Tooltip("concurrency:Q", title="C"),
-                 alt.Tooltip("rps:Q", title="measured RPS", format=".1f"),
-                 alt.Tooltip("rps_model:Q", title="model RPS", format=".0f"),
-                 alt.Tooltip("rps_error:Q", title="vs model", format="+.1%")],
+        tooltip=[tip("step:N", "step"), tip("series:N", "tool"), tip("concurrency:Q", "concurrent clients", "d"),
+                 tip("rps:Q", "requests/s", ".1f"), tip("rps_model:Q", "requests/s (model)", ".0f"),
+                 tip("rps_error:Q", "against the model", "+.1%")],
     )
     return (model + points).add_params(pick).properties(width=WIDTH, height=300)
 
@@ -271,8 +222,8 @@ def latency_ecdf_chart(data: ChapterData, step_ids: list[str], points: int = 200
         alt.Y("share:Q", axis=alt.Axis(format="%"), title="share of requests answered within"),
         alt.Color("series:N", title=None, sort=step_ids),
         opacity=faded_unless(pick),
-        tooltip=[alt.Tooltip("series:N", title="step"), alt.Tooltip("duration_ms:Q", title="latency ms", format=".0f"),
-                 alt.Tooltip("share:Q", title="answered within", format=".0%")],
+        tooltip=[tip("series:N", "step"), tip("duration_ms:Q", "latency (ms)", ".0f"),
+                 tip("share:Q", "share answered within it", ".0%")],
     ).add_params(pick).properties(width=WIDTH, height=260)
 
 
@@ -280,7 +231,7 @@ def completion_rate_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.
     """Answered requests per bucket over time, one row per step: bursts show a pool moving in phase."""
     require_steps(data)
     ok = data.requests[answered(data.requests)]
-    frame = pd.DataFrame({"step": ok["step"], "series": "measured: ok", "one": 1})
+    frame = pd.DataFrame({"step": ok["step"], "series": "answered", "one": 1})
     frame["t_s"] = seconds_since_spike(ok.assign(step=ok["step"]), "end_ms", data).to_numpy()
     counts = count_per_bucket(frame, bucket_ms, "one").rename(columns={"one": "requests"})
     counts["per_s"] = counts["requests"] * 1000 / bucket_ms
@@ -288,8 +239,8 @@ def completion_rate_chart(data: ChapterData, bucket_ms: int = BUCKET_MS) -> alt.
         alt.X("t_s:Q", bin="binned", title=T_TITLE), alt.X2("t_end_s:Q"),
         alt.Y("requests:Q", title=f"answered per {bucket_ms} ms"),
         color=series_color(counts["series"]),
-        tooltip=["step:N", alt.Tooltip("t_s:Q", title="from s", format=".1f"),
-                 alt.Tooltip("requests:Q", title="answered"), alt.Tooltip("per_s:Q", title="as a rate /s", format=".0f")],
+        tooltip=[tip("step:N", "step"), tip("t_s:Q", "from second", ".1f"), tip("requests:Q", "answered", "d"),
+                 tip("per_s:Q", "as a rate (per second)", ".0f")],
     )
     return by_step(bars, data)
 
@@ -368,17 +319,16 @@ def failures_chart(data: ChapterData, bucket_ms: int = FAILURE_BUCKET_MS) -> alt
         x=alt.X("t_s:Q", bin="binned", title=T_TITLE, scale=alt.Scale(zero=True)), x2="t_end_s:Q",
         y=alt.Y("requests:Q", stack="zero", title=f"failed requests per {bucket_ms} ms"),
         color=color, opacity=faded_unless(highlight),
-        tooltip=[alt.Tooltip("step:N"), alt.Tooltip("series:N", title="failure"),
-                 alt.Tooltip("t_s:Q", title="from (s)", format=".1f"), alt.Tooltip("t_end_s:Q", title="to (s)", format=".1f"),
-                 alt.Tooltip("requests:Q", title="requests")],
+        tooltip=[tip("step:N", "step"), tip("series:N", "failure"), tip("t_s:Q", "from second", ".1f"),
+                 tip("t_end_s:Q", "to second", ".1f"), tip("requests:Q", "requests", "d")],
     ).add_params(highlight)
     rules = base.transform_filter(alt.datum.kind == "limit").mark_rule(strokeDash=[6, 4], strokeWidth=2).encode(
         x="t_s:Q", color=color, opacity=faded_unless(highlight),
-        tooltip=[alt.Tooltip("step:N"), alt.Tooltip("series:N"), alt.Tooltip("t_s:Q", title="at (s)", format=".1f")],
+        tooltip=[tip("step:N", "step"), tip("series:N", "limit"), tip("t_s:Q", "at second", ".1f")],
     )
-    # In pixels, so the note neither needs nor moves the scales.
+    # In the middle of the view, whatever width it is drawn at: the note neither needs nor moves the scales.
     empty = base.transform_filter(alt.datum.kind == "none").mark_text(fontSize=13, color="#555").encode(
-        x=alt.value(WIDTH / 2), y=alt.value(ROW_HEIGHT / 2), text="note:N")
+        x=alt.value({"expr": "width / 2"}), y=alt.value({"expr": "height / 2"}), text="note:N")
     return by_step(alt.layer(bars, rules, empty), data)
 
 
@@ -405,7 +355,7 @@ def _rule(value: float, label: str, axis: str = "y") -> alt.LayerChart:
     """A dashed limit line with its label, for charts whose limits are constants (1 s, 3 s, a budget)."""
     frame = pd.DataFrame({"value": [value], "label": [label]})
     rule = alt.Chart(frame).mark_rule(strokeDash=[4, 3], color=PALETTE["ceiling (model)"]).encode(
-        **{axis: "value:Q"}, tooltip=[alt.Tooltip("label:N", title="limit")])
+        **{axis: "value:Q"}, tooltip=[tip("label:N", "limit")])
     text = alt.Chart(frame).mark_text(align="left", dx=4, dy=-6, color=PALETTE["ceiling (model)"]).encode(
         **{axis: "value:Q"}, text="label:N", **({"x": alt.value(4)} if axis == "y" else {"y": alt.value(8)}))
     return rule + text

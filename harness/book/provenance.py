@@ -1,8 +1,8 @@
 """Where a chapter's data came from: the Reproduce box that opens each chapter and the preface's machines table.
 
-The box is four lines a reader takes in at a glance (the command, the machine, the versions, the run), with the
-per-step details folded below them; a partial re-run on another machine or commit shows as several values,
-never as one that is true of only some steps.
+The box is five short lines a reader takes in at a glance (the command, the machine, the software, the run, where
+the data is), with the per-step details folded below them; a partial re-run on another machine or commit shows as
+several values, never as one that is true of only some steps.
 """
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness import ROOT
-from harness.book.tables import folded, markdown_table
+from harness.book.downloads import folder_link
+from harness.book.prose import NBSP, and_list
+from harness.book.prose import duration as duration_text
+from harness.book.tables import captioned, folded, markdown_table
 from harness.lab.store import complete_steps, data_root
 
 # The versions a step records, in the order they are shown, with their names for people.
@@ -23,33 +26,49 @@ SERVICE_NAMES = {"postgres": "PostgreSQL", "nginx": "nginx", "netty": "RESTEasy 
 
 
 def reproduce_box(chapter: str) -> Markdown:
-    """A callout: the command that re-runs the chapter, the machine and versions its data came from, how long it took."""
+    """A callout: the command that re-runs the chapter, the machine and software its data came from, when and how long
+    the run took, and where the data is."""
     steps = dict(sorted(complete_steps(chapter).items(), key=lambda item: item[1].get("started_ms", 0)))
-    lines = [f"**Command:** `invoke run {chapter}`"]
+    lines = [f"**Re-run it:** `invoke run {chapter}`"]
     details = ""
     if steps:
-        lines += [f"**Machine:** {machine_text(steps)}", f"**Versions:** {versions_text(steps)}", f"**Run:** {run_text(steps)}"]
+        lines += [f"**Measured on:** {machine_text(steps)}", f"**Software:** {versions_text(steps)}",
+                  f"**This edition's run:** {run_text(steps)}", f"**Data:** {folder_link(chapter)}"]
         details = step_details(steps)
     else:
         lines.append(f"No complete steps in `data/{chapter}/` yet: the command above runs them.")
-    # A backslash ends a line inside the paragraph: four short lines, one block.
+    # A backslash ends a line inside the paragraph: short lines, one block.
     return Markdown("\n\n".join(['::: {.callout-note title="Reproduce this chapter"}', "\\\n".join(lines), details, ":::"]))
 
 
 def run_text(steps: dict[str, dict]) -> str:
-    first = min(m["started_ms"] for m in steps.values())
+    """"39 steps on 24 Nov 2026, 29 min 43 s in all with start-ups, from commit c6cc607 (with uncommitted changes)"."""
     total = sum(m.get("wall_s", 0) for m in steps.values())
-    count = f"{len(steps)} step" + ("s" if len(steps) > 1 else "")
-    commits = sorted({short_commit(m.get("git_commit", "unknown")) for m in steps.values()})
-    commit_text = f"commit {commits[0]}" if len(commits) == 1 else f"{len(commits)} commits (below)"
-    return f"{count} from {commit_text}, started {utc_text(first)}, {duration_text(total)} in all, start-up included"
+    commits = sorted({commit_text(m.get("git_commit", "unknown")) for m in steps.values()})
+    source = f"from commit {commits[0]}" if len(commits) == 1 else f"from {len(commits)} commits (each step's below)"
+    return f"{plural(len(steps), 'step')} on {days_text(steps)}, {duration_text(total)} in all with start-ups, {source}"
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def days_text(steps: dict[str, dict]) -> str:
+    """The day the steps ran, or the first and last: "24 Nov 2026", "23–24 Nov 2026", "30 Nov 2026 to 2 Dec 2026"."""
+    days = sorted({m["started_ms"] // 86_400_000 for m in steps.values()})
+    first, last = (datetime.fromtimestamp(day * 86_400, UTC) for day in (days[0], days[-1]))
+    if first == last:
+        return first.strftime("%-d %b %Y")
+    if (first.year, first.month) == (last.year, last.month):
+        return f"{first.day}–{last.strftime('%-d %b %Y')}"
+    return f"{first.strftime('%-d %b %Y')} to {last.strftime('%-d %b %Y')}"
 
 
 def step_details(steps: dict[str, dict]) -> str:
-    """Each step's start, duration, commit and (when they differ) machine, in a folded block."""
-    rows = [{"step": name, "started": utc_text(m["started_ms"]), "duration": duration_text(m.get("wall_s", 0)),
+    """Each step's start, duration, commit and (when they differ) machine and software, in a folded block."""
+    rows = [{"step": name, "started (UTC)": utc_text(m["started_ms"]), "took": duration_text(m.get("wall_s", 0)),
              "commit": short_commit(m.get("git_commit", "unknown"))} for name, m in steps.items()]
-    for key, describe in (("machine", machine_of), ("versions", versions_of)):
+    for key, describe in (("machine", machine_of), ("software", versions_of)):
         if len({describe(m) for m in steps.values()}) > 1:
             for row, meta in zip(rows, steps.values(), strict=True):
                 row[key] = describe(meta)
@@ -57,7 +76,7 @@ def step_details(steps: dict[str, dict]) -> str:
 
 
 def utc_text(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def short_commit(commit: str) -> str:
@@ -65,20 +84,37 @@ def short_commit(commit: str) -> str:
     return re.sub(r"^([0-9a-f]{7})[0-9a-f]*", r"\1", commit)
 
 
-def machine_of(meta: dict) -> str:
+def commit_text(commit: str) -> str:
+    """The short commit in words: "c72e127 (with uncommitted changes)"."""
+    return short_commit(commit).replace("+dirty", " (with uncommitted changes)")
+
+
+def hardware_of(meta: dict) -> str:
     machine = meta.get("machine", {})
-    kernel = machine.get("kernel") or meta.get("versions", {}).get("kernel", "?")
     return (f"{machine.get('cores', '?')} cores ({machine.get('cpu_model', 'CPU unknown')}), "
-            f"{machine.get('memory_bytes', 0) / 2**30:.1f} GiB memory, Linux {kernel}")
+            f"{machine.get('memory_bytes', 0) / 2**30:.1f}{NBSP}GiB of memory")
+
+
+def kernel_of(meta: dict) -> str:
+    return meta.get("machine", {}).get("kernel") or meta.get("versions", {}).get("kernel", "?")
+
+
+def machine_of(meta: dict) -> str:
+    return f"{hardware_of(meta)}, Linux {kernel_of(meta)}"
 
 
 def versions_of(meta: dict) -> str:
     """The versions one step ran with: only the tools it used (an ab step has no k6)."""
+    return ", ".join(f"{name} {version}" for name, version in _named_versions(meta))
+
+
+def _named_versions(meta: dict) -> list[tuple[str, str]]:
+    """(name, version) of the tools a step recorded, in VERSION_NAMES' order, then its services' in name order."""
     versions = meta.get("versions", {})
-    tools = [f"{name} {versions[key]}" for key, name in VERSION_NAMES.items() if key in versions]
-    services = [f"{SERVICE_NAMES.get(s['kind'], s['kind'])} {s['version']}" for s in meta.get("services", {}).values()
-                if s.get("version")]
-    return ", ".join(tools + sorted(set(services)))
+    tools = [(name, versions[key]) for key, name in VERSION_NAMES.items() if key in versions]
+    services = {(SERVICE_NAMES.get(s["kind"], s["kind"]), s["version"]) for s in meta.get("services", {}).values()
+                if s.get("version")}
+    return tools + sorted(services)
 
 
 def machine_text(steps: dict[str, dict]) -> str:
@@ -87,46 +123,74 @@ def machine_text(steps: dict[str, dict]) -> str:
 
 
 def versions_text(steps: dict[str, dict]) -> str:
-    """Every tool's version over the steps; a tool measured at two versions shows both."""
+    """Every tool's and service's version over the steps; one measured at two versions shows both."""
     found: dict[str, list[str]] = {}
     for meta in steps.values():
-        for key, value in meta.get("versions", {}).items():
-            if key in VERSION_NAMES and value not in found.setdefault(key, []):
-                found[key].append(value)
-    return ", ".join(f"{VERSION_NAMES[key]} {' / '.join(found[key])}" for key in VERSION_NAMES if key in found)
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
+        for name, version in _named_versions(meta):
+            if version not in found.setdefault(name, []):
+                found[name].append(version)
+    order = [*VERSION_NAMES.values(), *sorted(set(found) - set(VERSION_NAMES.values()))]
+    return ", ".join(f"{name} {' / '.join(found[name])}" for name in order if name in found)
 
 
 def machines_table() -> Markdown:
-    """Every machine and set of versions behind the committed data, with the experiments measured on it."""
-    groups: dict[tuple[str, str], dict[str, int]] = {}
+    """The preface's account of the reference data: the machine(s) in a sentence, then a numbered table with, per data
+    folder, its chapter, how many steps, when, how long and with which software."""
     root = data_root()
-    chapters = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.exists() else []
-    for chapter in chapters:
-        for meta in complete_steps(chapter).values():
-            counts = groups.setdefault((machine_of(meta), versions_of(meta)), {})
-            counts[chapter] = counts.get(chapter, 0) + 1
-    if not groups:
+    folders = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.exists() else []
+    measured = {folder: steps for folder in folders if (steps := complete_steps(folder))}
+    if not measured:
         return Markdown("*No complete step in `data/` yet.*")
-    rows = [{"Machine": machine, "Versions": versions,
-             "Steps measured on it": ", ".join(f"{chapter} ({n} step{'s' if n > 1 else ''})" for chapter, n in counts.items())}
-            for (machine, versions), counts in groups.items()]
-    return Markdown(markdown_table(pd.DataFrame(rows)))
+    pages = chapter_pages()
+    rows = [{"Chapter": pages.get(folder, "–"), "Data": folder_link(folder, "`data/{chapter}/`"), "Steps": len(steps),
+             "Measured": days_text(steps), "Took": duration_text(sum(m.get("wall_s", 0) for m in steps.values())),
+             "Software": versions_text(steps)} for folder, steps in measured.items()]
+    metas = [meta for steps in measured.values() for meta in steps.values()]
+    machines, kernels = sorted({hardware_of(m) for m in metas}), sorted({kernel_of(m) for m in metas})
+    where = f"one machine, {machines[0]}" if len(machines) == 1 else f"{len(machines)} machines: {'; '.join(machines)}"
+    sentence = (f"All of it was measured on {where}, running Linux {and_list(kernels)}. Each chapter's Reproduce box "
+                "names its own, and its steps' details.")
+    table = captioned(markdown_table(pd.DataFrame(rows)), "Where the reference data comes from: per data folder, its "
+                      "chapter, its steps, when they ran, how long they took (start-ups included) and the software.",
+                      "reference-data")
+    return Markdown(f"{sentence}\n\n{table.data}")
+
+
+def chapter_pages() -> dict[str, str]:
+    """Each data folder → a cross-reference to the chapter whose Reproduce box names it ("@sec-from-300-to-15000"),
+    read from the chapters' sources."""
+    pages = {}
+    for source in sorted((ROOT / "chapters").glob("*.qmd")):
+        text = source.read_text()
+        heading = re.search(r"^# .*\{[^}]*#(sec-[\w-]+)[^}]*\}", text, re.M)
+        for folder in re.findall(r'reproduce_box\("([^"]+)"\)', text):
+            pages[folder] = f"@{heading.group(1)}" if heading else "–"
+    return pages
+
+
+COMMAND_WIDTH = 40  # characters: a line of code that fits a phone's column (390 px) without scrolling
 
 
 def readme_commands() -> Markdown:
-    """README's set-up commands (its first bash block), quoted so the book cannot drift from the README."""
-    block = re.search(r"```bash\n.*?```", (ROOT / "README.md").read_text(), re.S)
-    return Markdown(block.group(0) if block else "*README.md has no bash block.*")
+    """README's set-up commands (its first bash block), quoted so the book cannot drift from the README; a long line
+    is broken before its `&&`s (the shell reads it the same), so a phone shows it without scrolling sideways."""
+    block = re.search(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    if not block:
+        return Markdown("*README.md has no bash block.*")
+    lines = [folded_line for line in block.group(1).splitlines() for folded_line in command_lines(line)]
+    return Markdown("::: {.lab-command}\n```bash\n" + "\n".join(lines) + "\n```\n:::")
+
+
+def command_lines(line: str, width: int = COMMAND_WIDTH) -> list[str]:
+    """One shell line as lines of at most `width` characters where it can: broken before `&&`, continued with `\\`."""
+    parts = line.split(" && ")
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + len(part) + 4 <= width:
+            lines[-1] += " && " + part
+        else:
+            lines.append("  && " + part)
+    return [text + " \\" for text in lines[:-1]] + lines[-1:]
 
 
 def run_length_text(chapter: str) -> str:

@@ -11,14 +11,27 @@ A page without that tag (a test page) is taken to sit one folder below the root,
 No cell emits HTML: charts are Markdown holding a raw HTML block, tables are Markdown (harness.book.tables).
 Quarto adds require.js and jQuery from a CDN to any page with an HTML cell output; offline they fail to
 load, and online require.js turns the chart libraries into AMD modules (the loader copes with that too).
+
+Charts fit the text column. Vega-Lite's own answer, `width: "container"`, serves single and layered views
+only, and the book also draws facets (row and column) and concatenations. So the loader (chart_loader.js)
+does one thing for every kind: it draws the chart as designed, and when that is wider than its column it
+multiplies every width in the spec (views, default view sizes, band steps) by one factor and draws again,
+until the whole chart (axes, labels, legend, the actions button) is as wide as the column; a top legend
+too wide for the column gets columns of entries first, and panels side by side (hconcat) that do not fit
+are stacked one above the other. It fits again when the column's width changes
+(a phone turned, a window resized). Chapter code gives design widths (charts.WIDTH) and never a width
+from the page. A chart that must keep its size (a wide table-like chart) opts out with
+`charts.scrolling(chart)`: it is drawn as designed inside a box of its own that scrolls sideways.
 """
 from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import altair as alt
 
+from harness.book import render_cache
 from harness.book.charts import THEME
 
 RENDERER = "concurrency-lab-offline"
@@ -39,49 +52,8 @@ FALLBACK_ROOT = "../"  # where the site root is for a page without Quarto's offs
 EMBED_OPTIONS = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False}}
 
 
-# Loads the libraries once per page, then draws the chart; a failure shows in the page and the console.
-# Where require.js is on the page (Quarto adds it, from a CDN, to pages with HTML cell outputs), the libraries'
-# UMD bundles register as AMD modules instead of globals, so they are asked of require.js by name.
-LOADER_JS = """(function (id, scripts, fallbackRoot, options) {
-  var meta = document.querySelector('meta[name="quarto:offset"]');
-  var root = meta ? meta.getAttribute("content") : fallbackRoot;
-  if (root && root.slice(-1) !== "/") root += "/";
-  function load(src) {
-    return new Promise(function (resolve, reject) {
-      var tag = document.createElement("script");
-      tag.src = root + src;
-      tag.onload = resolve;
-      tag.onerror = function () { reject(new Error("cannot load " + tag.src)); };
-      document.head.appendChild(tag);
-    });
-  }
-  function viaScriptTags() {
-    return scripts.reduce(function (ready, src) {
-      return ready.then(function () { return load(src); });
-    }, Promise.resolve()).then(function () { return window.vegaEmbed; });
-  }
-  function viaRequireJs() {
-    var paths = {};
-    scripts.forEach(function (src) { paths[src.split("/")[1]] = root + src.replace(/\\.js$/, ""); });
-    window.requirejs.config({paths: paths});
-    return new Promise(function (resolve, reject) {
-      window.requirejs(["vega-embed"], resolve, function (err) {
-        reject(new Error("cannot load the chart libraries through require.js: " + err.message));
-      });
-    });
-  }
-  var amd = typeof window.define === "function" && window.define.amd && typeof window.requirejs === "function";
-  window.labVega = window.labVega || (amd ? viaRequireJs() : viaScriptTags());
-  var el = document.getElementById(id);
-  var spec = JSON.parse(document.getElementById(id + "-spec").textContent);
-  window.labVega
-    .then(function (embed) { return embed(el, spec, options); })
-    .catch(function (err) {
-      el.innerHTML = '<p class="lab-chart-error" style="color:#b00"></p>';
-      el.firstChild.textContent = "Chart not drawn: " + err.message;
-      console.error(err);
-    });
-})"""
+# Loads the libraries once per page, then draws the chart fitted to its column (see the module's docstring).
+LOADER_JS = (Path(__file__).parent / "chart_loader.js").read_text().strip()
 
 
 def _script_json(value) -> str:
@@ -90,13 +62,20 @@ def _script_json(value) -> str:
 
 
 def chart_html(spec: dict, embed_options: dict | None = None) -> str:
-    """A chart as an HTML fragment: its div, its spec as JSON, and the loader call."""
+    """A chart as an HTML fragment: its div, its spec as JSON, and the loader call. A chart that does not fit
+    (`scrolling`) sits in a box of its own that scrolls sideways, so the page never does."""
     chart_id = f"lab-chart-{uuid.uuid4().hex[:10]}"
     args = ", ".join(_script_json(v) for v in (chart_id, list(VEGA_SCRIPTS), FALLBACK_ROOT,
                                                 {**EMBED_OPTIONS, **(embed_options or {})}))
-    return (f'<div class="lab-chart" id="{chart_id}"></div>\n'
+    html = (f'<div class="lab-chart" id="{chart_id}"></div>\n'
             f'<script type="application/json" id="{chart_id}-spec">{_script_json(spec)}</script>\n'
             f"<script>{LOADER_JS}({args});</script>\n")
+    return html if fits(spec) else f'<div class="lab-chart-scroll" style="overflow-x: auto; max-width: 100%">\n{html}</div>\n'
+
+
+def fits(spec: dict) -> bool:
+    """Whether the loader fits the chart to its column (the default) or draws it at its own size."""
+    return spec.get("usermeta", {}).get("lab", {}).get("fit", True) is not False
 
 
 def raw_html(html: str) -> str:
@@ -121,3 +100,6 @@ alt.theme.enable(THEME)
 
 # Altair refuses to embed more than 5000 rows (its default): builders aggregate first, so keep that guard.
 alt.data_transformers.enable("default", max_rows=5000)
+
+
+render_cache.record()  # inside a page Quarto renders: note what it reads, so its frozen output is never stale

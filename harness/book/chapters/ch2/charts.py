@@ -22,13 +22,14 @@ from harness.book.chapters.ch2.lab import (
     start_curves,
     start_table,
 )
+from harness.book.chart_style import THOUSANDS_AXIS
 from harness.book.charts import PALETTE, T_TITLE, WIDTH, _rule, faded_unless, legend_highlight
 from harness.lab.store import ChapterData
 
 # One colour per way of sending a spike, the same in every chart of the chapter.
 SERIES_COLORS = {SERIES[HOLD]: "#4c78a8", SERIES[BATCH]: "#f58518", SERIES[QUEUE]: "#54a24b", SERIES[CV]: "#b279a2"}
 MODE_COLORS = {SPIKE_MODES[HOLD]: SERIES_COLORS[SERIES[HOLD]], SPIKE_MODES[BATCH]: SERIES_COLORS[SERIES[BATCH]]}
-USERS_AXIS = alt.Axis(format=",", values=[300, 1000, 3000, 6000, 10000, 15000])
+USERS_AXIS = alt.Axis(format=THOUSANDS_AXIS, values=[300, 1000, 3000, 6000, 10000, 15000])
 
 
 def colors(names: dict[str, str], title: str | None = None, field: str = "series") -> alt.Color:
@@ -97,7 +98,7 @@ def issued_chart(data: ChapterData) -> alt.LayerChart:
     tooltip = [alt.Tooltip("series:N", title="line"), alt.Tooltip("run:N", title="step"),
                alt.Tooltip("users:Q", title="users", format=","), alt.Tooltip("requests:Q", title="count", format=",")]
     lines = alt.Chart(frame).mark_line(point=True).encode(
-        x, alt.Y("requests:Q", title="requests or users", axis=alt.Axis(format=",")), colors(names),
+        x, alt.Y("requests:Q", title="requests or users", axis=alt.Axis(format=THOUSANDS_AXIS)), colors(names),
         opacity=faded_unless(pick), tooltip=tooltip,
         strokeDash=alt.condition(alt.datum.series == series[2], alt.value([4, 3]), alt.value([1, 0]))).add_params(pick)
     repeats = alt.Chart(again[again.run.str.startswith(AGAIN)].assign(series=series[0], requests=lambda f: f.issued)
@@ -113,8 +114,8 @@ def memory_chart(data: ChapterData) -> alt.FacetChart:
                        table.assign(process="the server", mib=table.server_mib)], ignore_index=True)
     pick = legend_highlight()
     lines = alt.Chart().mark_line(point=True).encode(
-        alt.X("users:Q", title="users held at once", axis=alt.Axis(format=",")),
-        alt.Y("mib:Q", title="peak memory (RSS, MiB)", axis=alt.Axis(format=",")),
+        alt.X("users:Q", title="users held at once", axis=alt.Axis(format=THOUSANDS_AXIS)),
+        alt.Y("mib:Q", title="peak memory (RSS, MiB)", axis=alt.Axis(format=THOUSANDS_AXIS)),
         colors({name: SERIES_COLORS[name] for name in (SERIES[HOLD], SERIES[BATCH], SERIES[QUEUE])}),
         opacity=faded_unless(pick),
         tooltip=[alt.Tooltip("process:N", title="process"), alt.Tooltip("series:N", title="sent"),
@@ -131,7 +132,7 @@ def redeploy_chart(data: ChapterData, goal_ms: float) -> alt.LayerChart:
     starts = data.startup.assign(launch=data.startup.step.map(
         lambda s: launches.get(data.steps[s].get("launch", "?"), data.steps[s].get("launch", "?"))))
     ticks = alt.Chart(starts).mark_tick(thickness=2, size=24).encode(
-        alt.X("startup_ms:Q", title="start to healthy (ms)", scale=alt.Scale(zero=True), axis=alt.Axis(format=",")),
+        alt.X("startup_ms:Q", title="start to healthy (ms)", scale=alt.Scale(zero=True), axis=alt.Axis(format=THOUSANDS_AXIS)),
         alt.Y("launch:N", title=None), alt.Color("launch:N", legend=None),
         tooltip=[alt.Tooltip("launch:N", title="launched"), alt.Tooltip("start:Q", title="start"),
                  alt.Tooltip("startup_ms:Q", title="start to healthy (ms)", format=",.0f")])
@@ -142,7 +143,7 @@ def sampler_cost_chart(data: ChapterData, budgets: dict[int, float]) -> alt.Laye
     """The samplers' CPU as a share of one core, per step, against the connections held; the budget as dashes."""
     table = sampler_cost_table(data)
     points = alt.Chart(table).mark_point(filled=True, size=50).encode(
-        alt.X("connections:Q", title="established connections (peak)", axis=alt.Axis(format=",")),
+        alt.X("connections:Q", title="established connections (peak)", axis=alt.Axis(format=THOUSANDS_AXIS)),
         alt.Y("core_share:Q", axis=alt.Axis(format="%"), title="samplers' CPU (share of one core)"),
         alt.Color("socket_counts:N", title="sockets counted", legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("step:N", title="step"), alt.Tooltip("connections:Q", title="connections", format=","),

@@ -122,7 +122,8 @@ def pool_chart(runs: pd.DataFrame, loads: Loads) -> alt.FacetChart:
     lines = base.transform_filter(alt.datum.series != RUN).mark_line(point=True).encode(
         strokeDash=alt.condition(alt.datum.series == MODEL, alt.value([4, 3]), alt.value([1, 0])))
     return alt.layer(lines, points).properties(width=WIDTH, height=150).facet(
-        row=alt.Row("panel:N", title=None, header=alt.Header(labelOrient="top"),
+        row=alt.Row("panel:N", title=None,  # the label in two lines, for a phone's column
+                    header=alt.Header(labelOrient="top", labelExpr="split(datum.value, ', ')"),
                     sort=sorted(frame["panel"].unique(), key=lambda p: (p.startswith("production"), p.endswith("off"))))
     ).resolve_scale(y="independent")
 

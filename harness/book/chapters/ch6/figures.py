@@ -71,7 +71,7 @@ def series_chart(data: ChapterData, table: pd.DataFrame) -> alt.VConcatChart:
         alt.X("second:Q", title="second of the article's run",
               scale=alt.Scale(domain=[1, int(theirs["second"].max())], nice=False)),
         alt.Y("requests_per_s:Q", title="per second, the article"), tooltip=tooltip,
-    ).properties(width=WIDTH, height=120, title="The article's client, keepalive 8 (its lines, one a second)")
+    ).properties(width=WIDTH, height=120, title=["The article's client, keepalive 8", "(its lines, one a second)"])
     return alt.vconcat(top, bottom).resolve_scale(x="independent", y="independent")
 
 
@@ -86,12 +86,12 @@ def connections_chart(table: pd.DataFrame) -> alt.VConcatChart:
     common = [alt.Tooltip("step:N", title="step"), alt.Tooltip("network:N", title="network"),
               alt.Tooltip("tps:Q", title="answered/s", format=",.0f")]
     opened = alt.Chart(rows).mark_bar().encode(
-        alt.X("new_connections_per_s:Q", title="new upstream connections per second"), what,
+        alt.X("new_connections_per_s:Q", title=["new upstream connections", "per second"]), what,
         alt.YOffset("network:N"), color,
         tooltip=[*common, alt.Tooltip("new_connections_per_s:Q", title="new connections/s", format=",.0f")],
     ).properties(width=WIDTH - 200, height=24 * max(len(order), 1))
     waiting = alt.Chart(rows).mark_bar().encode(
-        alt.X("upstream_time_wait_max:Q", title="nginx's upstream sockets in TIME_WAIT, at most"), what,
+        alt.X("upstream_time_wait_max:Q", title=["nginx's upstream sockets", "in TIME_WAIT, at most"]), what,
         alt.YOffset("network:N"), color,
         tooltip=[*common, alt.Tooltip("upstream_time_wait_max:Q", title="TIME_WAIT sockets, at most", format=",.0f"),
                  alt.Tooltip("ports:N", title="ephemeral port range")],
@@ -126,7 +126,7 @@ def cpu_chart(table: pd.DataFrame) -> alt.FacetChart:
                  alt.Tooltip("cores:Q", title="cores used", format=".2f")])
     full = alt.Chart().mark_rule(strokeDash=[4, 3], color=PALETTE["model"]).encode(x=alt.datum(1))
     return alt.layer(bars, full, data=frame).properties(width=170, height=20 * max(len(order), 1)).facet(
-        column=alt.Column("core:N", title=None, header=alt.Header(labelFontWeight="normal")))
+        column=alt.Column("core:N", title=None, header=alt.Header(labelFontWeight="normal", labelExpr="split(datum.value, ': ')")))
 
 
 def ports_chart(data: ChapterData, step: str = "hosts-keepalive-8-long") -> alt.VConcatChart:

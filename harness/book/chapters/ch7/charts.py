@@ -15,6 +15,7 @@ import pandas as pd
 from harness.book.chapters.ch7 import claims, elsewhere
 from harness.book.chapters.ch7.steps import (MODELS, arrivals_model_completions, completions, held_connections,
                                             serving_process)
+from harness.book.chart_style import THOUSANDS_AXIS
 from harness.book.charts import WIDTH
 from harness.lab.store import ChapterData, run_of
 
@@ -120,7 +121,7 @@ def thread_memory_chart() -> alt.LayerChart:
     names = [HOLD, *sorted(set(frame.series) - {HOLD})]
     color = alt.Color("series:N", title=None, scale=alt.Scale(domain=names, range=["#e45756", "#4c78a8"]),
                       legend=alt.Legend(orient="bottom"))
-    x = alt.X("users:Q", title="users, each holding one connection", axis=alt.Axis(format=","))
+    x = alt.X("users:Q", title="users, each holding one connection", axis=alt.Axis(format=THOUSANDS_AXIS))
     points = alt.Chart(frame).mark_point(filled=True, size=60).encode(
         x, alt.Y("mib:Q", title="server's peak resident memory (MiB)"), color,
         tooltip=[alt.Tooltip("series:N", title="server"), alt.Tooltip("users:Q", title="users", format=","),

@@ -7,16 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import LabError
 from harness.lab import store
-from harness.lab.spec import load_spec
 
-from conftest import LIMITS
 from test_e2e import finish, invoke, lab_ready  # noqa: F401 (lab_ready: a fixture)
 
 pytestmark = pytest.mark.e2e
 PORTS = '[defaults.server]\nSERVER_PORT = 28080\nMANAGEMENT_PORT = 28081\nSLEEP_MS = 0\n'
-# The issue's test: 60 s of ramping-arrival-rate reaching 1200 requests/s (needs helper A's executors).
+# Ramping-arrival-rate reaching 1200 requests/s and holding it 10 s: ten seconds recorded at over 1000 a second.
 RAMPING = PORTS + '''
 [[step]]
 id = "ramp"
@@ -28,7 +25,7 @@ start_rate = 200
 time_unit = "1s"
 pre_allocated_vus = 50
 max_vus = 400
-stages = [{ duration = "20s", target = 1200 }, { duration = "40s", target = 1200 }]
+stages = [{ duration = "10s", target = 1200 }, { duration = "10s", target = 1200 }]
 request_timeout = "10s"
 '''
 # Today's executors: closed-loop saturation, recorded per second (~2000-5000 requests/s on 2 shared cores).
@@ -89,17 +86,10 @@ def test_saturation_recorded_per_second_adds_up_to_k6s_totals(lab_ready, tmp_pat
 
 
 def test_ramping_arrival_rate_over_1000_per_second_adds_up_to_k6s_totals(lab_ready, tmp_path, monkeypatch):  # noqa: F811
-    (tmp_path / "probe.toml").write_text(RAMPING)
-    try:
-        load_spec(str(tmp_path / "probe.toml"), LIMITS)
-    except LabError as err:
-        if "executor must be one of" in str(err) or "unknown key" in str(err):
-            pytest.skip(f"the ramping-arrival-rate executor is not in this lab yet (issue 13, load profiles): {err}")
-        raise
     out, meta, step_dir = run_spec(tmp_path, "rec-ramp", RAMPING)
     got = check_totals(step_dir, meta, monkeypatch)
     series = got["series"]
-    assert series["requests"].max() >= 1000, series.to_string()
+    assert (series["requests"] >= 1000).sum() >= 5, series.to_string()  # the hold, not one lucky second
     assert series["dropped_iterations"].sum() == meta["requests"]["dropped_iterations"]
 
 

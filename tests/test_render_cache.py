@@ -13,7 +13,7 @@ import pytest
 
 from harness import ROOT
 from harness.book import render_cache
-from harness.book.render_cache import MARKER, Recorder, _writes, prune, tree_digest
+from harness.book.render_cache import FREEZE_WRITE_S, Recorder, _writes, prune, tree_digest
 
 PAGE = ROOT / "chapters" / "index.qmd"  # a real page: its record is named after it, its sources are digested
 
@@ -57,22 +57,22 @@ os.listdir(data)
 (data / "chapter9" / "step-1" / "step.json").read_text()
 (Path(sys.argv[4]) / "README.md").read_text()
 recorder.save()
-print(recorder.run)
+
 """
 
 
 @pytest.fixture
 def frozen(tmp_path):
     """A page that ran in a child Python reading a data folder, the README and a data root listing, and its frozen
-    output as Quarto keeps it (with the run's marker). Gives (data folder, records, freezer)."""
+    output as Quarto keeps it, written just after the page ran. Gives (data folder, records, freezer)."""
     data, records, freezer = tmp_path / "data", tmp_path / "records", tmp_path / "_freeze"
     step_folder(data)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", RECORD, str(data), str(records), str(PAGE), str(ROOT)], env=env,
-                          capture_output=True, text=True, check=True)
+    subprocess.run([sys.executable, "-c", RECORD, str(data), str(records), str(PAGE), str(ROOT)], env=env,
+                   capture_output=True, text=True, check=True)
     output = freezer / "chapters" / "index" / "execute-results" / "html.json"
     output.parent.mkdir(parents=True)
-    output.write_text(json.dumps({"result": {"markdown": f"<!-- {MARKER}{done.stdout.strip()} -->\n| a |"}}))
+    output.write_text(json.dumps({"result": {"markdown": "| a |"}}))
     return data, records, freezer
 
 
@@ -119,13 +119,16 @@ def test_a_page_runs_again_when_the_lab_settings_change(frozen, monkeypatch):
 def test_a_page_without_a_record_or_from_another_run_runs_again(frozen):
     _, records, freezer = frozen
     record = records / "chapters" / "index.json"
-    other = json.loads(record.read_text())
-    other["run"] = "another"
-    record.write_text(json.dumps(other))
-    assert prune(freezer, records) == {"chapters/index.qmd": "its output comes from another run than its record"}
+    kept = record.read_text()
     output = freezer / "chapters" / "index" / "execute-results" / "html.json"
-    output.parent.mkdir(parents=True)
-    output.write_text("{}")
+    written = output.stat().st_mtime
+    # a run that started after the output was written (it failed before Quarto froze it), and one long before
+    for started, saved in ((written + 5, written + 10), (written - 3 * FREEZE_WRITE_S, written - 2 * FREEZE_WRITE_S)):
+        record.write_text(json.dumps({**json.loads(kept), "started": started, "saved": saved}))
+        assert prune(freezer, records) == {"chapters/index.qmd": "its output comes from another run than its record"}
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text("{}")
+        os.utime(output, (written, written))
     record.unlink()
     assert prune(freezer, records) == {"chapters/index.qmd": "no record of what it read"}
 

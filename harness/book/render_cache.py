@@ -8,9 +8,11 @@ page's .qmd is unchanged; the data and code the page reads are not Quarto's conc
   used. A chapter's data directory counts whole (pyarrow reads step tables below Python's sight): the digests of all
   its files. After each cell the list is written to .cache/book-inputs/<page>.json, with the repository's Python
   modules the page has loaded, the page's source and includes, _quarto.yml, the Python and package versions, the
-  lab's settings the book follows (LAB_DATA_DIR), and a run id that the page's output also carries (an HTML comment).
+  lab's settings the book follows (LAB_DATA_DIR), and when the page started running and when the list was saved.
 - Before every render (`project: pre-render` in _quarto.yml runs this file), a page's frozen output is
-  kept only when its list exists, belongs to the same run, and every digest on it still holds; otherwise the frozen
+  kept only when its list exists, belongs to the same run (Quarto wrote the output between the page's start and shortly
+  after its last cell: a marker in the output would not do, as a first cell with `include: false` drops it), and
+  every digest on it still holds; otherwise the frozen
   output is deleted and Quarto runs the page again. A page that records nothing (it does not import harness.book)
   keeps no frozen output, and a single page rendered on its own (`quarto render chapters/x.qmd`) always runs.
 
@@ -21,9 +23,11 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import shutil
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -34,7 +38,7 @@ from harness import DATA, ROOT  # noqa: E402
 
 MANIFESTS = ROOT / ".cache" / "book-inputs"
 FREEZER = ROOT / "_freeze"
-MARKER = "lab-render-run: "  # in the page's output, followed by the run id
+FREEZE_WRITE_S = 120  # at most this long after a page's last cell, Quarto has written its frozen output
 SKIPPED = {".cache", "_book", "_freeze", ".quarto", ".git", ".venv", "node_modules", "__pycache__", ".tools"}
 WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -108,6 +112,7 @@ class Recorder:
     def __init__(self, document: Path, data_roots, manifests: Path = MANIFESTS):
         self.document, self.data_roots = document, data_roots
         self.run = uuid.uuid4().hex
+        self.started = time.time()
         self.inputs: dict[str, list[str]] = {}  # path → [kind, digest]
         self.busy = False  # set while digesting: the recorder's own reads are not the page's
         self.manifest = manifests / document.relative_to(ROOT).with_suffix(".json")
@@ -155,7 +160,8 @@ class Recorder:
                 self.add("file", path)
         self.busy = True  # the environment's package scan lists folders too
         try:
-            record = {"document": str(self.document.relative_to(ROOT)), "run": self.run,
+            record = {"document": str(self.document.relative_to(ROOT)), "run": self.run, "started": self.started,
+                      "saved": time.time(),
                       "environment": environment(), "inputs": self.inputs}
             self.manifest.parent.mkdir(parents=True, exist_ok=True)
             partial = self.manifest.with_suffix(".partial")
@@ -199,7 +205,6 @@ def record() -> None:
     document = quarto_document()
     try:
         from IPython import get_ipython
-        from IPython.display import Markdown, display
     except ImportError:
         return
     shell = get_ipython()
@@ -210,7 +215,6 @@ def record() -> None:
     recorder = Recorder(document, lambda: {Path(os.path.abspath(data_root())), DATA})
     sys.addaudithook(recorder.note)
     shell.events.register("post_run_cell", recorder.save)
-    display(Markdown(f"<!-- {MARKER}{recorder.run} -->"))
 
 
 # ---- before a render: drop frozen pages whose inputs changed ------------------------------------------------
@@ -224,7 +228,9 @@ def stale_reason(document: str, frozen: Path, now: dict, manifests: Path = MANIF
         recorded = json.loads(manifest.read_text())
     except (OSError, json.JSONDecodeError):
         return "its record of what it read is unreadable"
-    if f"{MARKER}{recorded['run']}" not in frozen.read_text():
+    # Quarto writes a page's frozen output as soon as its cells ran: within the run the record describes.
+    written = frozen.stat().st_mtime
+    if not recorded.get("started", math.inf) - 1 <= written <= recorded.get("saved", -math.inf) + FREEZE_WRITE_S:
         return "its output comes from another run than its record"
     changed = [key for key in ("python", "packages", "lab") if recorded["environment"].get(key) != now[key]]
     if changed:

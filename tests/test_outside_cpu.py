@@ -1,4 +1,4 @@
-"""Other work on the machine during a step's load (harness.lab.counters.user_ticks / outside): user-space CPU time
+"""Other work on the machine during a step's load (harness.lab.counters.user_cpu / outside): user-space CPU time
 spent by a process outside the lab's process tree counts, the lab's own (a child's, reaped or alive) does not.
 Real processes and the real /proc: an orphaned busy loop is other work, a child's busy loop is the lab's."""
 from __future__ import annotations
@@ -15,10 +15,10 @@ BUSY_S = 1.0
 
 def window(start_busy) -> dict[str, float]:
     """The outside CPU of a window in which `start_busy()` makes BUSY_S of CPU-bound work somewhere."""
-    before, began = counters.user_ticks({os.getpid()}), time.monotonic()
+    before, began = counters.user_cpu({os.getpid()}), time.monotonic()
     start_busy()
     time.sleep(BUSY_S + 0.3)
-    return counters.outside(before, counters.user_ticks({os.getpid()}), time.monotonic() - began, os.cpu_count() or 1)
+    return counters.outside(before, counters.user_cpu({os.getpid()}), time.monotonic() - began, os.cpu_count() or 1)
 
 
 def busy_loop(seconds: float) -> list[str]:
@@ -43,6 +43,6 @@ def test_an_orphans_cpu_counts_as_other_work_and_a_childs_does_not():
 
 
 def test_the_share_is_of_all_the_machines_cpus():
-    used = counters.outside({"machine": 0, "lab": 0}, {"machine": 3 * counters.CLOCK_TICKS, "lab": counters.CLOCK_TICKS},
+    used = counters.outside({"machine": 0.0, "lab": 0.0}, {"machine": 3.0, "lab": 1.0},
                             seconds=10, cpus=2)
     assert used == {"user_seconds": 2.0, "share": 0.1}

@@ -28,7 +28,6 @@ import os
 import shutil
 import sys
 import time
-import uuid
 from pathlib import Path
 
 if not __package__:  # run as a file by Quarto's pre-render, with the Python it runs Jupyter with: find `harness`
@@ -111,7 +110,6 @@ class Recorder:
 
     def __init__(self, document: Path, data_roots, manifests: Path = MANIFESTS):
         self.document, self.data_roots = document, data_roots
-        self.run = uuid.uuid4().hex
         self.started = time.time()
         self.inputs: dict[str, list[str]] = {}  # path → [kind, digest]
         self.busy = False  # set while digesting: the recorder's own reads are not the page's
@@ -160,7 +158,7 @@ class Recorder:
                 self.add("file", path)
         self.busy = True  # the environment's package scan lists folders too
         try:
-            record = {"document": str(self.document.relative_to(ROOT)), "run": self.run, "started": self.started,
+            record = {"document": str(self.document.relative_to(ROOT)), "started": self.started,
                       "saved": time.time(),
                       "environment": environment(), "inputs": self.inputs}
             self.manifest.parent.mkdir(parents=True, exist_ok=True)

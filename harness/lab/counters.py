@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness.lab.kernel import CLOCK_TICKS, parse_proc_stat, proc_stat_fields
+
 
 def context_switches(pid: int) -> dict[str, int]:
     """Voluntary and involuntary context switches of every live thread of a process (a thread that ended between two
@@ -53,26 +55,23 @@ def during(start: dict, end: dict) -> dict[str, dict[str, int]]:
 
 # ---- other work on the machine: the user-space CPU time no process of the lab spent ---------------------------
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BUSY_SHARE_NOTED = 0.10  # a tenth of the machine's CPUs: enough to move a step whose server or load tool is CPU-bound
 
 
 def _proc_stat(pid: str) -> tuple[int, int] | None:
-    """(parent pid, user ticks of the process and of its reaped children) from /proc/<pid>/stat."""
+    """(parent pid, user ticks of the process and of its reaped children: utime + cutime)."""
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        fields = proc_stat_fields(pid)
     except OSError:  # ended meanwhile
         return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    return int(fields[1]), int(fields[11]) + int(fields[13])  # ppid; utime + cutime
+    return int(fields[1]), int(fields[11]) + int(fields[13])
 
 
-def user_ticks(roots: set[int]) -> dict[str, int]:
-    """The machine's user-space CPU ticks (user + nice, all CPUs) and those of the lab: the processes `roots` (the
+def user_cpu(roots: set[int]) -> dict[str, float]:
+    """The machine's user-space CPU seconds (user + nice, all CPUs) and those of the lab: the processes `roots` (the
     runner, each service, each load tool: a container's processes are not the runner's children) and all their
     descendants, with the children they reaped. User time only: the kernel's share of the load (softirqs of the
     loopback traffic, ksoftirqd) is not any process's own and would read as other work."""
-    machine = Path("/proc/stat").read_text().split("\n", 1)[0].split()
     stats = {int(pid): found for pid in os.listdir("/proc") if pid.isdigit() and (found := _proc_stat(pid))}
     children: dict[int, list[int]] = {}
     for pid, (parent, _) in stats.items():
@@ -83,10 +82,11 @@ def user_ticks(roots: set[int]) -> dict[str, int]:
         if pid not in lab:
             lab.add(pid)
             todo += children.get(pid, [])
-    return {"machine": int(machine[1]) + int(machine[2]), "lab": sum(stats[pid][1] for pid in lab)}
+    machine = sum(cpu["user_seconds"] for cpu in parse_proc_stat(Path("/proc/stat").read_text()))  # user + nice
+    return {"machine": machine, "lab": sum(stats[pid][1] for pid in lab) / CLOCK_TICKS}
 
 
-def outside(start: dict[str, int], end: dict[str, int], seconds: float, cpus: int) -> dict[str, float]:
-    """User-space CPU time spent outside the lab between two user_ticks readings, and its share of the machine."""
-    other = max(0, (end["machine"] - start["machine"]) - (end["lab"] - start["lab"])) / CLOCK_TICKS
+def outside(start: dict[str, float], end: dict[str, float], seconds: float, cpus: int) -> dict[str, float]:
+    """User-space CPU time spent outside the lab between two user_cpu readings, and its share of the machine."""
+    other = max(0.0, (end["machine"] - start["machine"]) - (end["lab"] - start["lab"]))
     return {"user_seconds": round(other, 2), "share": round(other / (seconds * cpus), 3) if seconds > 0 else 0.0}

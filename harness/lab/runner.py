@@ -190,14 +190,14 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
             samplers.all["ss"].netns = hosts.path(target(step))
         with samplers:
             before = counters.snapshot(services.pids(), quotas)
-            ticks = counters.user_ticks({os.getpid(), *services.pids().values()})
+            ticks = counters.user_cpu({os.getpid(), *services.pids().values()})
             meta["load_started_ms"] = now_ms()
             loads = _start_load(step, tool, services.url(target(step)), writer.path, dashboard, hosts)
             pids |= {name: proc.pid for name, proc in loads}
             _wait_load(loads, tool.name, step, samplers, services, meta["expected_requests"])
             meta["load_ended_ms"] = now_ms()
             meta["during_load"] = counters.during(before, counters.snapshot(services.pids(), quotas))
-            meta["outside_cpu"] = counters.outside(ticks, counters.user_ticks({os.getpid(), *pids.values()}),
+            meta["outside_cpu"] = counters.outside(ticks, counters.user_cpu({os.getpid(), *pids.values()}),
                                                    (meta["load_ended_ms"] - meta["load_started_ms"]) / 1000,
                                                    os.cpu_count() or 1)
             _note_outside(meta["outside_cpu"])

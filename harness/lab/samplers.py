@@ -23,7 +23,8 @@ from pathlib import Path
 
 from harness.lab import placement
 from harness.lab.netns import entered
-from harness.lab.kernel import SocketCounter, count_fds, parse_proc_stat, read_net_counters, ss_row
+from harness.lab.kernel import (CLOCK_TICKS, SocketCounter, count_fds, parse_proc_stat, proc_stat_fields,  # noqa: F401 - CLOCK_TICKS: services read it here
+                               read_net_counters, ss_row)
 
 # ss state names → ss.parquet columns; every other state is summed into other_states.
 SS_STATES = {"ESTAB": "estab", "SYN-RECV": "syn_recv", "TIME-WAIT": "time_wait", "CLOSE-WAIT": "close_wait"}
@@ -79,7 +80,6 @@ PROMETHEUS_METRICS = {
 }
 PROM_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)")
 PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NO_MEMORY_LIMIT_V1 = 2**62  # cgroup v1 reports "no limit" as a huge page-aligned number
@@ -147,8 +147,7 @@ def parse_prometheus(text: str, port: int) -> dict[str, float]:
 
 def read_proc(pid: int) -> dict:
     """RSS, CPU seconds and open file descriptors of a live process from /proc."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2:].split()  # the command name may contain spaces
+    fields = proc_stat_fields(pid)
     rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
     return {
         "rss_bytes": rss_pages * PAGE_SIZE,

@@ -29,6 +29,7 @@ from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminat
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command
+from harness.lab.kernel import proc_stat_fields
 from harness.lab.store import TEMP_DIR
 
 READY_TIMEOUT_S = 30
@@ -316,10 +317,9 @@ def port_in_use(address: str, port: int) -> bool:
 
 def ppid(pid: int) -> int | None:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(proc_stat_fields(pid)[1])
     except FileNotFoundError:
         return None
-    return int(stat[stat.rindex(")") + 2:].split()[1])
 
 
 def require(what: str, found: str | None, package: str) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness import LabError, say
 from harness.lab import placement
+from harness.lab.kernel import proc_stat_fields
 from harness.lab.samplers import CLOCK_TICKS, PAGE_SIZE, Sampler
 from harness.lab.services import pgauth, pgbinaries, pgcluster, pgcontainer
 from harness.lab.backends.docker import container as containers
@@ -327,11 +328,10 @@ def tree_usage(root: int) -> dict[str, float]:
     while todo:
         pid, is_root = todo.pop()
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = proc_stat_fields(pid)
             pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
         except (FileNotFoundError, ProcessLookupError):
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
         ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if is_root else 0)
         cpu, rss, count = cpu + ticks / CLOCK_TICKS, rss + pages * PAGE_SIZE, count + 1
         todo += [(child, False) for child in children(pid)]

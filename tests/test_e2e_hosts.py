@@ -67,7 +67,10 @@ def test_the_proxy_hosts_own_sockets_and_counters_were_sampled(run):
     assert ss["active_opens"].sum() >= ok * 0.9
     assert ss["passive_opens"].sum() <= 4 + 2 * len(ss) and ss["estab"].max() >= 4
     upstream = edge(step).query("metric == 'upstream.time_wait'")["value"]
-    assert upstream.max() >= ok * 0.3  # nginx closed first: its side holds TIME_WAIT, inside its host
+    # nginx asks the service to close (HTTP/1.0, Connection: close), so either side may close first and hold the
+    # TIME_WAIT: a race (CI once saw 1,020 of 3,516 on nginx's side). What counts here is that nginx's share is seen
+    # at all, which only a sampler inside the edge host can: these sockets do not exist in the machine's namespace.
+    assert upstream.max() >= ok * 0.05
 
 
 def test_upstream_keep_alive_removes_the_new_connections_per_second(run):

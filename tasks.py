@@ -169,10 +169,9 @@ def compare(c, chapter, data=None, keep=False):
 
 @task(help={"fast": "unit tests only (no real server, no k6)", "pytest_args": "extra arguments for pytest"})
 def test(c, fast=False, pytest_args=""):
-    """Run all tests: the server's JUnit tests and pytest (unit, end to end, faults)."""
-    if not fast:
-        c.run("cd sample-server && ./mvnw -B -q test", pty=False)
-    marker = "-m 'not e2e'" if fast else ""
+    """Run all tests with pytest: unit, the book, the server's JUnit tests (Maven, in the background while the unit
+    tests run), end to end and faults; --fast: the unit tests and the book only."""
+    marker = "-m 'not e2e and not junit'" if fast else ""
     c.run(f"{sys.executable} -m pytest {marker} {pytest_args}", pty=False)
 
 

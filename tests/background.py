@@ -1,8 +1,9 @@
 """The suite's two slow jobs that measure nothing, started as the session starts so that they use the core pytest
-leaves idle while the unit tests run: Quarto's render of the book (checked by test_site.py) and the sample server's
-JUnit tests (test_junit.py). Each is waited for by the fixture that needs it, and conftest.py orders the session so
-that every waiting test runs before the first end-to-end test: those measure real servers and must have the machine
-to themselves. A job is started only when a collected test needs it; one still running when the session ends (a
+leaves idle while the unit tests run: Quarto's render of the book (the site checked by test_site.py; the notebooks
+it executed checked by test_book.py, which so need not run every chapter a second time) and the sample server's JUnit
+tests (test_junit.py). Each is waited for by the fixtures that need it, and conftest.py orders the session so that
+every waiting test runs before the first end-to-end test: those measure real servers and must have the machine to
+themselves. A job is started only when a collected test needs it; one still running when the session ends (a
 failure, Ctrl-C) is stopped with its process group."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from harness import ROOT
@@ -27,12 +29,17 @@ class Job:
     command: list[str]
     cwd: Path
     env: dict[str, str]
+    waiters: tuple[str, ...]  # the fixtures that wait for it
     process: subprocess.Popen | None = None
     log: Path | None = None
     started: float = 0.0
+    started_at: float = 0.0  # wall clock, to tell the files the job wrote
     finished: dict = field(default_factory=dict)
 
     def start(self) -> None:
+        if self.name == "render":  # Quarto numbers its notebook after any left beside the page (x.quarto_ipynb_1)
+            remove_notebooks()
+        self.started_at = time.time()
         handle, name = tempfile.mkstemp(prefix=f"lab-{self.name}-", suffix=".log")
         self.log = Path(name)
         self.started = time.monotonic()
@@ -62,40 +69,76 @@ class Job:
             self.process.wait()
 
 
-def jobs() -> dict[str, Job]:
-    """The jobs this machine can start, by the fixture that waits for each (Quarto on PATH; the Maven wrapper is in
-    the repository)."""
-    found = {}
+RENDER_WAITERS = ("book", "rendered_notebooks")
+WAITERS = (*RENDER_WAITERS, "junit")  # the fixtures that wait for a job, whether or not this machine can start it
+
+
+def jobs() -> list[Job]:
+    """The jobs this machine can start (Quarto on PATH; the Maven wrapper is in the repository)."""
+    found = []
     quarto = shutil.which("quarto")
-    if quarto:  # the book renders from data/, whatever LAB_DATA_DIR says
+    if quarto:  # the book renders from data/, whatever LAB_DATA_DIR says; each page's executed notebook is kept
         env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}
-        found["book"] = Job("render", [quarto, "render"], ROOT, env)
-    found["junit"] = Job("junit", ["./mvnw", "-B", "-q", "test"], ROOT / "sample-server", dict(os.environ))
+        found.append(Job("render", [quarto, "render", "-M", "keep-ipynb:true"], ROOT, env, RENDER_WAITERS))
+    found.append(Job("junit", ["./mvnw", "-B", "-q", "test"], ROOT / "sample-server", dict(os.environ), ("junit",)))
     return found
 
 
-WAITERS = ("book", "junit")  # the fixtures that wait for a job, whether or not this machine can start it
-RUNNING: dict[str, Job] = {}  # by the fixture that waits for it
+RUNNING: dict[str, Job] = {}  # by name
 
 
 def start_needed(items) -> None:
     """Start every job a collected test needs, once."""
-    for fixture, job in jobs().items():
-        if fixture not in RUNNING and any(fixture in getattr(item, "fixturenames", ()) for item in items):
+    for job in jobs():
+        needed = any(set(job.waiters) & set(getattr(item, "fixturenames", ())) for item in items)
+        if job.name not in RUNNING and needed:
             job.start()
-            RUNNING[fixture] = job
+            RUNNING[job.name] = job
+
+
+def waited_by(fixture: str) -> Job | None:
+    """The started job that `fixture` waits for, if any."""
+    return next((job for job in RUNNING.values() if fixture in job.waiters), None)
 
 
 def result(fixture: str) -> tuple[int, str, float]:
     """What the job behind `fixture` gave (waiting for it): exit code, output, seconds; a failed test if no test
     of this session started it."""
-    job = RUNNING.get(fixture)
+    job = waited_by(fixture)
     if job is None:
         pytest.fail(f"no background job was started for `{fixture}`: conftest starts it when a collected test "
                     "needs the fixture")
     return job.wait()
 
 
+def kept_notebooks() -> list[Path]:
+    return [*ROOT.glob("*.quarto_ipynb*"), *ROOT.glob("chapters/*.quarto_ipynb*")]
+
+
+def remove_notebooks() -> None:
+    for path in kept_notebooks():
+        path.unlink(missing_ok=True)
+
+
+def executed_notebooks() -> dict[str, nbformat.NotebookNode]:
+    """The notebooks this session's render executed, by page (`chapters/x.qmd`), as nbformat dicts of their code
+    cells (nbformat's, multi-line texts joined); {} when no render ran or it failed. A page Quarto kept frozen ran no cell (no execution counts) and is
+    left out, as is a notebook older than the render: their pages must be executed by whoever needs them."""
+    job = waited_by("rendered_notebooks")
+    if job is None or job.wait()[0] != 0:
+        return {}
+    found = {}
+    for path in (p for p in kept_notebooks() if p.suffix == ".quarto_ipynb"):
+        notebook = nbformat.reads(path.read_text(), as_version=4)
+        notebook.cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+        ran = notebook.cells and all(cell.get("execution_count") for cell in notebook.cells)
+        if ran and path.stat().st_mtime >= job.started_at:
+            found[str(path.relative_to(ROOT).with_suffix(".qmd"))] = notebook
+    return found
+
+
 def stop_all() -> None:
     for job in RUNNING.values():
         job.stop()
+    if "render" in RUNNING:  # the notebooks were read by then; Quarto's own renders leave none
+        remove_notebooks()

@@ -70,6 +70,13 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture(scope="session")
+def rendered_notebooks():
+    """The notebooks of the pages this session's render executed (by `chapters/x.qmd`), {} without a render: what
+    test_book.py checks instead of executing those pages again."""
+    return background.executed_notebooks()
+
+
+@pytest.fixture(scope="session")
 def junit():
     """The sample server's JUnit tests (`./mvnw -B -q test`, started with the session): exit code, output, seconds."""
     return background.result("junit")

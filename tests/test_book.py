@@ -1,6 +1,6 @@
-"""The book builds from the committed data: every chapter runs in a real Jupyter kernel, every chart is valid
-Vega-Lite and draws in headless Chromium with the network shut. The site Quarto renders is checked in
-test_site.py."""
+"""The book builds from the committed data: every chapter runs in a real Jupyter kernel (the one this session's
+`quarto render` ran it in, or one of our own for a page the render did not run), every chart is valid Vega-Lite and
+draws in headless Chromium with the network shut. The site Quarto renders is checked in test_site.py."""
 from __future__ import annotations
 
 import functools
@@ -22,11 +22,13 @@ from harness import ROOT
 from harness.lab import store
 from harness.book.downloads import folder_link
 from harness.book.provenance import reproduce_box
+from harness.book.bench_render import COLOUR, PAGE
 from harness.book.render import VEGA_SCRIPTS
 from harness.book.verdict import verdict_table
 from harness.book.provenance import COMMAND_WIDTH, duration_text
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
+import background  # noqa: E402,I001
 import qmd  # noqa: E402,I001
 from conftest import frozen_data  # noqa: E402
 from book_pages import QUARTO_YML, book_chapters  # noqa: E402
@@ -51,7 +53,6 @@ class Executed:
             pytest.fail(f"{self.chapter} did not execute:\n{self.error}")
 
 
-@functools.cache
 def execute(chapter: str) -> Executed:
     """Run a chapter's cells in order in a python3 kernel at the repository root, on the committed data."""
     run = Executed(chapter)
@@ -64,9 +65,54 @@ def execute(chapter: str) -> Executed:
     finally:
         if saved is not None:
             os.environ["LAB_DATA_DIR"] = saved
+    return with_charts(run, notebook)
+
+
+def with_charts(run: Executed, notebook: nbformat.NotebookNode) -> Executed:
     run.notebook = notebook
     run.charts = [(html, spec) for html in raw_html_outputs(notebook) for _, spec in SPEC_SCRIPT.findall(html)]
     return run
+
+
+@pytest.fixture(scope="session")
+def executed_chapter(rendered_notebooks):
+    """A chapter's cells run in order on the committed data, once per session: as this session's `quarto render` ran
+    them (the notebook it kept, tests/background.py), or in a kernel of our own where it ran none (no Quarto, a
+    page it kept frozen). Quarto stops at a cell's error, so a chapter that fails never comes from the render."""
+    done: dict[str, Executed] = {}
+
+    def run(chapter: str) -> Executed:
+        if chapter not in done:
+            rendered = rendered_notebooks.get(chapter)
+            done[chapter] = with_charts(Executed(chapter), rendered) if rendered else execute(chapter)
+        return done[chapter]
+    return run
+
+
+def pages_quarto_ran(output: str) -> list[str]:
+    """The pages whose cells a `quarto render` ran, from its progress lines (a frozen page shows no "Executing")."""
+    ran, page = [], None
+    for line in (COLOUR.sub("", raw) for raw in output.splitlines()):
+        if match := PAGE.match(line):
+            page = match.group(1)
+        elif page and line.startswith("Executing ") and page not in ran:
+            ran.append(page)
+    return ran
+
+
+def test_the_render_keeps_the_notebook_of_every_page_it_ran(rendered_notebooks):
+    """Each page the session's render ran is checked from the notebook it kept, not executed a second time."""
+    job = background.waited_by("rendered_notebooks")
+    if job is None:
+        if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
+            pytest.fail("no render started in this session though LAB_REQUIRE_QUARTO=1: is quarto on PATH?")
+        pytest.skip("quarto not on PATH: no render in this session, every chapter is executed here")
+    code, output, _ = job.wait()
+    assert code == 0, output[-4000:]
+    ran = pages_quarto_ran(output)
+    assert set(ran) <= set(CHAPTERS), ran  # the progress lines were read as pages
+    missing = sorted(set(ran) - set(rendered_notebooks))
+    assert not missing, f"the render ran {missing} but kept no executed notebook for them"
 
 
 def outputs(notebook: nbformat.NotebookNode):
@@ -83,8 +129,8 @@ def raw_html_outputs(notebook: nbformat.NotebookNode) -> list[str]:
 
 
 @pytest.fixture(scope="module", params=CHAPTERS)
-def executed(request) -> Executed:
-    return execute(request.param)
+def executed(request, executed_chapter) -> Executed:
+    return executed_chapter(request.param)
 
 
 def site_page(root: Path, name: str, body: str, offset: str | None = None) -> Path:
@@ -183,23 +229,24 @@ def test_charts_draw_offline(executed, browser, tmp_path):
     assert all(c["marks"] > 0 for c in report.charts), f"a chart drew no data mark:\n{report.summary()}"
 
 
-def smoke_chart_html() -> str:
-    return execute("chapters/a1-the-lab.qmd").charts[0][0]
+@pytest.fixture
+def smoke_chart_html(executed_chapter) -> str:
+    return executed_chapter("chapters/a1-the-lab.qmd").charts[0][0]
 
 
-def test_chart_finds_libraries_from_quartos_offset_tag(browser, tmp_path):
+def test_chart_finds_libraries_from_quartos_offset_tag(browser, tmp_path, smoke_chart_html):
     """In the rendered book the site root comes from <meta name="quarto:offset">; here the page sits at the root."""
     page = tmp_path / "index.html"
     site_page(with_libraries(tmp_path), "unused", "")
     page.write_text(f'<!DOCTYPE html><html><head><meta name="quarto:offset" content="./"></head>'
-                    f"<body>{smoke_chart_html()}</body></html>")
+                    f"<body>{smoke_chart_html}</body></html>")
     report = browser.check(page.as_uri())
     assert report.ok, report.summary()
 
 
-def test_check_fails_when_the_chart_libraries_are_missing(browser, tmp_path):
+def test_check_fails_when_the_chart_libraries_are_missing(browser, tmp_path, smoke_chart_html):
     """The same chart on a site without node_modules: the check must see it fail."""
-    report = browser.check(site_page(tmp_path, "no-libraries", smoke_chart_html()).as_uri())
+    report = browser.check(site_page(tmp_path, "no-libraries", smoke_chart_html).as_uri())
     assert not report.ok
     assert not report.charts[0]["drawn"]
     assert any("vega.min.js" in e for e in report.errors), report.summary()
@@ -240,11 +287,11 @@ def test_npm_pins_the_versions_altair_expects():
     assert {name: locked[f"node_modules/{name}"]["version"] for name in pinned} == pinned
 
 
-def test_preface_quotes_readmes_commands_in_lines_a_phone_shows_whole():
+def test_preface_quotes_readmes_commands_in_lines_a_phone_shows_whole(executed_chapter):
     """The same commands as README's (a long line broken before its `&&`s, as the shell reads it), no line longer
     than a phone's column holds."""
     readme = re.search(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
-    shown = [o["data"].get("text/markdown", "") for o in outputs(execute("index.qmd").notebook) if "data" in o]
+    shown = [o["data"].get("text/markdown", "") for o in outputs(executed_chapter("index.qmd").notebook) if "data" in o]
     blocks = [re.search(r"```bash\n(.*?)```", text, re.S).group(1) for text in shown if "```bash" in text]
     assert len(blocks) == 1, shown
     assert blocks[0].replace(" \\\n  && ", " && ") == readme

@@ -1,8 +1,8 @@
 """Faults in every kind of service, end to end (tests/profiles/kill.toml: one step per kind, real services and k6):
 a service killed in the middle of its step ends the step at once as failed, naming it, and the complete step measured
-before is kept; the runner killed with SIGKILL at a random point leaves nothing behind (no process, no listening
-port, no cgroup, namespace, container or shared memory of the lab), and the next run cleans up what it can and
-completes. The random points come from a fixed seed, printed, so a failure can be replayed."""
+before is kept; the runner killed with SIGKILL at a random point, and then the run that recovers from that, leaves
+nothing behind (no process, no listening port, no cgroup, namespace, container or shared memory of the lab), and the
+next run cleans up what it can and completes without measuring a complete step again. The random points come from a fixed seed, printed, so a failure can be replayed."""
 from __future__ import annotations
 
 import json
@@ -59,45 +59,44 @@ def nothing_left(data_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def recovered(lab_ready, tmp_path_factory):  # noqa: F811
-    """The runner killed with SIGKILL at a random point, then run again to the end, twice from nothing: per round,
-    what the kill left, how the next run went and what it left. The last round's data, every step complete, is what
-    the service kills below must never lose (so the suite measures the profile twice, not three times)."""
+    """The runner killed with SIGKILL at a random point, the run that recovers from it killed the same way, then a
+    third run to the end: what each kill left at once, and what the last run measured again and left behind. Two
+    kills for the price of about one measurement of the profile, and the second may land while its run still cleans
+    up after the first. The last run's data, every step complete, is what the service kills below must never lose."""
     rng = random.Random(SEED)
     print(f"fault seed {SEED} (LAB_FAULT_SEED replays it)")
     data_dir = tmp_path_factory.mktemp("kill") / "data"
-    rounds = []
-    for round_ in range(2):
-        if (data_dir / "kill").exists():  # start again from nothing
-            shutil.rmtree(data_dir / "kill")
-        delay = rng.uniform(1.0, 18.0)  # anywhere from the checks to the middle of the third step
+    kills, complete = [], {}  # what each kill found; each step's step.json as the first kill after it found it
+    for number in (1, 2):
+        delay = rng.uniform(1.0, 18.0)  # anywhere from the checks to the middle of the run's third step
         proc = invoke(data_dir, "run", str(PROFILE))
         time.sleep(delay)
         started = lab_processes(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        at = f"run {number} killed after {delay:.1f} s"
         wait_for(lambda started=started: not any(command_line(p) for p in started), 30,
-                 f"the children of a runner killed after {delay:.1f} s to die with it (round {round_})")
+                 f"the children of the {at} to die with it")
         wait_for(lambda: not [x for x in nothing_left(data_dir) if not x.startswith("/dev/shm")], 20,
-                 f"the ports of a runner killed after {delay:.1f} s to close")
-        complete = {p.parent.name: p.read_text() for p in (data_dir / "kill").glob("*/step.json")} \
-            if (data_dir / "kill").exists() else {}
-        code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
-        rounds.append({
-            "at": f"round {round_}, runner killed after {delay:.1f} s", "code": code, "out": out,
-            # what was complete before the kill is not measured again
-            "remeasured": [step for step, text in complete.items() if json.loads(text)["status"] == "complete"
-                           and (data_dir / "kill" / step / "step.json").read_text() != text],
+                 f"the ports of the {at} to close")
+        kills.append({"at": at, "code": proc.returncode})
+        for path in (data_dir / "kill").glob("*/step.json") if (data_dir / "kill").exists() else ():
+            if json.loads(path.read_text())["status"] == "complete":
+                complete.setdefault(path.parent.name, path.read_text())
+    code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
+    return {"data_dir": data_dir, "kills": kills, "code": code, "out": out,
+            # what was complete before a kill is not measured again
+            "remeasured": [step for step, text in complete.items()
+                           if (data_dir / "kill" / step / "step.json").read_text() != text],
             "hidden": sorted(p.name for p in (data_dir / "kill").glob(".*")),
             "left": nothing_left(data_dir),
-            "shm": [s for s in pgshm.segments() if s.nattch == 0 and pgshm.dsm_control(s.shmid) is not None]})
-    return {"data_dir": data_dir, "rounds": rounds}
+            "shm": [s for s in pgshm.segments() if s.nattch == 0 and pgshm.dsm_control(s.shmid) is not None]}
 
 
 @pytest.fixture(scope="module")
 def measured(recovered):
     """Every step complete, as the last recovery run left them: what a fault must never lose."""
-    last = recovered["rounds"][-1]
-    assert last["code"] == 0, f"{last['at']}:\n{last['out']}"
+    assert recovered["code"] == 0, recovered["out"]
     return recovered["data_dir"]
 
 
@@ -128,10 +127,10 @@ def test_a_service_killed_mid_step_ends_the_step_at_once_naming_it(measured, kin
 
 
 def test_the_runner_killed_at_random_points_leaves_nothing_and_the_next_run_recovers(recovered):
-    for found in recovered["rounds"]:
-        at = found["at"]
-        assert found["code"] == 0, f"{at}:\n{found['out']}"
-        assert not found["remeasured"], f"{at}: complete steps measured again: {found['remeasured']}"
-        assert not found["hidden"], f"{at}: left in the data folder: {found['hidden']}\n{found['out']}"
-        assert not found["left"], f"{at}: left after the next run: {found['left']}"
-        assert not found["shm"], f"{at}: orphan shared memory: {found['shm']}"
+    for kill in recovered["kills"]:
+        assert kill["code"] == -signal.SIGKILL, f"{kill['at']}: it had ended by itself (exit code {kill['code']})"
+    assert recovered["code"] == 0, f"the run after two kills:\n{recovered['out']}"
+    assert not recovered["remeasured"], f"complete steps measured again: {recovered['remeasured']}"
+    assert not recovered["hidden"], f"left in the data folder: {recovered['hidden']}\n{recovered['out']}"
+    assert not recovered["left"], f"left after the run that recovered: {recovered['left']}"
+    assert not recovered["shm"], f"orphan shared memory: {recovered['shm']}"

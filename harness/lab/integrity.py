@@ -24,6 +24,19 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+_CHECKED: dict[tuple, str] = {}  # a file's identity and change times → its digest, within this process
+
+
+def checked_sha256(path: Path) -> str:
+    """`sha256(path)`, hashed again only when the file may have changed: a page reads the same steps many times, and
+    any write or replacement changes the inode, size, mtime or ctime (ctime cannot be set back by hand)."""
+    stat = path.stat()
+    key = (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    if key not in _CHECKED:
+        _CHECKED[key] = sha256(path)
+    return _CHECKED[key]
+
+
 def file_digests(step_dir: Path) -> dict[str, dict]:
     """Every file of a step directory but step.json itself: {name: {"bytes": size, "sha256": digest}}."""
     return {p.name: {"bytes": p.stat().st_size, "sha256": sha256(p)}
@@ -55,7 +68,7 @@ def problem(step_dir: Path, meta: dict) -> str:
             return f"{name} is missing"
         if path.stat().st_size != facts["bytes"]:
             return f"{name} has {path.stat().st_size} bytes where the run wrote {facts['bytes']} (cut short or replaced)"
-        if sha256(path) != facts["sha256"]:
+        if checked_sha256(path) != facts["sha256"]:
             return f"{name} differs from what the run wrote (changed or replaced since)"
     return ""
 

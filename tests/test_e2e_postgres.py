@@ -57,6 +57,13 @@ def postgres_pids(clusters: Path) -> list[int]:
 @pytest.fixture
 def clusters():
     """A directory of its own for the test's clusters, one `nobody` can enter (postgres runs as nobody under root)."""
+    with own_clusters() as path:
+        yield path
+
+
+@contextmanager
+def own_clusters():
+    """LAB_PG_CLUSTERS set to a new directory inside the block; no postgres of it may outlive the block."""
     path = Path(tempfile.mkdtemp(prefix="lab-pg-clusters-"))
     path.chmod(0o755)
     before = os.environ.get("LAB_PG_CLUSTERS")
@@ -141,21 +148,25 @@ def python_for_nobody() -> tuple[str, str]:
     return str(system), sysconfig.get_paths()["purelib"]
 
 
-@pytest.fixture
-def runs(lab_ready, clusters, tmp_path):  # noqa: F811 — lab_ready: the fixture from test_e2e
+@pytest.fixture(scope="module")
+def runs(lab_ready, tmp_path_factory):  # noqa: F811 — lab_ready: the fixture from test_e2e
+    """Two steps run once for the tests that read them: their step.json, data root and clusters' directory."""
     from test_e2e import finish, invoke
 
-    code, out = finish(invoke(tmp_path, "run", str(PROFILE), "--step", "first", "--step", "second"), timeout=300)
-    print(out)
-    assert code == 0, out
-    return {s: json.loads((tmp_path / PROFILE.stem / s / "step.json").read_text()) for s in ("first", "second")}, tmp_path
+    data = tmp_path_factory.mktemp("postgres")
+    with own_clusters() as clusters:
+        code, out = finish(invoke(data, "run", str(PROFILE), "--step", "first", "--step", "second"), timeout=300)
+        print(out)
+        assert code == 0, out
+        yield {s: json.loads((data / PROFILE.stem / s / "step.json").read_text()) for s in ("first", "second")}, data, \
+            clusters
 
 
 from test_e2e import lab_ready  # noqa: E402, F401 — a fixture
 
 
-def test_steps_with_a_database_clone_the_template_and_sample_it(runs, clusters):
-    metas, data = runs
+def test_steps_with_a_database_clone_the_template_and_sample_it(runs):
+    metas, data, clusters = runs
     first, second = metas["first"]["services"]["db"], metas["second"]["services"]["db"]
     assert (first["template_reused"], second["template_reused"]) == (False, True)
     assert first["template_load_ms"] > 0 and second["clone_ms"] > 0 and second["clone_dropped"]
@@ -246,7 +257,7 @@ def test_wrong_and_missing_passwords_are_refused_for_the_superuser_and_the_app_r
 
 
 def test_no_password_is_written_into_the_steps_data(runs):
-    metas, data = runs
+    metas, data, _ = runs
     credentials = pgauth.Credentials.load(Path(metas["first"]["services"]["db"]["cluster"]))
     assert metas["first"]["server_env"]["SPRING_DATASOURCE_PASSWORD"] == "***"
     for path in (data / PROFILE.stem).rglob("*"):

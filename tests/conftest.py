@@ -32,6 +32,19 @@ def load_frozen(chapter: str):
         return load(chapter)
 
 
+@pytest.fixture(scope="session")
+def smoke_measured(tmp_path_factory):
+    """One real run of the smoke experiment per session (test_e2e.py's checks, and the local shape the docker
+    backend's data must have in test_e2e_docker.py): its data root and output."""
+    from test_e2e import finish, invoke, lab_ready_or_fail  # the end-to-end helpers, only when such a test asks
+
+    lab_ready_or_fail()
+    data_dir = tmp_path_factory.mktemp("smoke") / "data"
+    code, out = finish(invoke(data_dir, "run", "smoke"))
+    assert code == 0, out
+    return data_dir, out
+
+
 CHAPTER4_SCALED = SAMPLES.parent / "profiles" / "chapter4-scaled.toml"
 
 

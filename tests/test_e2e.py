@@ -98,19 +98,21 @@ def measure_profile(tmp_path_factory, profile: Path) -> Path:
     return data_dir
 
 
-@pytest.fixture(scope="module")
-def lab_ready():
+def lab_ready_or_fail() -> None:
     assert JAR.exists(), "the server jar is missing: run `invoke setup` before the end-to-end tests"
     find_k6()  # raises with the fix when k6 is missing
 
 
 @pytest.fixture(scope="module")
-def smoke(lab_ready, tmp_path_factory):
-    """One real run of the smoke experiment, shared by the assertions below."""
-    data_dir = tmp_path_factory.mktemp("smoke") / "data"
-    code, out = finish(invoke(data_dir, "run", "smoke"))
+def lab_ready():
+    lab_ready_or_fail()
+
+
+@pytest.fixture(scope="module")
+def smoke(smoke_measured):
+    """One real run of the smoke experiment (once per session, conftest.py), shared by the assertions below."""
+    data_dir, out = smoke_measured
     print(out)
-    assert code == 0, out
     os.environ["LAB_DATA_DIR"] = str(data_dir)
     try:
         yield data_dir, store.load("smoke"), out

@@ -59,12 +59,10 @@ def docker_smoke(docker_ready, smoke_spec, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def local_waves(lab_ready, tmp_path_factory) -> Path:  # noqa: F811
-    """The local backend's waves step, the shape the docker backend's data must have."""
-    data_dir = tmp_path_factory.mktemp("local") / "data"
-    code, out = finish(invoke(data_dir, "run", "smoke", "--step", "waves"))
-    assert code == 0, out
-    return data_dir / "smoke" / "waves"
+def local_waves(smoke_measured) -> Path:
+    """The local backend's waves step (the session's smoke run, conftest.py), the shape the docker backend's data
+    must have."""
+    return smoke_measured[0] / "smoke" / "waves"
 
 
 def meta(data_dir: Path, step_id: str) -> dict:

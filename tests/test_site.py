@@ -21,6 +21,7 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from harness.book.site import address, site_server
 # Helpers beside this file (pytest puts tests/ on sys.path).
 import background  # noqa: E402,I001
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
-from chromium import Chromium  # noqa: E402
+from chromium import Chromium, PageReport, find_binary  # noqa: E402
 import page_layout  # noqa: E402
 
 PAGES = [html_path(chapter) for chapter in book_chapters()]
@@ -111,6 +112,29 @@ def check(browser: Chromium, base: str, page: str, mode: str, expected: int, wid
                          column=COLUMN)
 
 
+@pytest.fixture(scope="module")
+def readings(sites, browser) -> dict[tuple[str, str, int], PageReport]:
+    """Every page in every reading, by (page, mode, width): its report and the charts its HTML has. Two browsers
+    check them at once, as a page's check mostly waits (for its charts, its requests, late console messages)."""
+    second = Chromium(find_binary())
+    todo = [(page, mode, width) for page in PAGES for mode, width in READINGS]
+
+    def check_each(chromium: Chromium, share: list[tuple[str, str, int]]) -> dict:
+        found = {}
+        for page, mode, width in share:
+            folder, base = sites[mode]
+            expected = (folder / page).read_text().count('class="lab-chart"')
+            found[page, mode, width] = check(chromium, base, page, mode, expected, width)
+        return found
+
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            shares = pool.map(check_each, (browser, second), (todo[0::2], todo[1::2]))
+            return {key: report for share in shares for key, report in share.items()}
+    finally:
+        second.close()
+
+
 # ---- the rendered site -----------------------------------------------------------------------------------
 
 def test_quarto_renders_every_chapter_and_the_chart_libraries(book):
@@ -120,10 +144,8 @@ def test_quarto_renders_every_chapter_and_the_chart_libraries(book):
 
 @pytest.mark.parametrize(("mode", "width"), READINGS, ids=[f"{m}-{w}px" for m, w in READINGS])
 @pytest.mark.parametrize("page", PAGES)
-def test_page_loads_cleanly_draws_every_chart_and_fits_the_window(page, mode, width, sites, browser):
-    folder, base = sites[mode]
-    expected = (folder / page).read_text().count('class="lab-chart"')
-    report = check(browser, base, page, mode, expected, width)
+def test_page_loads_cleanly_draws_every_chart_and_fits_the_window(page, mode, width, readings):
+    report = readings[page, mode, width]
     assert report.ok, f"{page}, {mode}, {width} px: {report.summary()}"
     problems = page_layout.problems(report.layout)
     assert not problems, f"{page} at {width} px:\n  " + "\n  ".join(problems)

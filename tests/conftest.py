@@ -45,18 +45,6 @@ def smoke_measured(tmp_path_factory):
     return data_dir, out
 
 
-CHAPTER4_SCALED = SAMPLES.parent / "profiles" / "chapter4-scaled.toml"
-
-
-@pytest.fixture(scope="session")
-def chapter4_scaled(tmp_path_factory):
-    """Scaled chapter 4 measured once per session for the two modules that read it (test_e2e_chapter4.py, and
-    test_e2e_placement.py on its pinning and quota): its steps' directories."""
-    from test_e2e import measure_profile  # the end-to-end helpers, only when an end-to-end test asks
-
-    return measure_profile(tmp_path_factory, CHAPTER4_SCALED) / CHAPTER4_SCALED.stem
-
-
 @pytest.fixture(scope="session")
 def browser():
     """One headless Chromium for every test that opens a page (the network shut, see tests/chromium.py)."""

@@ -1,20 +1,20 @@
 """Chapter 4 scaled down, end to end: real Spring Boot with its /work endpoint, k6 and the CPU quota. The plateau
-moves with the server's CPU quota; more threads past the knee do not move it (F004-b). The same run's steps are what
-test_e2e_placement.py checks the pinning and the quota on."""
+moves with the server's CPU quota; more threads past the knee do not move it (F004-b)."""
 import pytest
 
+from harness import ROOT
 from harness.book.chapters.ch4_steps import steps_table
-from harness.lab import store
 
-from conftest import CHAPTER4_SCALED as PROFILE
+from test_e2e import profile_run
 
 pytestmark = pytest.mark.e2e
+PROFILE = ROOT / "tests" / "profiles" / "chapter4-scaled.toml"
 
 
 @pytest.fixture(scope="module")
-def table(chapter4_scaled):  # measured once per session (conftest.py)
-    with store.reading(chapter4_scaled.parent):
-        yield steps_table(store.load(PROFILE.stem)).set_index("step")
+def table(tmp_path_factory):
+    with profile_run(tmp_path_factory, PROFILE) as data:
+        yield steps_table(data).set_index("step")
 
 
 def test_the_plateau_follows_the_cpu_quota(table):

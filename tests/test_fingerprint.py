@@ -268,6 +268,22 @@ def test_a_second_interrupt_does_not_abandon_the_save():
     assert saved == ["tables", "step.json"]
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped exception, as Python drops it
+def test_an_interrupt_python_drops_is_raised_again_where_the_run_waits():
+    """A signal handler's exception raised inside a callback whose errors Python ignores (here a __del__; in a run,
+    logging's hook after every fork) is dropped with "Exception ignored in …": check() raises it again."""
+    class Dropping:
+        def __del__(self):
+            _signal_soon()
+
+    with interrupts.handled():
+        Dropping()  # the Ctrl-C lands in __del__, and Python drops what the handler raised
+        with pytest.raises(interrupts.Interrupted, match="Ctrl-C"):
+            interrupts.check()
+        interrupts.seen()  # the run caught it
+        interrupts.check()  # nothing left to raise
+
+
 def test_an_interrupt_during_a_save_waits_for_it_then_stops_the_run():
     saved, before = [], signal.getsignal(signal.SIGINT)  # Python's default, or SIG_IGN if started in the background
     with interrupts.handled():

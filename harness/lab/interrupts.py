@@ -16,7 +16,7 @@ from harness import say
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 WHAT = {signal.SIGINT: "the user (Ctrl-C)", signal.SIGTERM: "SIGTERM (a kill, or the system stopping)",
         signal.SIGHUP: "SIGHUP (the terminal closed)"}
-_state = {"installed": False, "stopping": False, "saving": 0, "pending": 0}
+_state = {"installed": False, "stopping": False, "saving": 0, "pending": 0, "unseen": 0}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -38,21 +38,35 @@ def _handler(signum, frame):
         say(f"    {signal.Signals(signum).name}: still stopping the children and saving what was measured; "
             f"wait for it (kill -9 abandons the step)")
         return
-    _state["stopping"] = True
+    _state.update(stopping=True, unseen=signum)
     raise Interrupted(signum)
+
+
+def seen() -> None:
+    """The run caught the interrupt `_handler` raised (it stops and saves the step)."""
+    _state["unseen"] = 0
+
+
+def check() -> None:
+    """Raise again an interrupt that Python dropped. An exception raised by a signal handler is dropped, with only
+    "Exception ignored in …" on stderr, when the signal lands in a callback whose errors Python ignores, such as the
+    one logging runs in the parent after every fork (the samplers fork `ss` every tick). The loops that wait call
+    this, so such a Ctrl-C still stops the run within a fraction of a second."""
+    if _state["unseen"] and not _state["saving"]:
+        raise Interrupted(_state["unseen"])
 
 
 @contextmanager
 def handled():
     """For a whole run (main thread): SIGINT and SIGTERM as described above."""
     previous = {sig: signal.signal(sig, _handler) for sig in SIGNALS}
-    _state.update(installed=True, stopping=False, saving=0, pending=0)
+    _state.update(installed=True, stopping=False, saving=0, pending=0, unseen=0)
     try:
         yield
     finally:
         for sig, before in previous.items():
             signal.signal(sig, before)
-        _state.update(installed=False, stopping=False, saving=0, pending=0)
+        _state.update(installed=False, stopping=False, saving=0, pending=0, unseen=0)
 
 
 @contextmanager

@@ -97,6 +97,7 @@ def _run(spec, name: str, steps: list[Step], force: bool, backend: str, dashboar
     began = time.monotonic()
     with interrupts.handled():
         for n, step in enumerate(todo):
+            interrupts.check()  # one dropped while the last step was stopped and saved: no next step
             eta = f"; chapter done in ≈ {_clock(time.monotonic() - began + sum(estimates[n:]))}" if all(estimates) else ""
             expected = f"expected {estimates[n]:.0f} s" if estimates[n] else "no estimate"
             say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load.get('executor', step.kind)} ({expected}{eta})")
@@ -151,6 +152,7 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
         meta |= {"status": "failed", "reason": f"the disk filled up during the step ({err}): free some space and run "
                                                f"it again"}
     except KeyboardInterrupt as err:
+        interrupts.seen()
         meta |= {"status": "failed", "reason": f"interrupted by {interrupts.interrupted_by(err)} in the middle of the step"}
         with interrupts.saving():
             where = _finish(writer, meta, began)
@@ -274,6 +276,7 @@ def _wait_load(loads: list, name: str, step: Step, samplers: Samplers, services:
     every = 2 if sys.stdout.isatty() else 10
     next_report = every
     while any(proc.poll() is None for _, proc in loads):
+        interrupts.check()
         elapsed = time.monotonic() - start
         if elapsed > limit:
             raise StepFailed(f"{name} still running after {limit:.0f} s (its stop time + {LOAD_EXTRA_WAIT_S} s)")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import LabError
-from harness.lab import placement
+from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
 from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminate
@@ -86,6 +86,7 @@ class RunningService:
         """Block until ready and checked; returns start-to-ready milliseconds."""
         deadline = self.started + timeout_s
         while time.monotonic() < deadline:
+            interrupts.check()  # one dropped while the service was spawned
             if not self.alive():
                 raise StepFailed(f"{self.kind} '{self.name}' exited during start-up ({self.exit_reason()}); "
                                  f"its log ends:\n{self.log_tail()}")

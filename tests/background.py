@@ -13,6 +13,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,7 @@ class Job:
     cwd: Path
     env: dict[str, str]
     waiters: tuple[str, ...]  # the fixtures that wait for it
+    tidy: Callable[[], None] | None = None  # removes what it leaves in the work tree: before it starts, and at the end
     process: subprocess.Popen | None = None
     log: Path | None = None
     started: float = 0.0
@@ -37,8 +39,8 @@ class Job:
     finished: dict = field(default_factory=dict)
 
     def start(self) -> None:
-        if self.name == "render":  # Quarto numbers its notebook after any left beside the page (x.quarto_ipynb_1)
-            remove_notebooks()
+        if self.tidy:
+            self.tidy()
         self.started_at = time.time()
         handle, name = tempfile.mkstemp(prefix=f"lab-{self.name}-", suffix=".log")
         self.log = Path(name)
@@ -79,7 +81,8 @@ def jobs() -> list[Job]:
     quarto = shutil.which("quarto")
     if quarto:  # the book renders from data/, whatever LAB_DATA_DIR says; each page's executed notebook is kept
         env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}
-        found.append(Job("render", [quarto, "render", "-M", "keep-ipynb:true"], ROOT, env, RENDER_WAITERS))
+        found.append(Job("render", [quarto, "render", "-M", "keep-ipynb:true"], ROOT, env, RENDER_WAITERS,
+                         tidy=remove_notebooks))
     found.append(Job("junit", ["./mvnw", "-B", "-q", "test"], ROOT / "sample-server", dict(os.environ), ("junit",)))
     return found
 
@@ -111,19 +114,32 @@ def result(fixture: str) -> tuple[int, str, float]:
     return job.wait()
 
 
+def render_job(fixture: str) -> Job:
+    """The render `fixture` waits for; without Quarto on PATH the test is skipped, or failed where
+    LAB_REQUIRE_QUARTO=1 (the site must be checked there)."""
+    job = waited_by(fixture)
+    if job is None:
+        reason = "quarto not on PATH: install it from https://quarto.org/docs/get-started/ to render the book"
+        if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
+            pytest.fail(f"{reason} (LAB_REQUIRE_QUARTO=1: the site must be checked, not skipped)")
+        pytest.skip(reason)
+    return job
+
+
 def kept_notebooks() -> list[Path]:
     return [*ROOT.glob("*.quarto_ipynb*"), *ROOT.glob("chapters/*.quarto_ipynb*")]
 
 
 def remove_notebooks() -> None:
+    """Quarto numbers a page's notebook after any left beside it (x.quarto_ipynb_1): none may be left."""
     for path in kept_notebooks():
         path.unlink(missing_ok=True)
 
 
 def executed_notebooks() -> dict[str, nbformat.NotebookNode]:
-    """The notebooks this session's render executed, by page (`chapters/x.qmd`), as nbformat dicts of their code
-    cells (nbformat's, multi-line texts joined); {} when no render ran or it failed. A page Quarto kept frozen ran no cell (no execution counts) and is
-    left out, as is a notebook older than the render: their pages must be executed by whoever needs them."""
+    """The notebooks this session's render executed, by page (`chapters/x.qmd`), their code cells only; {} when no
+    render ran or it failed. A page Quarto kept frozen ran no cell (no execution counts) and is left out, as is a
+    notebook older than the render: their pages must be executed by whoever needs them."""
     job = waited_by("rendered_notebooks")
     if job is None or job.wait()[0] != 0:
         return {}
@@ -140,5 +156,5 @@ def executed_notebooks() -> dict[str, nbformat.NotebookNode]:
 def stop_all() -> None:
     for job in RUNNING.values():
         job.stop()
-    if "render" in RUNNING:  # the notebooks were read by then; Quarto's own renders leave none
-        remove_notebooks()
+        if job.tidy:  # what it left was read by then
+            job.tidy()

@@ -102,12 +102,7 @@ def pages_quarto_ran(output: str) -> list[str]:
 
 def test_the_render_keeps_the_notebook_of_every_page_it_ran(rendered_notebooks):
     """Each page the session's render ran is checked from the notebook it kept, not executed a second time."""
-    job = background.waited_by("rendered_notebooks")
-    if job is None:
-        if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
-            pytest.fail("no render started in this session though LAB_REQUIRE_QUARTO=1: is quarto on PATH?")
-        pytest.skip("quarto not on PATH: no render in this session, every chapter is executed here")
-    code, output, _ = job.wait()
+    code, output, _ = background.render_job("rendered_notebooks").wait()
     assert code == 0, output[-4000:]
     ran = pages_quarto_ran(output)
     assert set(ran) <= set(CHAPTERS), ran  # the progress lines were read as pages

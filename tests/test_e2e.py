@@ -82,20 +82,14 @@ def port_open(port: int) -> bool:
 @contextmanager
 def profile_run(tmp_path_factory, profile: Path):
     """Run a scaled profile through the command line into a temporary data root; yield its data."""
-    data_dir = measure_profile(tmp_path_factory, profile)
+    data_dir = tmp_path_factory.mktemp(profile.stem) / "data"
+    code, out = finish(invoke(data_dir, "run", str(profile)), timeout=300)
+    assert code == 0, out
     os.environ["LAB_DATA_DIR"] = str(data_dir)
     try:
         yield store.load(profile.stem)
     finally:
         del os.environ["LAB_DATA_DIR"]
-
-
-def measure_profile(tmp_path_factory, profile: Path) -> Path:
-    """Run a scaled profile through the command line into a temporary data root, which is returned."""
-    data_dir = tmp_path_factory.mktemp(profile.stem) / "data"
-    code, out = finish(invoke(data_dir, "run", str(profile)), timeout=300)
-    assert code == 0, out
-    return data_dir
 
 
 def lab_ready_or_fail() -> None:

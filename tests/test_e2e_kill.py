@@ -2,14 +2,14 @@
 a service killed in the middle of its step ends the step at once as failed, naming it, and the complete step measured
 before is kept; the runner killed with SIGKILL at a random point, and then the run that recovers from that, leaves
 nothing behind (no process, no listening port, no cgroup, namespace, container or shared memory of the lab), and the
-next run cleans up what it can and completes without measuring a complete step again. The random points come from a fixed seed, printed, so a failure can be replayed."""
+next run cleans up what it can and completes without measuring a complete step again. The random points come from a
+fixed seed, printed, so a failure can be replayed."""
 from __future__ import annotations
 
 import json
 import os
 import random
 import signal
-import shutil
 import time
 import tomllib
 from pathlib import Path
@@ -80,9 +80,9 @@ def recovered(lab_ready, tmp_path_factory):  # noqa: F811
         wait_for(lambda: not [x for x in nothing_left(data_dir) if not x.startswith("/dev/shm")], 20,
                  f"the ports of the {at} to close")
         kills.append({"at": at, "code": proc.returncode})
-        for path in (data_dir / "kill").glob("*/step.json") if (data_dir / "kill").exists() else ():
-            if json.loads(path.read_text())["status"] == "complete":
-                complete.setdefault(path.parent.name, path.read_text())
+        for path in (data_dir / "kill").glob("*/step.json"):  # none while the kill came before the first step
+            if json.loads(text := path.read_text())["status"] == "complete":
+                complete.setdefault(path.parent.name, text)
     code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
     return {"data_dir": data_dir, "kills": kills, "code": code, "out": out,
             # what was complete before a kill is not measured again

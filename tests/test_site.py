@@ -16,7 +16,6 @@ Quarto these tests skip, unless LAB_REQUIRE_QUARTO=1.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import threading
@@ -64,13 +63,7 @@ REQUIRE_JS = "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js"
 @pytest.fixture(scope="module")
 def book() -> Path:
     """Renders the book once for this module and gives the _book folder."""
-    quarto = shutil.which("quarto")
-    if not quarto:
-        reason = "quarto not on PATH: install it from https://quarto.org/docs/get-started/ to render the book"
-        if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
-            pytest.fail(f"{reason} (LAB_REQUIRE_QUARTO=1: the site must be checked, not skipped)")
-        pytest.skip(reason)
-    code, output, seconds = background.result("book")  # `quarto render`, started with the session
+    code, output, seconds = background.render_job("book").wait()  # `quarto render`, started with the session
     print(f"quarto render: {seconds:.0f} s")
     if code:
         pytest.fail(f"quarto render failed ({code}):\n{output[-4000:]}")
@@ -114,7 +107,7 @@ def check(browser: Chromium, base: str, page: str, mode: str, expected: int, wid
 
 @pytest.fixture(scope="module")
 def readings(sites, browser) -> dict[tuple[str, str, int], PageReport]:
-    """Every page in every reading, by (page, mode, width): its report and the charts its HTML has. Two browsers
+    """Every page in every reading, by (page, mode, width): its report, against the charts its HTML has. Two browsers
     check them at once, as a page's check mostly waits (for its charts, its requests, late console messages)."""
     second = Chromium(find_binary())
     todo = [(page, mode, width) for page in PAGES for mode, width in READINGS]

@@ -23,6 +23,7 @@ import pytest
 from harness import ROOT
 
 TIMEOUT_S = 900  # a job still running this long after its start is stopped
+STOP_GRACE_S = 15  # between the Ctrl-C that stops a job and its SIGKILL
 
 @dataclass
 class Job:
@@ -63,12 +64,17 @@ class Job:
         return self.finished["code"], self.finished["output"], self.finished["seconds"]
 
     def stop(self) -> None:
+        """Ctrl-C to its process group (a lane's runs save and clean up as on a user's Ctrl-C), then SIGKILL."""
         if self.process and self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
+            for sig, grace in ((signal.SIGINT, STOP_GRACE_S), (signal.SIGKILL, None)):
+                try:
+                    os.killpg(self.process.pid, sig)
+                    self.process.wait(timeout=grace)
+                    return
+                except ProcessLookupError:
+                    return
+                except subprocess.TimeoutExpired:
+                    continue
 
 
 RENDER_WAITERS = ("book", "rendered_notebooks")

@@ -6,6 +6,7 @@ import pytest
 import background
 from chromium import Chromium, find_binary
 
+pytest_plugins = ("lane",)  # the end-to-end tests marked `alongside` run beside the unit tests (tests/lane.py)
 SAMPLES = __import__("pathlib").Path(__file__).parent / "samples"
 LIMITS = {"nofile": 20000, "somaxconn": 4096, "can_raise_somaxconn": True, "cores": 2}
 # A copy of a smoke run, frozen for the tests that read real step data: `invoke run smoke` rewrites data/smoke,

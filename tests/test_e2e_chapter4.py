@@ -26,8 +26,11 @@ def test_the_plateau_follows_the_cpu_quota(table):
 
 
 def test_more_threads_past_the_knee_do_not_raise_the_plateau(table):
-    few, many = table.loc["half-core", "tps"], table.loc["half-core-800", "tps"]
-    assert many <= few * 1.1
+    # Not `many <= few * 1.1`: two fresh JVMs warming up under half a core differ by more than 10 % on their own
+    # (74 and 84/s seen with the same threads), so that line failed on noise. The claim is the quota's bound.
+    many, one_core = table.loc["half-core-800", "tps"], table.loc["one-core", "tps"]
+    assert many <= table.loc["half-core-800", "model_tps"] * 1.05  # the half core's CPU bound, threads or not
+    assert many <= one_core * 0.75  # far from what a whole core gave: the quota held, 800 threads or not
     assert table.loc["half-core-800", "current_threads_peak"] <= 100 + 10  # Tomcat made threads only for the users
 
 

@@ -18,7 +18,7 @@ from harness.lab import store
 from harness import ROOT
 from test_e2e import finish, lab_children, lab_ready, port_open, wait_for  # noqa: F401
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # tests/lane.py
 PROFILE = ROOT / "tests" / "profiles" / "faults.toml"
 PORTS = (8380, 8381)
 

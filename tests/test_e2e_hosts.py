@@ -19,23 +19,24 @@ from harness.lab.services.nginx import nginx_binary
 
 from test_e2e import descendants, finish, invoke, lab_ready, wait_for  # noqa: F401 — lab_ready: a fixture
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(os.geteuid() != 0, reason="hosts need root (CI runs as root)")]
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside, pytest.mark.skipif(os.geteuid() != 0, reason="hosts need root (CI runs as root)")]
 PROFILE = ROOT / "tests" / "profiles" / "hosts-scaled.toml"
 
 
-def lab_namespaces() -> set[str]:
-    return {p.name for p in netns.NETNS_DIR.glob(f"{netns.PREFIX}*")} if netns.NETNS_DIR.is_dir() else set()
+def lab_namespaces(harness: int) -> set[str]:
+    """The namespaces of the harness with pid `harness` (named after it: other tests may be making their own)."""
+    return {p.name for p in netns.NETNS_DIR.glob(f"{netns.PREFIX}{harness}-*")}
 
 
 @pytest.fixture(scope="module")
 def run(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported from test_e2e
     assert nginx_binary(), "nginx is missing: apt-get install nginx"
-    before = lab_namespaces()
     data_dir = tmp_path_factory.mktemp("hosts") / "data"
-    code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
+    proc = invoke(data_dir, "run", str(PROFILE))
+    code, out = finish(proc, timeout=300)
     print(out)
     assert code == 0, out
-    return {"steps": {s: data_dir / PROFILE.stem / s for s in ("proxied", "pooled")}, "before": before}
+    return {"steps": {s: data_dir / PROFILE.stem / s for s in ("proxied", "pooled")}, "harness": proc.pid}
 
 
 def edge(step) -> pd.DataFrame:
@@ -82,19 +83,17 @@ def test_upstream_keep_alive_removes_the_new_connections_per_second(run):
 
 
 def test_the_hosts_are_removed_after_the_run(run):
-    assert lab_namespaces() <= run["before"]
+    assert not lab_namespaces(run["harness"])
 
 
 def test_ctrl_c_mid_step_removes_the_hosts_and_stops_everything(lab_ready, tmp_path):  # noqa: F811
-    before = lab_namespaces()
     proc = invoke(tmp_path, "run", str(PROFILE), start_new_session=True)
-    wait_for(lambda: len(lab_namespaces() - before) == 4, 60, "the step's hosts and switch")
-    made = lab_namespaces() - before
+    wait_for(lambda: len(lab_namespaces(proc.pid)) == 4, 60, "the step's hosts and switch")
     wait_for(lambda: any(d.name == "k6.log" for d in (tmp_path / PROFILE.stem).rglob("k6.log")), 60, "k6 to start")
     time.sleep(1)
     children = descendants(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
     code, out = finish(proc, timeout=90)
     assert code == 130, out
-    assert not (lab_namespaces() & made), out
+    assert not lab_namespaces(proc.pid), out
     wait_for(lambda: not [p for p in children if os.path.exists(f"/proc/{p}")], 15, "nginx, the service and k6 to stop")

@@ -19,11 +19,11 @@ import pytest
 from harness import ROOT
 from harness.lab import netns, placement
 from harness.lab.units import duration_ms
-from harness.lab.services import pgshm
+from harness.lab.services import pgbinaries, pgshm
 
 from test_e2e import descendants, finish, invoke, lab_ready, port_open, wait_for  # noqa: F401
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # tests/lane.py
 PROFILE = ROOT / "tests" / "profiles" / "kill.toml"
 PORTS = range(8440, 8451)
 SEED = int(os.environ.get("LAB_FAULT_SEED", "27"))
@@ -31,6 +31,7 @@ LOAD_MS = duration_ms(tomllib.loads(PROFILE.read_text())["defaults"]["load"]["du
 # How each kind's process shows in its command line (the process to kill, and what must be gone after).
 PROCESSES = {"tomcat": b"sample-server", "postgres": b"bin/postgres -D", "nginx": b"nginx: master", "netty": b"netty-server",
              "webflux": b"webflux-server", "spring-jar": b"webflux-server"}
+DB_UID = pgbinaries.runner_uid()  # the shared memory of the lab's postgres servers is this user's
 VICTIMS = {"tomcat": ("tomcat", "tomcat 'server'"), "postgres": ("postgres", "postgres 'db'"),
            "nginx": ("nginx", "nginx 'edge'"), "netty": ("nginx", "netty 'api'"), "webflux": ("webflux", "webflux 'flux'"),
            "spring-jar": ("spring-jar", "spring-jar 'server'")}  # kind → (the step it runs in, how the reason names it)
@@ -47,13 +48,16 @@ def lab_processes(root: int) -> dict[int, bytes]:
     return {pid: command_line(pid) for pid in descendants(root)}
 
 
-def nothing_left(data_dir: Path) -> list[str]:
-    """What of the lab still exists once its harness is gone."""
+def nothing_left(harnesses: list[int]) -> list[str]:
+    """What the lab runs of these harness pids left once they are gone: only theirs, as other tests may be running
+    (tests/lane.py): the profile's ports, their cgroups and namespaces (named after the harness), and the shared
+    memory of postgres servers (they run as the lab's database user)."""
     left = [f"port {p}" for p in PORTS if port_open(p)]
     controller = placement.cpu_controller()
-    left += [f"cgroup {c.name}" for c in (controller.glob(f"{placement.CGROUP_PREFIX}*") if controller else [])]
-    left += [f"namespace {n}" for n in netns.leftovers()]
-    left += [f"/dev/shm/{p.name}" for p in Path("/dev/shm").glob("PostgreSQL.*")]
+    for pid in harnesses:
+        left += [f"cgroup {c.name}" for c in (controller.glob(f"{placement.CGROUP_PREFIX}{pid}-*") if controller else [])]
+        left += [f"namespace {n.name}" for n in netns.NETNS_DIR.glob(f"{netns.PREFIX}{pid}-*")]
+    left += [f"/dev/shm/{p.name}" for p in Path("/dev/shm").glob("PostgreSQL.*") if p.stat().st_uid == DB_UID]
     return left
 
 
@@ -66,10 +70,11 @@ def recovered(lab_ready, tmp_path_factory):  # noqa: F811
     rng = random.Random(SEED)
     print(f"fault seed {SEED} (LAB_FAULT_SEED replays it)")
     data_dir = tmp_path_factory.mktemp("kill") / "data"
-    kills, complete = [], {}  # what each kill found; each step's step.json as the first kill after it found it
+    kills, killed, complete = [], [], {}  # what each kill found; the killed runs' pids; complete steps' step.json
     for number in (1, 2):
         delay = rng.uniform(1.0, 18.0)  # anywhere from the checks to the middle of the run's third step
         proc = invoke(data_dir, "run", str(PROFILE))
+        killed.append(proc.pid)
         time.sleep(delay)
         started = lab_processes(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
@@ -77,20 +82,22 @@ def recovered(lab_ready, tmp_path_factory):  # noqa: F811
         at = f"run {number} killed after {delay:.1f} s"
         wait_for(lambda started=started: not any(command_line(p) for p in started), 30,
                  f"the children of the {at} to die with it")
-        wait_for(lambda: not [x for x in nothing_left(data_dir) if not x.startswith("/dev/shm")], 20,
+        wait_for(lambda: not [x for x in nothing_left(killed) if not x.startswith("/dev/shm")], 20,
                  f"the ports of the {at} to close")
         kills.append({"at": at, "code": proc.returncode})
         for path in (data_dir / "kill").glob("*/step.json"):  # none while the kill came before the first step
             if json.loads(text := path.read_text())["status"] == "complete":
                 complete.setdefault(path.parent.name, text)
-    code, out = finish(invoke(data_dir, "run", str(PROFILE)), timeout=300)
+    last = invoke(data_dir, "run", str(PROFILE))
+    code, out = finish(last, timeout=300)
     return {"data_dir": data_dir, "kills": kills, "code": code, "out": out,
             # what was complete before a kill is not measured again
             "remeasured": [step for step, text in complete.items()
                            if (data_dir / "kill" / step / "step.json").read_text() != text],
             "hidden": sorted(p.name for p in (data_dir / "kill").glob(".*")),
-            "left": nothing_left(data_dir),
-            "shm": [s for s in pgshm.segments() if s.nattch == 0 and pgshm.dsm_control(s.shmid) is not None]}
+            "left": nothing_left([*killed, last.pid]),
+            "shm": [s for s in pgshm.segments()
+                    if s.uid == DB_UID and s.nattch == 0 and pgshm.dsm_control(s.shmid) is not None]}
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +130,7 @@ def test_a_service_killed_mid_step_ends_the_step_at_once_naming_it(measured, kin
     # at once: the step (teardown and saving included) ended before its load would have (killed about 1 s into
     # its 4 s, it ends about half a second later; one that ran on would end after 4 s and its teardown)
     assert attempt["ended_ms"] - attempt["load_started_ms"] < LOAD_MS, "the step ran on after its service died"
-    wait_for(lambda: not nothing_left(measured), 20, "nothing of the step left")
+    wait_for(lambda: not nothing_left([proc.pid]), 20, "nothing of the step left")
 
 
 def test_the_runner_killed_at_random_points_leaves_nothing_and_the_next_run_recovers(recovered):

@@ -31,7 +31,7 @@ from harness.lab.services import pgauth, pgbinaries, pgcluster, pgshm  # noqa: E
 from harness.lab.services.deploy import Deployment  # noqa: E402
 from harness.lab.spec import parse_spec  # noqa: E402
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # tests/lane.py
 PROFILE = ROOT / "tests" / "profiles" / "postgres-scaled.toml"
 STANDIN = {"kind": "postgres", "template": "standin", "sql_dir": "tests/samples/postgres", "rows": 1000}
 

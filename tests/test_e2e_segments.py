@@ -15,7 +15,7 @@ from harness.lab.services.nginx import nginx_binary
 
 from test_e2e import finish, invoke, lab_ready  # noqa: F401 — lab_ready: a fixture
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(os.geteuid() != 0, reason="client hosts need root (CI runs as root)")]
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside, pytest.mark.skipif(os.geteuid() != 0, reason="client hosts need root (CI runs as root)")]
 PROFILE = ROOT / "tests" / "profiles" / "segments-scaled.toml"
 
 

@@ -1,0 +1,124 @@
+"""The end-to-end modules marked `alongside` run in a pytest session of their own, started with this one, so that
+they use the machine the unit tests and the render leave idle (measured: the end-to-end phase keeps about one of the
+two cores busy, waiting on servers and loads). Their checks are about files, counts, errors and clean-up, scoped to
+their own runs, which hold on a shared machine; the modules that measure time or CPU are not marked and run after the
+lane has ended, alone.
+
+Each test of the lane still reports here as itself, in its place among the end-to-end tests: the lane's session
+writes every report with pytest's own serialisation hooks (as pytest-xdist does) and this session replays them. A
+test the lane gave no report for (a collection error, a crash, the job's time-out) fails here with the lane's output.
+A lane starts only when this session also has tests to overlap it with: `pytest tests/test_e2e_kill.py` runs the
+module in-process, as any other.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from _pytest.reports import TestReport
+
+import background
+
+REPORTS_ENV = "LAB_TEST_LANE_REPORTS"  # set in the lane's own session: where its reports go (it starts no lane)
+MARKER = "alongside"
+
+
+class Lane:
+    def __init__(self, config, items):
+        self.config = config
+        order = [item.nodeid for item in items]  # the session's order: each module's tests together
+        self.nodeids = set(order)
+        handle, name = tempfile.mkstemp(prefix="lab-lane-", suffix=".jsonl")
+        os.close(handle)
+        self.reports_file = Path(name)
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *order]
+        self.job = background.Job("lane", command, config.rootpath, os.environ | {REPORTS_ENV: name}, ())
+        self.replayed: dict[str, list[TestReport]] | None = None
+
+    def reports(self, nodeid: str) -> list[TestReport]:
+        """The lane's reports of the test `nodeid` (waiting for the lane to end)."""
+        if self.replayed is None:
+            self.job.wait()
+            self.replayed = defaultdict(list)
+            for line in self.reports_file.read_text().splitlines():
+                report = self.config.hook.pytest_report_from_serializable(config=self.config, data=json.loads(line))
+                self.replayed[report.nodeid].append(report)
+            self.reports_file.unlink(missing_ok=True)
+        return self.replayed.get(nodeid, [])
+
+    def replay(self, item) -> list[TestReport]:
+        """The test's reports, ending in a failure where the lane left it unfinished (no teardown: the lane died, was
+        stopped or never collected it)."""
+        reports = self.reports(item.nodeid)
+        if reports and reports[-1].when == "teardown":
+            return reports
+        code, output, seconds = self.job.wait()
+        reason = (f"the alongside lane (its own pytest session, exit code {code} after {seconds:.0f} s) did not "
+                  f"finish this test; its output:\n{output[-20000:]}")
+        when = "call" if [r.when for r in reports] == ["setup"] and reports[0].passed else "setup"
+        keywords = {k: 1 for k in item.keywords}
+        return [*reports[:1], TestReport(item.nodeid, item.location, keywords, "failed", reason, when)]
+
+
+LANE: Lane | None = None
+
+
+# ---- the plugin's hooks (conftest.py: pytest_plugins); in either session -----------------------------------------
+
+@pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected; either side of conftest's stable sort by phase
+def pytest_collection_modifyitems(config, items):
+    """Run the collected `alongside` end-to-end tests in a lane of their own when this session has other tests to
+    overlap them with; they move to the front of the end-to-end tests, where this session replays their reports."""
+    global LANE
+    marked = [item for item in items if item.get_closest_marker(MARKER) and item.get_closest_marker("e2e")]
+    others = [item for item in items if not item.get_closest_marker("e2e")]
+    if not marked or not others or os.environ.get(REPORTS_ENV) or config.option.collectonly:
+        return
+    LANE = Lane(config, marked)
+    LANE.job.start()
+    background.RUNNING[LANE.job.name] = LANE.job  # waited for by every other end-to-end test, stopped at the end
+    rest = [item for item in items if item not in marked]
+    first_e2e = next((n for n, item in enumerate(rest) if item.get_closest_marker("e2e")), len(rest))
+    items[:] = rest[:first_e2e] + marked + rest[first_e2e:]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test of the lane reports here what its lane measured; any other test runs here."""
+    if LANE is None or item.nodeid not in LANE.nodeids:
+        return None
+    hook = item.ihook
+    hook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for report in LANE.replay(item):
+        hook.pytest_runtest_logreport(report=report)
+    hook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In a lane's own session: every report also goes to the session that started the lane (pytest's own form)."""
+    report = yield
+    path = os.environ.get(REPORTS_ENV)
+    if path:
+        data = item.config.hook.pytest_report_to_serializable(config=item.config, report=report)
+        with open(path, "a") as out:
+            out.write(json.dumps(data) + "\n")
+    return report
+
+
+def pytest_terminal_summary(terminalreporter):
+    if LANE is not None and LANE.job.finished:
+        code, _, seconds = LANE.job.wait()
+        terminalreporter.write_line(f"alongside lane: {len(LANE.nodeids)} end-to-end tests in a session of their own, "
+                                    f"{seconds:.0f} s beside the unit tests (exit code {code})")
+
+
+def pytest_sessionfinish(session):
+    if LANE is not None:
+        LANE.job.stop()  # still running only after a failure or Ctrl-C here

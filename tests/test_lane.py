@@ -1,0 +1,85 @@
+"""tests/lane.py on a made-up suite, in real pytest sessions: the `alongside` end-to-end tests run in a lane of their
+own and report in the session that started it, as themselves; what the lane never reported fails there."""
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ("pytester",)
+TESTS = Path(__file__).parent
+SUITE = {
+    "conftest.py": f"""
+        import sys
+        sys.path[:0] = [{str(TESTS)!r}, {str(TESTS.parent)!r}]  # the lane plugin, and the harness it imports
+        pytest_plugins = ("lane",)
+        """,
+    "pytest.ini": """
+        [pytest]
+        markers =
+            e2e: end to end
+            alongside: beside the unit tests
+        """,
+    "test_unit.py": """
+        def test_unit():
+            pass
+        """,
+    "test_lane_e2e.py": """
+        import os
+        import pytest
+        pytestmark = [pytest.mark.e2e, pytest.mark.alongside]
+
+        def test_passes():
+            print("ran in the lane:", "LAB_TEST_LANE_REPORTS" in os.environ)
+
+        def test_fails():
+            assert 1 + 1 == 3, "measured in the lane"
+
+        def test_crashes():
+            if os.environ.get("CRASH"):
+                os._exit(3)  # the lane's session dies: no report for this test or the next
+
+        def test_after_the_crash():
+            pass
+        """,
+    "test_alone_e2e.py": """
+        import pytest
+        pytestmark = pytest.mark.e2e
+
+        def test_alone():
+            pass
+        """,
+}
+
+
+@pytest.fixture
+def suite(pytester):
+    for name, text in SUITE.items():
+        (pytester.path / name).write_text(textwrap.dedent(text))
+    return pytester
+
+
+def test_the_lanes_tests_report_as_themselves_in_the_session_that_started_it(suite):
+    result = suite.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["test_lane_e2e.py .F..*", "test_alone_e2e.py .*", "test_unit.py .*",
+                                 "*AssertionError: measured in the lane",
+                                 "ran in the lane: True",  # its captured output, replayed here
+                                 "alongside lane: 4 end-to-end tests in a session of their own, * (exit code 1)",
+                                 "FAILED test_lane_e2e.py::test_fails - AssertionError: measured in the lane"])
+
+
+def test_a_test_the_lane_did_not_finish_fails_with_the_lanes_output(suite, monkeypatch):
+    monkeypatch.setenv("CRASH", "1")
+    result = suite.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=2, errors=1)
+    result.stdout.fnmatch_lines(["test_lane_e2e.py .FFE*",
+                                 "*the alongside lane (its own pytest session, exit code 3 after * s) did not finish*"])
+    result.stdout.fnmatch_lines(["FAILED test_lane_e2e.py::test_crashes - the alongside lane*"])  # died in its call
+    result.stdout.fnmatch_lines(["ERROR test_lane_e2e.py::test_after_the_crash - the alongside lane*"])  # never began
+
+
+def test_without_other_tests_the_marked_ones_run_in_this_session(suite):
+    result = suite.runpytest_subprocess("test_lane_e2e.py", "-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*ran in the lane: False*"])
+    assert "alongside lane" not in result.stdout.str()

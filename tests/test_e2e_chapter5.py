@@ -12,7 +12,7 @@ from harness.book.chapters.ch5.steps import DB, runs_table, steps_table
 
 from test_e2e import profile_run
 
-pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # tests/lane.py
+pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "chapter5-scaled.toml"
 
 

@@ -46,7 +46,11 @@ class Lane:
             self.job.wait()
             self.replayed = defaultdict(list)
             for line in self.reports_file.read_text().splitlines():
-                report = self.config.hook.pytest_report_from_serializable(config=self.config, data=json.loads(line))
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError:  # the last line of a lane killed while writing it
+                    continue
+                report = self.config.hook.pytest_report_from_serializable(config=self.config, data=data)
                 self.replayed[report.nodeid].append(report)
             self.reports_file.unlink(missing_ok=True)
         return self.replayed.get(nodeid, [])
@@ -55,7 +59,7 @@ class Lane:
         """The test's reports, ending in a failure where the lane left it unfinished (no teardown: the lane died, was
         stopped or never collected it)."""
         reports = self.reports(item.nodeid)
-        if reports and reports[-1].when == "teardown":
+        if reports and (reports[-1].when == "teardown" or reports[-1].failed):  # finished, or already failed
             return reports
         code, output, seconds = self.job.wait()
         reason = (f"the alongside lane (its own pytest session, exit code {code} after {seconds:.0f} s) did not "

@@ -38,6 +38,7 @@ class Job:
     started: float = 0.0
     started_at: float = 0.0  # wall clock, to tell the files the job wrote
     finished: dict = field(default_factory=dict)
+    timeout_s: float = TIMEOUT_S
 
     def start(self) -> None:
         if self.tidy:
@@ -54,7 +55,7 @@ class Job:
         """The job's exit code, its output and its wall time in seconds (stopped after TIMEOUT_S, exit code -9)."""
         if not self.finished:
             try:
-                code = self.process.wait(timeout=max(1.0, TIMEOUT_S - (time.monotonic() - self.started)))
+                code = self.process.wait(timeout=max(1.0, self.timeout_s - (time.monotonic() - self.started)))
             except subprocess.TimeoutExpired:
                 self.stop()
                 code = -9
@@ -64,17 +65,20 @@ class Job:
         return self.finished["code"], self.finished["output"], self.finished["seconds"]
 
     def stop(self) -> None:
-        """Ctrl-C to its process group (a lane's runs save and clean up as on a user's Ctrl-C), then SIGKILL."""
-        if self.process and self.process.poll() is None:
-            for sig, grace in ((signal.SIGINT, STOP_GRACE_S), (signal.SIGKILL, None)):
-                try:
-                    os.killpg(self.process.pid, sig)
-                    self.process.wait(timeout=grace)
-                    return
-                except ProcessLookupError:
-                    return
-                except subprocess.TimeoutExpired:
-                    continue
+        """Ctrl-C to its process group (a lane's runs save and clean up as on a user's Ctrl-C), then SIGKILL to what
+        is left of the group; nothing for a job that has ended (its group may be gone, its pid another's)."""
+        if not self.process or self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGINT)
+            self.process.wait(timeout=STOP_GRACE_S)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
 
 
 RENDER_WAITERS = ("book", "rendered_notebooks")

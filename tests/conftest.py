@@ -59,8 +59,13 @@ def browser():
 
 # ---- the session's order: unit tests, then what waits for a background job, then the end-to-end tests ----------
 
+def alone(item) -> bool:
+    """An end-to-end test, or one that reads the machine's CPU: it needs the machine to itself."""
+    return bool(item.get_closest_marker("e2e") or item.get_closest_marker("quiet"))
+
+
 def phase(item) -> int:
-    if item.get_closest_marker("e2e"):
+    if alone(item):
         return 2
     return 1 if any(name in item.fixturenames for name in background.WAITERS) else 0
 
@@ -73,8 +78,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_setup(item):
-    """No end-to-end test starts while a background job still runs (even one whose test failed before waiting)."""
-    if item.get_closest_marker("e2e"):
+    """No test that needs the machine to itself starts while a background job still runs (even one whose test failed
+    before waiting)."""
+    if alone(item):
         for job in background.RUNNING.values():
             job.wait()
 

@@ -7,8 +7,8 @@ lane has ended, alone.
 Each test of the lane still reports here as itself, in its place among the end-to-end tests: the lane's session
 writes every report with pytest's own serialisation hooks (as pytest-xdist does) and this session replays them. A
 test the lane gave no report for (a collection error, a crash, the job's time-out) fails here with the lane's output.
-A lane starts only when this session also has tests to overlap it with: `pytest tests/test_e2e_kill.py` runs the
-module in-process, as any other.
+A lane starts only when this session also has tests of other modules to overlap it with: `pytest
+tests/test_e2e_kill.py` runs the module in-process, as any other.
 """
 from __future__ import annotations
 
@@ -21,11 +21,13 @@ from pathlib import Path
 
 import pytest
 from _pytest.reports import TestReport
+from _pytest.runner import CallInfo
 
 import background
 
 REPORTS_ENV = "LAB_TEST_LANE_REPORTS"  # set in the lane's own session: where its reports go (it starts no lane)
 MARKER = "alongside"
+LANE_TIMEOUT_S = 3600  # its tests' own time-outs end a stuck one well before: 400 s is what the lane takes here
 
 
 class Lane:
@@ -37,7 +39,8 @@ class Lane:
         os.close(handle)
         self.reports_file = Path(name)
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *order]
-        self.job = background.Job("lane", command, config.rootpath, os.environ | {REPORTS_ENV: name}, ())
+        self.job = background.Job("lane", command, config.rootpath, os.environ | {REPORTS_ENV: name}, (),
+                                  timeout_s=LANE_TIMEOUT_S)
         self.replayed: dict[str, list[TestReport]] | None = None
 
     def reports(self, nodeid: str) -> list[TestReport]:
@@ -64,9 +67,9 @@ class Lane:
         code, output, seconds = self.job.wait()
         reason = (f"the alongside lane (its own pytest session, exit code {code} after {seconds:.0f} s) did not "
                   f"finish this test; its output:\n{output[-20000:]}")
-        when = "call" if [r.when for r in reports] == ["setup"] and reports[0].passed else "setup"
+        when = {0: "setup", 1: "call"}.get(len(reports), "teardown")  # the phase it stopped in
         keywords = {k: 1 for k in item.keywords}
-        return [*reports[:1], TestReport(item.nodeid, item.location, keywords, "failed", reason, when)]
+        return [*reports, TestReport(item.nodeid, item.location, keywords, "failed", reason, when)]
 
 
 LANE: Lane | None = None
@@ -74,14 +77,18 @@ LANE: Lane | None = None
 
 # ---- the plugin's hooks (conftest.py: pytest_plugins); in either session -----------------------------------------
 
-@pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected; either side of conftest's stable sort by phase
-def pytest_collection_modifyitems(config, items):
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after -m, -k, --lf, --ff and conftest's sort by phase
+def pytest_collection_modifyitems(session, config, items):
     """Run the collected `alongside` end-to-end tests in a lane of their own when this session has other tests to
     overlap them with; they move to the front of the end-to-end tests, where this session replays their reports."""
     global LANE
+    yield
     marked = [item for item in items if item.get_closest_marker(MARKER) and item.get_closest_marker("e2e")]
-    others = [item for item in items if not item.get_closest_marker("e2e")]
-    if not marked or not others or os.environ.get(REPORTS_ENV) or config.option.collectonly:
+    modules = {item.module for item in marked}
+    others = [item for item in items if not item.get_closest_marker("e2e") and item.module not in modules]
+    nothing_runs = config.option.collectonly or config.option.setuponly or config.option.setupplan or (
+        session.testsfailed and not config.option.continue_on_collection_errors)  # a collection error stops the run
+    if not marked or not others or os.environ.get(REPORTS_ENV) or nothing_runs:
         return
     LANE = Lane(config, marked)
     LANE.job.start()
@@ -100,6 +107,11 @@ def pytest_runtest_protocol(item, nextitem):
     hook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for report in LANE.replay(item):
         hook.pytest_runtest_logreport(report=report)
+    # What the tests before it set up and the next one does not need goes now, as a test's teardown does it (a test
+    # of the same module as unit tests, tests/test_e2e_springjar.py, would leave their module set up otherwise).
+    call = CallInfo.from_call(lambda: item.session._setupstate.teardown_exact(nextitem), "teardown")
+    if call.excinfo is not None:
+        hook.pytest_runtest_logreport(report=TestReport.from_item_and_call(item, call))
     hook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
 
@@ -122,7 +134,3 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"alongside lane: {len(LANE.nodeids)} end-to-end tests in a session of their own, "
                                     f"{seconds:.0f} s beside the unit tests (exit code {code})")
 
-
-def pytest_sessionfinish(session):
-    if LANE is not None:
-        LANE.job.stop()  # still running only after a failure or Ctrl-C here

@@ -23,25 +23,36 @@ SUITE = {
         def test_unit():
             pass
         """,
-    "test_lane_e2e.py": """
+    "test_a_lane.py": """
         import os
         import pytest
-        pytestmark = [pytest.mark.e2e, pytest.mark.alongside]
+        pytestmark = pytest.mark.alongside
 
+        @pytest.fixture(scope="module")
+        def module_state():
+            yield "set up"
+
+        def test_unit_beside_the_lane(module_state):  # not end to end: runs here, before the lane's tests
+            assert module_state == "set up"
+
+        @pytest.mark.e2e
         def test_passes():
             print("ran in the lane:", "LAB_TEST_LANE_REPORTS" in os.environ)
 
+        @pytest.mark.e2e
         def test_fails():
             assert 1 + 1 == 3, "measured in the lane"
 
+        @pytest.mark.e2e
         def test_crashes():
             if os.environ.get("CRASH"):
                 os._exit(3)  # the lane's session dies: no report for this test or the next
 
+        @pytest.mark.e2e
         def test_after_the_crash():
             pass
         """,
-    "test_alone_e2e.py": """
+    "test_b_alone.py": """
         import pytest
         pytestmark = pytest.mark.e2e
 
@@ -60,26 +71,26 @@ def suite(pytester):
 
 def test_the_lanes_tests_report_as_themselves_in_the_session_that_started_it(suite):
     result = suite.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5, failed=1)
-    result.stdout.fnmatch_lines(["test_lane_e2e.py .F..*", "test_alone_e2e.py .*", "test_unit.py .*",
+    result.assert_outcomes(passed=6, failed=1)  # test_b_alone's set-up found the stack test_a_lane's unit test left torn down
+    result.stdout.fnmatch_lines(["test_a_lane.py ..F..*", "test_b_alone.py .*", "test_unit.py .*",
                                  "*AssertionError: measured in the lane",
                                  "ran in the lane: True",  # its captured output, replayed here
                                  "alongside lane: 4 end-to-end tests in a session of their own, * (exit code 1)",
-                                 "FAILED test_lane_e2e.py::test_fails - AssertionError: measured in the lane"])
+                                 "FAILED test_a_lane.py::test_fails - AssertionError: measured in the lane"])
 
 
 def test_a_test_the_lane_did_not_finish_fails_with_the_lanes_output(suite, monkeypatch):
     monkeypatch.setenv("CRASH", "1")
     result = suite.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3, failed=2, errors=1)
-    result.stdout.fnmatch_lines(["test_lane_e2e.py .FFE*",
+    result.assert_outcomes(passed=4, failed=2, errors=1)
+    result.stdout.fnmatch_lines(["test_a_lane.py ..FFE*",
                                  "*the alongside lane (its own pytest session, exit code 3 after * s) did not finish*"])
-    result.stdout.fnmatch_lines(["FAILED test_lane_e2e.py::test_crashes - the alongside lane*"])  # died in its call
-    result.stdout.fnmatch_lines(["ERROR test_lane_e2e.py::test_after_the_crash - the alongside lane*"])  # never began
+    result.stdout.fnmatch_lines(["FAILED test_a_lane.py::test_crashes - the alongside lane*"])  # died in its call
+    result.stdout.fnmatch_lines(["ERROR test_a_lane.py::test_after_the_crash - the alongside lane*"])  # never began
 
 
-def test_without_other_tests_the_marked_ones_run_in_this_session(suite):
-    result = suite.runpytest_subprocess("test_lane_e2e.py", "-p", "no:cacheprovider", "-s")
-    result.assert_outcomes(passed=3, failed=1)
+def test_without_other_modules_the_marked_tests_run_in_this_session(suite):
+    result = suite.runpytest_subprocess("test_a_lane.py", "-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["*ran in the lane: False*"])
     assert "alongside lane" not in result.stdout.str()

@@ -60,7 +60,8 @@ def browser():
 # ---- the session's order: unit tests, then what waits for a background job, then the end-to-end tests ----------
 
 def alone(item) -> bool:
-    """An end-to-end test, or one that reads the machine's CPU: it needs the machine to itself."""
+    """An end-to-end test, or one marked quiet (it reads the machine's CPU, or sweeps what killed runs left): it
+    needs the machine to itself."""
     return bool(item.get_closest_marker("e2e") or item.get_closest_marker("quiet"))
 
 

@@ -19,7 +19,7 @@ from harness.lab.services.nginx import nginx_binary
 
 from test_e2e import descendants, finish, invoke, lab_ready, wait_for  # noqa: F401 — lab_ready: a fixture
 
-pytestmark = [pytest.mark.e2e, pytest.mark.alongside, pytest.mark.skipif(os.geteuid() != 0, reason="hosts need root (CI runs as root)")]
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(os.geteuid() != 0, reason="hosts need root (CI runs as root)")]
 PROFILE = ROOT / "tests" / "profiles" / "hosts-scaled.toml"
 
 

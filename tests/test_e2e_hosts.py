@@ -14,18 +14,13 @@ import pandas as pd
 import pytest
 
 from harness import ROOT
-from harness.lab import netns, store
+from harness.lab import store
 from harness.lab.services.nginx import nginx_binary
 
-from test_e2e import descendants, finish, invoke, lab_ready, wait_for  # noqa: F401 — lab_ready: a fixture
+from test_e2e import descendants, finish, invoke, lab_namespaces, lab_ready, wait_for  # noqa: F401 — lab_ready: a fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(os.geteuid() != 0, reason="hosts need root (CI runs as root)")]
 PROFILE = ROOT / "tests" / "profiles" / "hosts-scaled.toml"
-
-
-def lab_namespaces(harness: int) -> set[str]:
-    """The namespaces of the harness with pid `harness` (named after it: other tests may be making their own)."""
-    return {p.name for p in netns.NETNS_DIR.glob(f"{netns.PREFIX}{harness}-*")}
 
 
 @pytest.fixture(scope="module")

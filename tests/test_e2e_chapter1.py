@@ -1,7 +1,12 @@
 """Chapter 1 scaled down, end to end: measured RPS follows min(C, pool) × rate, for k6 and ab."""
+import gzip
+
 import pytest
 
 from harness import ROOT
+from harness.lab.jdk import QUICK_JVM_OPTIONS
+from harness.lab.store import step_dir
+from harness.lab.services.sampleserver import JVM_OPTIONS
 from harness.lab.spec import load_spec
 
 from test_e2e import profile_run
@@ -38,3 +43,11 @@ def test_more_clients_than_threads_only_queue(chapter1):
     assert measured_rps(by_step["k6-c8"]) == pytest.approx(measured_rps(by_step["k6-c4"]), rel=0.15)
     ratio = by_step["k6-c8"]["duration_ms"].mean() / by_step["k6-c4"]["duration_ms"].mean()
     assert ratio == pytest.approx(2, rel=0.25)
+
+
+def test_the_quick_jvm_was_the_one_that_ran(chapter1):
+    """The profile's system.jvm = "quick": recorded in step.json, and the JVM itself says it picked the options up."""
+    for step_id, meta in chapter1.steps.items():
+        assert meta["jvm_options"] == [*JVM_OPTIONS, *QUICK_JVM_OPTIONS], step_id
+        log = gzip.decompress((step_dir(chapter1.chapter, step_id) / "server.log.gz").read_bytes()).decode()
+        assert f"Picked up JAVA_TOOL_OPTIONS: {' '.join(meta['jvm_options'])}" in log, step_id

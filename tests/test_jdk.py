@@ -65,3 +65,12 @@ def test_virtual_threads_with_the_cds_archive_are_refused_before_anything_starts
     check_launches([auto])
     with pytest.raises(LabError, match=r"run virtual threads on Java 21\+, which the CDS archive .* does not fit"):
         check_launches([cds])
+
+
+def test_quick_adds_its_options_after_the_services_own_and_standard_adds_none():
+    own = {"JAVA_TOOL_OPTIONS": "-XX:MaxRAMPercentage=25", "PORT": "1"}
+    assert jdk.with_jvm_options(own, {"jvm": "standard"}) == own
+    assert jdk.with_jvm_options({}, {"jvm": "standard"}) == {}
+    quick = jdk.with_jvm_options(own, {"jvm": "quick"})
+    assert quick == {"PORT": "1", "JAVA_TOOL_OPTIONS": "-XX:MaxRAMPercentage=25 -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    assert jdk.with_jvm_options({}, {"jvm": "quick"}) == {"JAVA_TOOL_OPTIONS": " ".join(jdk.QUICK_JVM_OPTIONS)}

@@ -189,6 +189,12 @@ def test_launch_and_sampling_are_checked():
     assert (parse(one_step()).steps[0].system["launch"], parse(one_step()).steps[0].system["sampling"]) == ("auto", True)
 
 
+def test_the_jvm_is_standard_unless_a_step_asks_for_quick():
+    assert "system.jvm must be one of standard, quick, got 'fast'" in problems_of(one_step(system={"jvm": "fast"}))
+    assert parse(one_step()).steps[0].system["jvm"] == "standard"
+    assert parse(one_step(system={"jvm": "quick"})).steps[0].system["jvm"] == "quick"
+
+
 def test_container_limits_merge_and_whole_cpus_become_numbers():
     raw = one_step(container={"cpus": 2, "memory": "2g"})
     raw["defaults"]["container"] = {"nofile": 10000, "cpus": 1}

@@ -28,6 +28,7 @@ from harness.lab.samplers import Samplers, now_ms
 from harness.lab.services.deploy import Deployment, check_services
 from harness.lab.services.graph import SERVER, target
 from harness.lab.services.sampleserver import JVM_OPTIONS
+from harness.lab.jdk import jvm_options
 from harness.lab.spec import Step, load_spec
 
 LOAD_EXTRA_WAIT_S = 60  # beyond the load options' stop time before the load tool is declared stuck
@@ -340,7 +341,7 @@ def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:
         "model_version": plan["model_version"],
         "expected_ms": plan["expected_ms"],
         "expected_requests": plan["expected_requests"],
-        "jvm_options": list(JVM_OPTIONS) if SERVER in step.services else [],
+        "jvm_options": (list(JVM_OPTIONS) if SERVER in step.services else []) + list(jvm_options(step.system)),
         "versions": ({tool.name: tool.version()} if tool else {}) | {"python": sys.version.split()[0]},
         "machine": system.machine(),
         "git_commit": system.git_commit(),

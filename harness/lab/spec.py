@@ -63,11 +63,16 @@ SYSTEM_KEYS: dict[str, tuple] = {  # (type, minimum[, maximum]): harness.lab.typ
     "record": (str, None),  # per-request rows or per-second series (harness.lab.load.recording); auto: by size
     "network": (str, None),  # loopback, or hosts: the load tool and each service on a host of its own (lab.netns)
     "link_delay_ms": (int, 0, 10_000),  # hosts: every host link's delay (tc netem, where the kernel has it); ≤ 10 s
+    "jvm": (str, None),  # the local JVMs' compilers and GC: standard (the JDK's own), or quick (JVMS below)
 }
 SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500,
-                   "sampling": True, "launch": "auto", "record": "auto", "network": "loopback", "link_delay_ms": 0}
+                   "sampling": True, "launch": "auto", "record": "auto", "network": "loopback", "link_delay_ms": 0,
+                   "jvm": "standard"}
 LAUNCHES = ("auto", "cds", "jar")
 NETWORKS = ("loopback", "hosts")
+# `quick` starts a JVM in about half the CPU (C1 only, the serial GC) and runs its code slower: for the end-to-end
+# tests that check behaviour, never a rate or a CPU time. The book's chapters leave it `standard`.
+JVMS = ("standard", "quick")
 LOAD_TOOL = "load"  # [placement]'s name for the step's load tool, whichever it is
 RECORDS = ("auto", "requests", "seconds")
 # Resource limits of the server's container (the docker backend only; the local backend ignores them).
@@ -343,7 +348,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     _check_server(merged["server"], where, problems)
     from harness.lab.services.graph import resolve_services, target_model  # lazily: the kinds import this module
     services = resolve_services(base["services"], table, merged["server"], load, where, problems, system_["network"])
-    for key, allowed in (("launch", LAUNCHES), ("record", RECORDS), ("network", NETWORKS)):
+    for key, allowed in (("launch", LAUNCHES), ("record", RECORDS), ("network", NETWORKS), ("jvm", JVMS)):
         if system_[key] not in allowed:
             problems.append(f"{where}: system.{key} must be one of {', '.join(allowed)}, got {system_[key]!r}")
     if system_["link_delay_ms"] and system_["network"] != "hosts":

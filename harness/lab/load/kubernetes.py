@@ -37,6 +37,7 @@ import yaml
 from harness import EXPERIMENTS, LabError
 from harness.lab.services.base import SERVER
 from harness.lab.services.sampleserver import server_env
+from harness.lab.jdk import with_jvm_options
 from harness.lab.load.options import load_plan
 from harness.lab.spec import Step, load_spec
 
@@ -101,7 +102,8 @@ def testrun(step: Step) -> dict:
 
 def server_deployment(step: Step, image: str = SERVER_IMAGE) -> dict:
     name = resource_name(step, "-server")
-    settings = {k: v for k, v in server_env(step.server).items() if k not in POD_ADDRESS_VARIABLES}
+    settings = {k: v for k, v in with_jvm_options(server_env(step.server), step.system).items()
+                if k not in POD_ADDRESS_VARIABLES}
     pod_address = {"valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
     container = {
         "name": "server", "image": image,

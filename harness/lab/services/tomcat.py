@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from harness import SERVER_DIR, LabError
 from harness.lab.integrity import tree_digest
-from harness.lab.jdk import check_java_home, java_command
+from harness.lab.jdk import check_java_home, java_command, with_jvm_options
 from harness.lab.samplers import ActuatorSampler
 from harness.lab.services import sampleserver, tomcat_container
 from harness.lab.services.base import Context, RunningService, ServiceKind, latest, spawn_java
@@ -62,6 +62,7 @@ class TomcatKind(ServiceKind):
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningService:
         env = server_env(knobs, ctx.given)
         if ctx.backend == "docker":
+            env = with_jvm_options(env, ctx.step.system)  # locally, spawn_java adds them
             return tomcat_container.start_container(ctx.step, service, knobs, env, ctx.workdir / "server.log")
         cmd = sampleserver.launch_command(knobs, ctx.step.system)  # finds the java first: start-up is the JVM's own
         proc, log, started = spawn_java(service, cmd, env, ctx)

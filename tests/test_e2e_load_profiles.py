@@ -39,6 +39,9 @@ SERVER_PORT = {PORTS["SERVER_PORT"]}
 MANAGEMENT_PORT = {PORTS["MANAGEMENT_PORT"]}
 SLEEP_MS = 5
 
+[defaults.system]
+jvm = "quick"  # counts of iterations and drops against sleeps, not the server's speed
+
 [[step]]
 id = "ramp"
 load = {{ executor = "ramping-arrival-rate", start_rate = 0, pre_allocated_vus = 5, max_vus = 20, stages = [
@@ -75,7 +78,8 @@ def test_arrival_rates_through_the_runner(data_dir, tmp_path):
 # ---- k6 directly, one server for the rest --------------------------------------------------------------------
 
 def step_of(load: dict, server: dict | None = None):
-    raw = {"step": [{"id": "s", "load": load, "server": PORTS | {"TOMCAT_MAX_THREADS": THREADS, "SLEEP_MS": 5000} | (server or {})}]}
+    raw = {"step": [{"id": "s", "load": load, "system": {"jvm": "quick"},
+                     "server": PORTS | {"TOMCAT_MAX_THREADS": THREADS, "SLEEP_MS": 5000} | (server or {})}]}
     return parse_spec("t", raw, Path("t.toml"), LIMITS).steps[0]
 
 

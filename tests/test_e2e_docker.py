@@ -5,6 +5,7 @@ Without them these tests skip, saying why; with LAB_REQUIRE_DOCKER=1 (CI sets it
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -21,6 +22,8 @@ from test_e2e import assert_in_the_models_waves, finish, invoke, lab_children, l
 from harness.lab.backends import check as check_backend
 from harness.lab.services.tomcat_container import check_image
 from harness.lab.backends.docker.client import lab_containers
+from harness.lab.jdk import QUICK_JVM_OPTIONS
+from harness.lab.services.sampleserver import JVM_OPTIONS
 
 pytestmark = pytest.mark.e2e
 
@@ -146,6 +149,10 @@ def test_the_pair_room_api_and_its_database_run_in_containers(docker_ready, tmp_
     step = json.loads((data_dir / "chapter5-scaled" / "no-open-in-view" / "step.json").read_text())
     assert step["config"]["backend"] == "docker" and step["status"] == "complete"
     assert step["requests"]["issued"] > 0 and step["requests"]["failed"] == 0
+    # the profile's system.jvm = "quick" reached the JVM in the container too (it says so on stderr)
+    assert step["jvm_options"] == [*JVM_OPTIONS, *QUICK_JVM_OPTIONS]
+    with gzip.open(data_dir / "chapter5-scaled" / "no-open-in-view" / "server.log.gz", "rt") as log:
+        assert f"Picked up JAVA_TOOL_OPTIONS: {' '.join(step['jvm_options'])}" in log.read()
     samples = pd.read_parquet(data_dir / "chapter5-scaled" / "no-open-in-view" / "actuator.parquet")
     assert (samples.metric == "hikaricp.connections.active").any()  # the JPA stack is there, and Hikari with it
     db = step["services"]["db"]  # the database in a container of the lab's postgres image, stopped and removed

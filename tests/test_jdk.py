@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import LabError
+from harness import ROOT, LabError
 from harness.lab import jdk
 
 
@@ -74,3 +74,19 @@ def test_quick_adds_its_options_after_the_services_own_and_standard_adds_none():
     quick = jdk.with_jvm_options(own, {"jvm": "quick"})
     assert quick == {"PORT": "1", "JAVA_TOOL_OPTIONS": "-XX:MaxRAMPercentage=25 -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
     assert jdk.with_jvm_options({}, {"jvm": "quick"}) == {"JAVA_TOOL_OPTIONS": " ".join(jdk.QUICK_JVM_OPTIONS)}
+
+
+def test_step_json_records_the_options_each_kind_of_step_gave_its_jvms():
+    from harness.lab.runner import recorded_jvm_options
+    from harness.lab.services.sampleserver import JVM_OPTIONS
+    from harness.lab.spec import load_spec
+
+    def step(profile: str, step_id: str):
+        return load_spec(str(ROOT / "tests" / "profiles" / f"{profile}.toml")).select([step_id])[0]
+
+    quick = list(jdk.QUICK_JVM_OPTIONS)
+    assert recorded_jvm_options(step("chapter4-scaled", "one-core")) == list(JVM_OPTIONS)  # standard
+    assert recorded_jvm_options(step("chapter1-scaled", "k6-c1")) == [*JVM_OPTIONS, *quick]  # the sample server
+    assert recorded_jvm_options(step("kill", "spring-jar")) == quick  # a jar of yours: no heap rule is given to it
+    assert recorded_jvm_options(step("kill", "webflux")) == quick  # no sample server, a Java service
+    assert recorded_jvm_options(step("kill", "postgres")) == [*JVM_OPTIONS, *quick]

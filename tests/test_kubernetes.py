@@ -205,6 +205,13 @@ def test_the_server_gets_the_steps_settings_and_its_container_limits_as_resource
     assert kubernetes.resource_name(step) == "lab-chapter7-virtual-30k"
 
 
+def test_a_quick_steps_server_gets_the_quick_options_after_its_heap_rule():
+    raw = {"defaults": {"system": {"jvm": "quick"}}, "step": [{"id": "quick", "load": {"vus": 2}}]}
+    container = kubernetes.server_deployment(step_of(raw))["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["JAVA_TOOL_OPTIONS"] == "-XX:MaxRAMPercentage=25 -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def test_the_yaml_round_trips_and_names_the_step(tmp_path):
     said = kubernetes.write_manifests("chapter7", "virtual-50k", str(tmp_path))
     path = tmp_path / "lab-chapter7-virtual-50k.yaml"

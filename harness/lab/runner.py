@@ -25,7 +25,7 @@ from harness.lab.load import load_tool
 from harness.lab.load.k6 import DASHBOARD_REPORT, part_name, request_counts, summary_counts
 from harness.lab.load.recording import write_recording
 from harness.lab.samplers import Samplers, now_ms
-from harness.lab.services.deploy import Deployment, check_services
+from harness.lab.services.deploy import Deployment, check_services, kind_of
 from harness.lab.services.graph import SERVER, target
 from harness.lab.services.sampleserver import JVM_OPTIONS
 from harness.lab.jdk import jvm_options
@@ -341,11 +341,19 @@ def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:
         "model_version": plan["model_version"],
         "expected_ms": plan["expected_ms"],
         "expected_requests": plan["expected_requests"],
-        "jvm_options": (list(JVM_OPTIONS) if SERVER in step.services else []) + list(jvm_options(step.system)),
+        "jvm_options": recorded_jvm_options(step),
         "versions": ({tool.name: tool.version()} if tool else {}) | {"python": sys.version.split()[0]},
         "machine": system.machine(),
         "git_commit": system.git_commit(),
     }
+
+
+def recorded_jvm_options(step: Step) -> list[str]:
+    """The options the step's JVMs were given: the sample server's heap rule (sampleserver.server_env), and the step's
+    system.jvm options when it runs any JVM."""
+    heap = list(JVM_OPTIONS) if step.services.get(SERVER, {}).get("kind") == "tomcat" else []
+    java = any(kind_of(step, name).runs_java for name in step.services)
+    return heap + (list(jvm_options(step.system)) if java else [])
 
 
 def _check_hosts(steps: list[Step]) -> None:

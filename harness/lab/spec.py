@@ -63,7 +63,7 @@ SYSTEM_KEYS: dict[str, tuple] = {  # (type, minimum[, maximum]): harness.lab.typ
     "record": (str, None),  # per-request rows or per-second series (harness.lab.load.recording); auto: by size
     "network": (str, None),  # loopback, or hosts: the load tool and each service on a host of its own (lab.netns)
     "link_delay_ms": (int, 0, 10_000),  # hosts: every host link's delay (tc netem, where the kernel has it); ≤ 10 s
-    "jvm": (str, None),  # the local JVMs' compilers and GC: standard (the JDK's own), or quick (JVMS below)
+    "jvm": (str, None),  # the step's JVMs' compilers and GC: standard (the JDK's own), or quick (JVMS below)
 }
 SYSTEM_DEFAULTS = {"raise_somaxconn": False, "allow_fd_exhaustion": False, "sample_interval_ms": 500,
                    "sampling": True, "launch": "auto", "record": "auto", "network": "loopback", "link_delay_ms": 0,

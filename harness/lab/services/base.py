@@ -141,6 +141,7 @@ class ServiceKind:
     defaults: dict = {}
     before_server = False  # the sample server connects to it at start-up (a database): started before, stopped after
     serves_as_server = False  # may be the service `server`, the load's default target (the sample server, a jar)
+    runs_java = False  # a JVM: it takes the step's system.jvm options (harness.lab.jdk.with_jvm_options)
     on_hosts = False  # may run on a host of its own (network = "hosts": started through ctx.command)
     backends = ("local",)  # where it runs: a local child process, and for some kinds a container (docker)
     ready_timeout_s = READY_TIMEOUT_S
@@ -234,6 +235,7 @@ class JarServiceKind(ServiceKind):
     project: Path  # the Maven project; its jar is target/<project name>.jar
     title = "the service"
     on_hosts = True
+    runs_java = True
 
     @property
     def jar(self) -> Path:

@@ -76,6 +76,7 @@ class SpringJarKind(ServiceKind):
     name = "spring-jar"
     title = "your Spring Boot app"
     serves_as_server = True
+    runs_java = True
     ready_timeout_s = 90
     knobs = {
         "path": (str, None),  # the executable jar (relative: to the repository)

@@ -24,6 +24,7 @@ class TomcatKind(ServiceKind):
     name = "tomcat"
     title = "Spring Boot (Tomcat)"
     serves_as_server = True
+    runs_java = True
     knobs = SERVER_KEYS
     backends = ("local", "docker")
     ready_timeout_s = HEALTH_TIMEOUT_S

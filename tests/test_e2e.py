@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT
-from harness.lab import netns, store
+from harness.lab import store
 from harness.lab.services.sampleserver import JVM_OPTIONS
 from harness.lab.spec import load_spec
 from harness.lab.services.sampleserver import JAR
@@ -72,11 +72,6 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def lab_namespaces(harness: int) -> set[str]:
-    """The network namespaces of the harness with pid `harness` (named after it: other tests may make their own)."""
-    return {p.name for p in netns.NETNS_DIR.glob(f"{netns.PREFIX}{harness}-*")}
 
 
 def port_open(port: int) -> bool:

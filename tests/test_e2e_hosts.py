@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from harness import ROOT
-from harness.lab import store
+from harness.lab import netns, store
 from harness.lab.services.nginx import nginx_binary
 
-from test_e2e import descendants, finish, invoke, lab_namespaces, lab_ready, wait_for  # noqa: F401 — lab_ready: a fixture
+from test_e2e import descendants, finish, invoke, lab_ready, wait_for  # noqa: F401 — lab_ready: a fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(os.geteuid() != 0, reason="hosts need root (CI runs as root)")]
 PROFILE = ROOT / "tests" / "profiles" / "hosts-scaled.toml"
@@ -78,17 +78,17 @@ def test_upstream_keep_alive_removes_the_new_connections_per_second(run):
 
 
 def test_the_hosts_are_removed_after_the_run(run):
-    assert not lab_namespaces(run["harness"])
+    assert not netns.namespaces_of(run["harness"])
 
 
 def test_ctrl_c_mid_step_removes_the_hosts_and_stops_everything(lab_ready, tmp_path):  # noqa: F811
     proc = invoke(tmp_path, "run", str(PROFILE), start_new_session=True)
-    wait_for(lambda: len(lab_namespaces(proc.pid)) == 4, 60, "the step's hosts and switch")
+    wait_for(lambda: len(netns.namespaces_of(proc.pid)) == 4, 60, "the step's hosts and switch")
     wait_for(lambda: any(d.name == "k6.log" for d in (tmp_path / PROFILE.stem).rglob("k6.log")), 60, "k6 to start")
     time.sleep(1)
     children = descendants(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
     code, out = finish(proc, timeout=90)
     assert code == 130, out
-    assert not lab_namespaces(proc.pid), out
+    assert not netns.namespaces_of(proc.pid), out
     wait_for(lambda: not [p for p in children if os.path.exists(f"/proc/{p}")], 15, "nginx, the service and k6 to stop")

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT
-from harness.lab import placement
+from harness.lab import netns, placement
 from harness.lab.units import duration_ms
 from harness.lab.services import pgbinaries, pgshm
 
-from test_e2e import descendants, finish, invoke, lab_namespaces, lab_ready, port_open, wait_for  # noqa: F401
+from test_e2e import descendants, finish, invoke, lab_ready, port_open, wait_for  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # tests/lane.py
 PROFILE = ROOT / "tests" / "profiles" / "kill.toml"
@@ -56,7 +56,7 @@ def nothing_left(harnesses: list[int]) -> list[str]:
     controller = placement.cpu_controller()
     for pid in harnesses:
         left += [f"cgroup {c.name}" for c in (controller.glob(f"{placement.CGROUP_PREFIX}{pid}-*") if controller else [])]
-        left += [f"namespace {name}" for name in sorted(lab_namespaces(pid))]
+        left += [f"namespace {name}" for name in sorted(netns.namespaces_of(pid))]
     left += [f"/dev/shm/{p.name}" for p in Path("/dev/shm").glob("PostgreSQL.*") if owner(p) == DB_UID]
     return left
 

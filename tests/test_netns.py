@@ -18,10 +18,6 @@ from harness.lab import netns
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root (CI runs as root)")
 
 
-def ours() -> set[str]:
-    return {p.name for p in netns.NETNS_DIR.glob(f"{netns.PREFIX}{os.getpid()}-*")} if netns.NETNS_DIR.is_dir() else set()
-
-
 def test_host_names_are_checked_before_anything_is_made():
     for bad in (["Proxy"], ["client", "client"], ["switch"], [], ["averyverylongname"]):
         with pytest.raises(LabError, match="host names must be distinct"):
@@ -35,7 +31,7 @@ def test_host_names_are_checked_before_anything_is_made():
 def test_hosts_reach_each_other_across_the_switch_and_are_removed_after():
     own = os.readlink("/proc/thread-self/ns/net")
     with netns.Hosts(["client", "service"]) as hosts:
-        assert ours() == {f"lab{os.getpid()}-{h}" for h in ("client", "service", "switch")}
+        assert netns.namespaces_of(os.getpid()) == {f"lab{os.getpid()}-{h}" for h in ("client", "service", "switch")}
         with hosts.inside("service"):
             server = socket.create_server((hosts.address("service"), 8400))
         try:
@@ -59,7 +55,7 @@ def test_hosts_reach_each_other_across_the_switch_and_are_removed_after():
                                text=True, check=True).stdout
         assert f"{hosts.address('service')}/24" in shown
         assert os.readlink("/proc/thread-self/ns/net") == own  # this thread is back in the harness's namespace
-    assert ours() == set()
+    assert netns.namespaces_of(os.getpid()) == set()
 
 
 @needs_root
@@ -77,7 +73,7 @@ def test_a_failed_make_removes_what_was_made(monkeypatch):
     with pytest.raises(LabError, match="boom"):
         with netns.Hosts(["client", "proxy"]):
             pass
-    assert ours() == set() and calls
+    assert netns.namespaces_of(os.getpid()) == set() and calls
 
 
 @needs_root

@@ -42,6 +42,11 @@ def namespace(host: str) -> str:
     return f"{PREFIX}{os.getpid()}-{host}"
 
 
+def namespaces_of(harness: int) -> set[str]:
+    """The namespaces the harness with pid `harness` made and has not removed (others' are named after their own)."""
+    return {p.name for p in NETNS_DIR.glob(f"{PREFIX}{harness}-*")}
+
+
 def client_hosts(processes: int = 1) -> list[str]:
     """The load tool's hosts: `client`, and client2, client3 … when the test is split over k6 processes."""
     return [CLIENT, *(f"{CLIENT}{n}" for n in range(2, processes + 1))]

@@ -60,13 +60,18 @@ def browser():
 # ---- the session's order: unit tests, then what waits for a background job, then the end-to-end tests ----------
 
 def alone(item) -> bool:
-    """An end-to-end test, or one marked quiet (it reads the machine's CPU, or sweeps what killed runs left): it
-    needs the machine to itself."""
-    return bool(item.get_closest_marker("e2e") or item.get_closest_marker("quiet"))
+    """An end-to-end test not marked `alongside`, or one marked quiet (it reads the machine's CPU, or sweeps what
+    killed runs left): it needs the machine to itself."""
+    return bool((item.get_closest_marker("e2e") and not item.get_closest_marker("alongside"))
+                or item.get_closest_marker("quiet"))
 
 
 def phase(item) -> int:
+    """0: unit tests; 1: those that wait for a background job; 2: the `alongside` end-to-end tests (tests/lane.py);
+    3: the tests that need the machine to themselves."""
     if alone(item):
+        return 3
+    if item.get_closest_marker("e2e"):
         return 2
     return 1 if any(name in item.fixturenames for name in background.WAITERS) else 0
 

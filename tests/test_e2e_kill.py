@@ -23,7 +23,9 @@ from harness.lab.services import pgbinaries, pgshm
 
 from test_e2e import descendants, finish, invoke, lab_ready, port_open, wait_for  # noqa: F401
 
-pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # tests/lane.py
+# In the lane (tests/lane.py), first: no other run may overlap it, as its checks count every PostgreSQL segment of the
+# lab's database user (tests/test_e2e_postgres.py leaves some on purpose).
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside(first=True)]
 PROFILE = ROOT / "tests" / "profiles" / "kill.toml"
 PORTS = range(8440, 8451)
 SEED = int(os.environ.get("LAB_FAULT_SEED", "27"))

@@ -85,7 +85,8 @@ def test_step_json_records_the_options_each_kind_of_step_gave_its_jvms():
         return load_spec(str(ROOT / "tests" / "profiles" / f"{profile}.toml")).select([step_id])[0]
 
     quick = list(jdk.QUICK_JVM_OPTIONS)
-    assert recorded_jvm_options(step("chapter4-scaled", "one-core")) == list(JVM_OPTIONS)  # standard
+    chapter1 = load_spec(str(ROOT / "experiments" / "chapter1.toml")).select(["k6-c1"])[0]
+    assert recorded_jvm_options(chapter1) == list(JVM_OPTIONS)  # the book's steps: the standard JVM
     assert recorded_jvm_options(step("chapter1-scaled", "k6-c1")) == [*JVM_OPTIONS, *quick]  # the sample server
     assert recorded_jvm_options(step("kill", "spring-jar")) == quick  # a jar of yours: no heap rule is given to it
     assert recorded_jvm_options(step("kill", "webflux")) == quick  # no sample server, a Java service

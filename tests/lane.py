@@ -142,14 +142,8 @@ class Lane:
 
 
 LANE: Lane | None = None
-LANE_CLAIMS: Claims | None = None  # in the lane's own session: the modules the session that started it took
-
-
-def _lane_claims() -> Claims | None:
-    global LANE_CLAIMS
-    if LANE_CLAIMS is None and os.environ.get(CLAIMS_ENV):
-        LANE_CLAIMS = Claims(Path(os.environ[CLAIMS_ENV]))
-    return LANE_CLAIMS
+# In the lane's own session: the folder where it and the session that started it claim modules
+LANE_CLAIMS = Claims(Path(os.environ[CLAIMS_ENV])) if os.environ.get(CLAIMS_ENV) else None
 
 
 # ---- the plugin's hooks (conftest.py: pytest_plugins); in either session -----------------------------------------
@@ -180,12 +174,11 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_runtest_protocol(item, nextitem):
     """A test of the lane reports here what its lane measured, or runs here when this session took its module; any
     other test runs here. In the lane's own session, a module the other session took is left to it."""
-    claims = _lane_claims()
-    if claims is not None:
+    if LANE_CLAIMS is not None:
         if lane_first(item):
             return None
-        ours = claims.take(module(item))  # before sharing opens: the lane's first shared module is always its own
-        claims.open_for_sharing()
+        ours = LANE_CLAIMS.take(module(item))  # before sharing opens: the lane's first shared module is its own
+        LANE_CLAIMS.open_for_sharing()
         return None if ours else True  # True: the session that started the lane runs it, and reports it
     if LANE is None or item.nodeid not in LANE.nodeids:
         return None

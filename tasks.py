@@ -178,11 +178,16 @@ def test(c, fast=False, pytest_args=""):
 @task
 def render(c):
     """Render the book with Quarto into _book/."""
+    from harness.book.quarto import render as quarto_render
+
     if not shutil.which("quarto"):
         raise Exit("quarto is not on PATH: install it from quarto.org (Get Started), then run `invoke render` again", code=2)
     if not (ROOT / "node_modules" / "vega" / "build" / "vega.min.js").exists():
         raise Exit("the chart libraries are missing (charts would be blank): run `npm ci` or `invoke setup`", code=2)
-    c.run("quarto render", pty=False)
+    with _clear_errors():
+        rendered = quarto_render()
+    if rendered.code:
+        raise Exit(f"error: quarto render failed (exit {rendered.code}): its output is above", code=rendered.code)
     print("rendered into _book/: `invoke serve` to read it (Quarto's page scripts do not run from file://)")
 
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -89,10 +90,9 @@ def jobs() -> list[Job]:
     """The jobs this machine can start (Quarto on PATH; the Maven wrapper is in the repository)."""
     found = []
     quarto = shutil.which("quarto")
-    if quarto:  # the book renders from data/, whatever LAB_DATA_DIR says; each page's executed notebook is kept
-        env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}
-        found.append(Job("render", [quarto, "render", "-M", "keep-ipynb:true"], ROOT, env, RENDER_WAITERS,
-                         tidy=remove_notebooks))
+    if quarto:  # as `invoke render` runs it (harness.book.quarto); each page's executed notebook is kept
+        found.append(Job("render", [sys.executable, "-m", "harness.book.quarto", "-M", "keep-ipynb:true"], ROOT,
+                         dict(os.environ), RENDER_WAITERS, tidy=remove_notebooks))
     found.append(Job("junit", ["./mvnw", "-B", "-q", "test"], ROOT / "sample-server", dict(os.environ), ("junit",)))
     return found
 

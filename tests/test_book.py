@@ -22,7 +22,8 @@ from harness import ROOT
 from harness.lab import store
 from harness.book.downloads import folder_link
 from harness.book.provenance import reproduce_box
-from harness.book.bench_render import COLOUR, PAGE
+from harness.book.bench_render import PAGE
+from harness.book.quarto import COLOUR
 from harness.book.render import VEGA_SCRIPTS
 from harness.book.verdict import verdict_table
 from harness.book.provenance import COMMAND_WIDTH, duration_text

@@ -16,17 +16,16 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import time
 from dataclasses import dataclass, field
 
-from harness import ROOT, LabError
+from harness import LabError
 from harness.book.render_cache import FREEZER, MANIFESTS
 from harness.book.memo import RESULTS
+from harness.book.quarto import COLOUR, render
 
 PAGE = re.compile(r"^\[\s*\d+/\d+\]\s+(\S+\.qmd)")
 CELL = re.compile(r"^\s*Cell (\d+)/\d+: '([^']*)'")
-COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -65,19 +64,12 @@ class Render:
 
 
 def timed_render() -> Render:
-    """`quarto render` from the project's root, its progress lines timed as they arrive."""
-    quarto = shutil.which("quarto")
-    if not quarto:
-        raise LabError("quarto is not on PATH: install it from quarto.org (Get Started), then run the benchmark again")
-    env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}  # the book renders from data/
+    """`quarto render` from the project's root as `invoke render` runs it, its progress lines timed as they arrive."""
     start = time.monotonic()
-    process = subprocess.Popen([quarto, "render"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, bufsize=1)
     pages: list[Page] = []
-    tail = []
-    for raw in process.stdout:
-        now, line = time.monotonic() - start, COLOUR.sub("", raw.rstrip("\n"))
-        tail = (tail + [line])[-40:]
+
+    def timed(raw: str) -> None:
+        now, line = time.monotonic() - start, COLOUR.sub("", raw)
         if match := PAGE.match(line):
             if pages:
                 pages[-1].end = now
@@ -86,8 +78,10 @@ def timed_render() -> Render:
             pages[-1].executing = now
         elif pages and (match := CELL.match(line)):
             pages[-1].cells.append((now, match.group(2)))
-    if process.wait():
-        raise LabError(f"quarto render failed ({process.returncode}):\n" + "\n".join(tail))
+
+    rendered = render(on_line=timed)
+    if rendered.code:
+        raise LabError(f"quarto render failed ({rendered.code}):\n" + "\n".join(rendered.tail[-40:]))
     seconds = time.monotonic() - start
     if pages:
         pages[-1].end = seconds

@@ -180,8 +180,6 @@ def render(c):
     """Render the book with Quarto into _book/."""
     from harness.book.quarto import render as quarto_render
 
-    if not shutil.which("quarto"):
-        raise Exit("quarto is not on PATH: install it from quarto.org (Get Started), then run `invoke render` again", code=2)
     if not (ROOT / "node_modules" / "vega" / "build" / "vega.min.js").exists():
         raise Exit("the chart libraries are missing (charts would be blank): run `npm ci` or `invoke setup`", code=2)
     with _clear_errors():

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from typing import NoReturn
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,11 +130,17 @@ def render_job(fixture: str) -> Job:
     LAB_REQUIRE_QUARTO=1 (the site must be checked there)."""
     job = waited_by(fixture)
     if job is None:
-        reason = "quarto not on PATH: install it from https://quarto.org/docs/get-started/ to render the book"
-        if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
-            pytest.fail(f"{reason} (LAB_REQUIRE_QUARTO=1: the site must be checked, not skipped)")
-        pytest.skip(reason)
+        missing_quarto()
     return job
+
+
+def missing_quarto() -> NoReturn:
+    """The test that needs Quarto is skipped for want of it, or failed where LAB_REQUIRE_QUARTO=1 (the book must be
+    rendered there)."""
+    reason = "quarto not on PATH: install it from https://quarto.org/docs/get-started/ to render the book"
+    if os.environ.get("LAB_REQUIRE_QUARTO") == "1":
+        pytest.fail(f"{reason} (LAB_REQUIRE_QUARTO=1: the site must be checked, not skipped)")
+    pytest.skip(reason)
 
 
 def kept_notebooks() -> list[Path]:

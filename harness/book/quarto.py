@@ -57,15 +57,15 @@ def render(args: Sequence[str] = (), on_line: Callable[[str], None] | None = Non
     say = on_line or (lambda line: print(line, flush=True))
     argv = [*(command or [quarto(), "render"]), *args]
     env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}
-    for attempt in range(1, ATTEMPTS + 1):
+    attempt = 1
+    while True:
         code, tail = _run(argv, env, say)
         path = vanished_while_listing(tail) if code else None
         if not path or attempt == ATTEMPTS:
             return Rendered(code, tail, attempt)
+        attempt += 1
         say(f"quarto render: {path} vanished while Quarto listed the project's files (something else changed the "
-            f"tree meanwhile: a run, a test, git); rendering again (attempt {attempt + 1} of {ATTEMPTS})")
-    raise AssertionError("unreachable")
-
+            f"tree meanwhile: a run, a test, git); rendering again (attempt {attempt} of {ATTEMPTS})")
 
 def _run(argv: list[str], env: dict[str, str], say: Callable[[str], None]) -> tuple[int, list[str]]:
     process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -1,5 +1,6 @@
-"""End to end: per-second recording of a real k6 run against the real server, through `invoke run <spec path>`.
-Its per-second counts must add up to k6's own summary exactly. Ports 28080/28081 (none of the other e2e tests')."""
+"""End to end: per-second recording of a real k6 run against the real sample server or a real nginx, through
+`invoke run <spec path>`. Its per-second counts must add up to k6's own summary exactly. Ports 28080/28081 (none of
+the other e2e tests')."""
 from __future__ import annotations
 
 import json
@@ -14,13 +15,23 @@ from test_e2e import finish, invoke, lab_ready  # noqa: F401 (lab_ready: a fixtu
 pytestmark = pytest.mark.e2e
 PORTS = '[defaults.server]\nSERVER_PORT = 28080\nMANAGEMENT_PORT = 28081\nSLEEP_MS = 0\n'
 # Ramping-arrival-rate reaching 1200 requests/s in 4 s and holding it 8 s: eight seconds recorded at over 1000 a second.
-RAMPING = PORTS + '''
+# The target is nginx answering by itself (return 200), not the sample server: what this checks is the recording, and
+# a slow 2-core machine's sample server answers about 1,100/s at most beside k6 (closed loop; 850-990/s under this
+# open-model load), so the rate would test the machine. nginx answers it with room to spare; k6 is the cost.
+RAMPING = '''
+[defaults.services.edge]
+kind = "nginx"
+mode = "return"
+port = 28080
+status_port = 28081
+
 [[step]]
 id = "ramp"
 why = "per-second recording at over 1000 requests/s"
 system = { record = "seconds" }
 [step.load]
 executor = "ramping-arrival-rate"
+target = "edge"
 start_rate = 200
 time_unit = "1s"
 pre_allocated_vus = 50
@@ -92,7 +103,8 @@ def test_ramping_arrival_rate_over_1000_per_second_adds_up_to_k6s_totals(lab_rea
     series = got["series"]
     assert (series["requests"] >= 1000).sum() >= 5, (  # the hold, not one lucky second
         f"the lab answered at most {series['requests'].max()} requests in a second on this machine; the check needs "
-        f"1,000 in five seconds of the hold, a rate a slower machine cannot reach:\n{series.to_string()}")
+        f"1,000 in five seconds of the hold (a slow 2-core machine's nginx answered 1,165-1,227 in each):"
+        f"\n{series.to_string()}")
     assert series["dropped_iterations"].sum() == meta["requests"]["dropped_iterations"]
 
 

@@ -15,9 +15,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import NoReturn
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import nbformat
 import pytest

@@ -67,6 +67,7 @@ def render(args: Sequence[str] = (), on_line: Callable[[str], None] | None = Non
         say(f"quarto render: {path} vanished while Quarto listed the project's files (something else changed the "
             f"tree meanwhile: a run, a test, git); rendering again (attempt {attempt} of {ATTEMPTS})")
 
+
 def _run(argv: list[str], env: dict[str, str], say: Callable[[str], None]) -> tuple[int, list[str]]:
     process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, text=True, bufsize=1, errors="replace")

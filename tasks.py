@@ -152,10 +152,10 @@ def list_(c):
 
 @task(help={"chapter": "a chapter: chapter1 … chapter7",
             "data": "another data directory to judge beside the committed one (e.g. where you ran the chapter)",
-            "keep": "add the run's values and outcomes to data/<chapter>/verdicts.csv (the chapter's 'held in n of m')"})
+            "keep": "keep the run as one of the book's passes (a clean pass only): appended to data/<chapter>/passes.csv"})
 def compare(c, chapter, data=None, keep=False):
-    """Judge a chapter's claims on the committed data and on another run's, side by side; exit 1 when an outcome
-    moved between reproduced and not reproduced."""
+    """Judge a chapter's claims on another run's data beside the book's (every kept pass pooled); exit 1 when an
+    outcome moved between reproduced and not reproduced."""
     from pathlib import Path
 
     from harness.book.compare import compare as compare_runs
@@ -165,6 +165,17 @@ def compare(c, chapter, data=None, keep=False):
     print(report)
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)
+
+
+@task(help={"chapter": "a chapter: chapter1 … chapter7", "label": "the kept pass, as passes.csv names it",
+            "why": "why it is withdrawn (kept beside it, shown on the chapter's page)"})
+def withdraw(c, chapter, label, why):
+    """Withdraw one of a chapter's kept passes: a row saying why is appended to data/<chapter>/withdrawn.csv; the
+    pass's own rows stay, and its verdicts no longer pool it."""
+    from harness.book.passes import withdraw as withdraw_pass
+
+    with _clear_errors():
+        print(f"withdrawn: recorded in {withdraw_pass(chapter, label, why)}")
 
 
 @task(help={"fast": "unit tests only (no real server, no k6)", "pytest_args": "extra arguments for pytest"})

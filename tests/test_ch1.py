@@ -15,7 +15,7 @@ from harness.book import claims
 from harness.book.chapters import ch1
 from harness.book.chapters.ch1 import claims as ch1_claims
 from harness.book.chapters.ch1 import runs
-from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from harness.book.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from harness.lab import store
 
 PATH = "/every-nth?n=10&sleepMs=2000"
@@ -139,7 +139,8 @@ def test_a_server_like_the_articles_reproduces_the_rates_and_the_queue(lab):
     for claim in ("F002-a.1", "F002-a.2", "F002-c.2", "F002-c.4", "F002-d.0a", "F002-d.0b"):
         assert judged(claim).outcome == REPRODUCED, claim
     assert judged("F002-c.1a").outcome == REPRODUCED
-    assert judged("F002-c.1b").outcome in (DIFFERS, INCONCLUSIVE)  # 1 ms fast requests: not the article's 107 ms
+    # 1 ms fast requests, not the article's 107 ms; this synthetic lab records no CPUs, so no machine fact is shown
+    assert judged("F002-c.1b").outcome in (NOT_REPRODUCED, INCONCLUSIVE)
 
 
 def longest_at(run: runs.Run, ms: float) -> runs.Run:

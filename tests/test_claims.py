@@ -1,10 +1,11 @@
-"""The verdict machinery (harness.book.claims, history, noise): a claim's outcome from its rule and the runs' values
-with their spread, the honest middle, nearby windows, a finding composed from its parts, kept runs and flips."""
+"""The verdict machinery (harness.book.claims, noise): a claim's outcome from its rule and the runs' values with their
+spread, the honest middle, nearby windows, a machine fact the data must show, a finding composed from its parts, the
+stray failures. Kept passes and their pooling: test_passes.py."""
 from __future__ import annotations
 
 import pytest
 
-from harness.book import claims, history, noise
+from harness.book import claims, noise, passes
 from harness.book.claims import (DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, Measured, Rule, compose,
                                  judge)
 
@@ -22,8 +23,17 @@ def test_an_outcome_needs_k_sigma_on_its_side_of_the_threshold(values, expected)
     assert judge(rule(), Measured(values)).outcome == expected
 
 
-def test_a_miss_that_the_machine_decides_differs_on_this_hardware():
-    assert judge(rule(machine="2 cores"), Measured((0, 1, -1))).outcome == DIFFERS
+def test_a_miss_differs_on_this_hardware_only_when_the_data_shows_the_machine_fact():
+    assert judge(rule(machine="2 cores"), Measured((0, 1, -1), busy=0.97)).outcome == DIFFERS
+    assert judge(rule(machine="2 cores"), Measured((0, 1, -1), busy=0.55)).outcome == NOT_REPRODUCED  # cores half idle
+    assert judge(rule(machine="2 cores"), Measured((0, 1, -1))).outcome == NOT_REPRODUCED  # the fact never read
+    assert judge(rule(), Measured((0, 1, -1), busy=0.99)).outcome == NOT_REPRODUCED  # the rule names no machine fact
+
+
+def test_exact_means_every_run_gave_the_same_value():
+    assert Measured((3, 3, 3), exact=True).sigma == 0
+    assert Measured((3, 5), exact=True).sigma == pytest.approx(1.0)  # not exact after all: the runs' spread judges
+    assert judge(rule(threshold=4), Measured((3, 5), exact=True)).outcome == INCONCLUSIVE
 
 
 def test_one_run_without_a_measured_spread_is_inconclusive_and_says_what_it_takes():
@@ -61,27 +71,29 @@ def test_runs_needed_shrink_the_interval_with_the_square_root():
 def test_a_finding_is_composed_from_its_parts():
     yes = judge(rule(claim="F000-f.1"), Measured((20, 21, 19)))
     no = judge(rule(claim="F000-f.2"), Measured((0, 1, -1)))
-    machine = judge(rule(claim="F000-f.3", machine="loopback"), Measured((0, 1, -1)))
+    machine = judge(rule(claim="F000-f.3", machine="loopback"), Measured((0, 1, -1), busy=0.95))
     open_ = judge(rule(claim="F000-f.4"), Measured((11, 9, 13)))
     assert compose([yes])[0] == REPRODUCED
     assert compose([yes, no])[0] == PARTLY and compose([yes, no])[1] == "m: yes; m: no"
     assert compose([no, machine])[0] == NOT_REPRODUCED and compose([machine])[0] == DIFFERS
-    assert compose([open_])[0] == INCONCLUSIVE and compose([yes, open_])[0] == PARTLY
+    assert compose([open_])[0] == INCONCLUSIVE
+    # An inconclusive core part leaves the finding inconclusive, unless a core part is decided against it.
+    assert compose([yes, open_])[0] == INCONCLUSIVE
+    assert compose([yes, open_, no])[0] == PARTLY and compose([open_, no])[0] == NOT_REPRODUCED
+    side = judge(rule(claim="F000-f.5", core=False), Measured((11, 9, 13)))
+    assert compose([yes, side])[0] == PARTLY  # a side part inconclusive: the core held
 
 
 def test_only_a_move_between_reproduced_and_not_is_a_flip():
-    assert history.flips({"a": REPRODUCED, "b": REPRODUCED, "c": NOT_REPRODUCED},
-                         {"a": NOT_REPRODUCED, "b": INCONCLUSIVE, "c": REPRODUCED}) == ["a", "c"]
+    assert passes.flips({"a": REPRODUCED, "b": REPRODUCED, "c": NOT_REPRODUCED},
+                        {"a": NOT_REPRODUCED, "b": INCONCLUSIVE, "c": REPRODUCED}) == ["a", "c"]
 
 
-def test_kept_runs_say_in_how_many_a_claim_held(tmp_path, monkeypatch):
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
-    (tmp_path / "chapter9").mkdir()
-    j = judge(rule(), Measured((20, 21, 19)))
-    history.keep("chapter9", [j], ("run-1", "abc", "2026-01-01T00:00"), tmp_path)
-    history.keep("chapter9", [judge(rule(), Measured((0, 1, -1)))], ("run-2", "def", "2026-01-02T00:00"), tmp_path)
-    history.keep("chapter9", [j], ("run-1", "abc", "2026-01-01T00:00"), tmp_path)  # the same run again: replaced
-    assert history.held("chapter9", j) == (1, 2)
+def test_failures_a_model_predicts_are_not_strays():
+    assert noise.predicts_every_answer({"failed": 0, "interrupted": 0, "over_ceiling": 0})
+    assert not noise.predicts_every_answer({"failed": 0, "interrupted": 800})  # cut off when k6 stops, as predicted
+    assert not noise.predicts_every_answer({"failed": 0, "over_ceiling": 1707})  # beyond the ceiling: SYN retries
+    assert not noise.predicts_every_answer({"failed": 3})
 
 
 def test_the_most_stray_failures_follow_poisson(monkeypatch):

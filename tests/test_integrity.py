@@ -25,7 +25,7 @@ def smoke(data_dir):
         path = data_dir / "smoke" / step
         meta = json.loads((path / "step.json").read_text())
         meta["files"] = integrity.file_digests(path)
-        (path / "step.json").write_text(json.dumps(meta))
+        integrity.write_step_json(path, json.dumps(meta))
     return data_dir / "smoke"
 
 
@@ -40,6 +40,10 @@ def test_an_intact_step_reads_as_complete(smoke):
     (lambda d: shutil.copy(d.parent / "keep-alive" / "requests.parquet", d / "requests.parquet"), "requests.parquet"),
     (lambda d: (d / "k6-summary.json").write_text("{}"), "k6-summary.json"),
     (lambda d: (d / "step.json").write_text(""), "step.json is not valid JSON"),
+    # step.json's own bytes: a number edited by hand, the JSON still valid
+    (lambda d: (d / "step.json").write_text((d / "step.json").read_text().replace('"complete"', '"complete" ', 1)),
+     "step.json differs from what the run wrote"),
+    (lambda d: (d / "step.sha256").write_text("0" * 64 + "  step.json\n"), "step.json differs"),
 ])
 def test_a_damaged_step_is_broken_naming_the_file(smoke, damage, named):
     damage(smoke / "waves")

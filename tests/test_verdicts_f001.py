@@ -44,10 +44,13 @@ def test_the_goal_is_the_articles_division_and_its_slip_is_within_rounding():
     assert j.measured.value == pytest.approx((220.69 - 19_080_000 / 86_400) / (19_080_000 / 86_400))
 
 
-def test_single_apis_far_above_the_articles_range_differ_on_this_hardware():
+def test_single_apis_far_above_the_articles_range_are_not_reproduced():
+    """Its rule names a machine fact (a database on a tenth of a CPU) that no CPU's share of the machine shows, so a
+    miss is "not reproduced", never "differs on this hardware" by the rule's word alone."""
     apis = [run(s, API, tps=100.0 + 10 * i) for i, s in enumerate(APIS)]
     j = judged("F001-b.1", table(*apis, *defaults(110, 114, 118, 122, 116)))
-    assert j.outcome == DIFFERS and j.measured.value == 160.0  # the rule reads the one farthest outside
+    assert j.outcome == NOT_REPRODUCED and j.measured.value == 160.0  # the rule reads the one farthest outside
+    assert not RULES["F001-b.1"].machine_steps and DIFFERS != j.outcome
     inside = [run(s, API, tps=15.0 + i) for i, s in enumerate(APIS)]
     assert judged("F001-b.1", table(*inside, *defaults(110, 114, 118, 122, 116))).outcome == REPRODUCED
     alone = judged("F001-b.1", table(*apis))  # no repeats to borrow a spread from: one run decides nothing
@@ -61,7 +64,7 @@ def test_pending_maxima_are_read_on_the_three_apis_the_article_reports():
     wide = defaults(110, 114, 118, 122, 116)  # a spread of 9 %: 160 is inside 148–179 by less than 3σ
     assert judged("F001-b.2", table(*apis, *wide)).outcome == INCONCLUSIVE
     low = [run(s, API, pending_max=40.0) for s in APIS]
-    assert judged("F001-b.2", table(*low, *defaults(110, 114, 118, 122, 116))).outcome == DIFFERS
+    assert judged("F001-b.2", table(*low, *defaults(110, 114, 118, 122, 116))).outcome == NOT_REPRODUCED
 
 
 def test_the_database_is_the_bottleneck_when_most_apis_are_throttled_and_wait():

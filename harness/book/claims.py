@@ -9,21 +9,24 @@ per run of the steps it reads (`Measured`), and `judge` decides:
 
 - the interval I = [x − k·σ, x + k·σ] around the mean x of the runs, σ the standard error of that mean from the runs'
   spread (or a spread borrowed from repeats of a like measurement, which says where it comes from; or 0 where the
-  quantity is exact: the article's arithmetic, an integer count the kernel fixes);
-- I inside the claim's region → reproduced; inside its complement → not reproduced (differs on this hardware when the
-  rule names the machine fact that decides it); across the boundary → inconclusive, with the runs it would take;
+  quantity is exact: the article's arithmetic, an integer count the kernel fixes; exact means every run gave the same
+  value, else the runs' spread judges it); pooled over kept passes (harness.book.passes), σ has two levels;
+- I inside the claim's region → reproduced; inside its complement → not reproduced, or differs on this hardware when
+  the rule names a machine fact and the steps' own data shows it (in every run, the busiest CPU above the rule's
+  `busy_above` share during the load); across the boundary → inconclusive, with the runs it would take;
 - a statistic read over an analysis window is also read over nearby windows: an outcome that changes with the window
   is inconclusive.
 
-A finding's outcome is composed from its claims' (`compose`): all reproduced → reproduced; none reproduced → not
-reproduced (or differs on this hardware when every miss is the machine's); some → partly reproduced, naming each part.
+A finding's outcome is composed from its claims' (`compose`): all reproduced → reproduced; an inconclusive core part
+leaves the finding inconclusive unless a core part is decided against it; otherwise none reproduced → not reproduced
+(or differs on this hardware when every miss is the machine's), some → partly reproduced, naming each part.
 """
 from __future__ import annotations
 
 import math
 import statistics
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import cache
 
 from harness import EXPERIMENTS, LabError
@@ -35,7 +38,7 @@ OUTCOMES = (REPRODUCED, NOT_REPRODUCED, DIFFERS, INCONCLUSIVE)
 SHAPES = ("above", "below", "band", "within")  # x > t; x < t; lo ≤ x ≤ hi; |x| < t (an equivalence: "no change")
 CLAIMS_DIR = EXPERIMENTS / "claims"
 RULE_KEYS = {"claim", "finding", "seed", "quote", "measure", "unit", "shape", "threshold", "source", "k", "window",
-             "nearby", "machine", "core", "changed"}
+             "nearby", "machine", "busy_above", "machine_steps", "core", "changed"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,10 @@ class Rule:
     window: str = ""  # the analysis window, in words ("" when none)
     nearby: str = ""  # the nearby windows also read, in words
     machine: str = ""  # the machine fact that makes a miss "differs on this hardware" ("" when none)
-    core: bool = True  # a core part of the finding (an inconclusive core part leaves the finding inconclusive)
+    busy_above: float = 0.9  # … shown by the data when the busiest CPU during machine_steps' loads was busier than this
+    machine_steps: tuple[str, ...] = ()  # the steps (every run of each) whose CPUs show the machine fact
+    core: bool = True  # a core part of the finding (an inconclusive core part leaves the finding inconclusive unless
+    # a core part is decided against it)
     changed: str = ""  # when the rule changed since it was first declared: why, and on which data it was judged
 
 
@@ -67,9 +73,15 @@ class Measured:
     exact: bool = False  # no run-to-run spread: the quantity is exact (the article's arithmetic, a kernel's count)
     nearby: tuple[float, ...] = ()  # the mean over runs in each nearby window
     note: str = ""  # what a reader needs beside the number (e.g. which steps)
+    pooled_value: float | None = None  # the mean of the kept passes' means (harness.book.passes): passes weigh alike
+    pooled_sigma: float | None = None  # σ of that mean, on two levels
+    passes: int = 1  # how many kept passes the values pool
+    busy: float | None = None  # the busiest CPU's share during the rule's machine_steps' loads (None: not read)
 
     @property
     def value(self) -> float:
+        if self.pooled_value is not None:
+            return self.pooled_value
         return statistics.fmean(self.values) if self.values else float("nan")
 
     @property
@@ -77,10 +89,18 @@ class Measured:
         return len(self.values)
 
     @property
+    def is_exact(self) -> bool:
+        """Exact means exact: declared so, and every run gave the same value."""
+        return self.exact and len(set(self.values)) <= 1
+
+    @property
     def sigma(self) -> float | None:
-        """The standard error of the mean of the runs: exact → 0; ≥ 2 runs → their spread / √n (or the borrowed
-        σ / √n when larger: a few runs underestimate spread); one run → the borrowed σ; else unknown (None)."""
-        if self.exact:
+        """The standard error of the mean of the runs: pooled passes → their two-level σ; exact (every run the same) →
+        0; ≥ 2 runs → their spread / √n (or the borrowed σ / √n when larger: a few runs underestimate spread); one run
+        → the borrowed σ; else unknown (None)."""
+        if self.pooled_sigma is not None:
+            return self.pooled_sigma
+        if self.is_exact:
             return 0.0
         own = statistics.stdev(self.values) if self.runs >= 2 else None
         run_sigma = max(x for x in (own, self.borrowed_sigma) if x is not None) if (own, self.borrowed_sigma) != (
@@ -95,7 +115,6 @@ class Judgement:
     outcome: str
     margin_sigma: float | None  # the distance to the rule's boundary in σ (signed: + inside the claim's region)
     why: str = ""  # what decides it, one clause (e.g. "depends on the window: …")
-    history: tuple[str, ...] = field(default=())  # the outcomes of the kept runs (harness.book.history)
 
 
 def rules(chapter: str) -> dict[str, Rule]:
@@ -126,7 +145,8 @@ def _rules(chapter: str) -> tuple[tuple[str, Rule], ...]:
             problems.append(f"{where}: a band's threshold is [low, high], every other shape's one number")
             continue
         found.append((table["claim"], Rule(**{**table, "threshold": tuple(threshold) if isinstance(threshold, list)
-                                               else float(threshold)})))
+                                               else float(threshold),
+                                               "machine_steps": tuple(table.get("machine_steps", ()))})))
     if problems:
         raise LabError(f"{path} has {len(problems)} problem(s):\n" + "\n".join(f"  - {p}" for p in problems))
     return tuple(found)
@@ -145,14 +165,20 @@ def margin(rule: Rule, x: float) -> float:
     return min(x - low, high - x)
 
 
-def outcome_at(rule: Rule, x: float, sigma: float) -> str:
-    """The outcome of one value with its σ: inside the region by k·σ, outside by k·σ, or in between."""
+def outcome_at(rule: Rule, x: float, sigma: float, busy: float | None = None) -> str:
+    """The outcome of one value with its σ: inside the region by k·σ, outside by k·σ, or in between. Outside is
+    "differs on this hardware" only when the rule names a machine fact and `busy` (the data's) shows it."""
     m = margin(rule, x)
     if m > rule.k * sigma or (sigma == 0 and m > 0):
         return REPRODUCED
     if -m > rule.k * sigma or (sigma == 0 and m < 0):
-        return DIFFERS if rule.machine else NOT_REPRODUCED
+        return DIFFERS if machine_shown(rule, busy) else NOT_REPRODUCED
     return INCONCLUSIVE
+
+
+def machine_shown(rule: Rule, busy: float | None) -> bool:
+    """Does the steps' own data show the machine fact the rule names (their busiest CPU above its share)?"""
+    return bool(rule.machine) and busy is not None and busy > rule.busy_above
 
 
 def judge(rule: Rule, measured: Measured) -> Judgement:
@@ -162,15 +188,16 @@ def judge(rule: Rule, measured: Measured) -> Judgement:
     if sigma is None:
         return Judgement(rule, measured, INCONCLUSIVE, None,
                          f"one run and no measured spread: it takes repeats of the step ({rule.claim})")
-    outcome = outcome_at(rule, measured.value, sigma)
-    elsewhere = {outcome_at(rule, x, sigma) for x in measured.nearby} - {outcome}
+    outcome = outcome_at(rule, measured.value, sigma, measured.busy)
+    elsewhere = {outcome_at(rule, x, sigma, measured.busy) for x in measured.nearby} - {outcome}
     margin_sigma = margin(rule, measured.value) / sigma if sigma else None
     if elsewhere:
         return Judgement(rule, measured, INCONCLUSIVE, margin_sigma,
                          f"depends on the window ({rule.window}: {outcome}; {rule.nearby}: {', '.join(sorted(elsewhere))})")
     if outcome == INCONCLUSIVE:
         return Judgement(rule, measured, outcome, margin_sigma, f"inside {rule.k:g}σ of the boundary: {runs_needed(rule, measured)}")
-    return Judgement(rule, measured, outcome, margin_sigma, rule.machine if outcome == DIFFERS else "")
+    return Judgement(rule, measured, outcome, margin_sigma,
+                     f"{rule.machine} (in every run its busiest CPU was at least {measured.busy:.0%} busy during the load)" if outcome == DIFFERS else "")
 
 
 def runs_needed(rule: Rule, measured: Measured) -> str:
@@ -184,20 +211,23 @@ def runs_needed(rule: Rule, measured: Measured) -> str:
 
 
 def compose(judgements: list[Judgement]) -> tuple[str, str]:
-    """A finding's outcome from its claims', and the clause that names each part: "partly reproduced: <part>, yes;
-    <part>, no"."""
+    """A finding's outcome from its claims', and the clause that names each part ("<part>: yes; <part>: no"): all
+    reproduced → reproduced; an inconclusive core part → inconclusive, unless a core part is decided against the
+    finding; otherwise no part reproduced → not reproduced (differs on this hardware when every decided miss is the
+    machine's), some → partly reproduced."""
     outcomes = [j.outcome for j in judgements]
     core = [j.outcome for j in judgements if j.rule.core]
     parts = "; ".join(f"{j.rule.measure}: {WORDS[j.outcome]}" for j in judgements)
-    if INCONCLUSIVE in core and not {NOT_REPRODUCED, DIFFERS} & set(outcomes):
-        verdict = INCONCLUSIVE if REPRODUCED not in outcomes else PARTLY
-    elif all(o == REPRODUCED for o in outcomes):
+    against = {NOT_REPRODUCED, DIFFERS}
+    if all(o == REPRODUCED for o in outcomes):
         verdict = REPRODUCED
-    elif REPRODUCED not in outcomes:
+    elif INCONCLUSIVE in core and not against & set(core):
+        verdict = INCONCLUSIVE
+    elif REPRODUCED in outcomes:
+        verdict = PARTLY
+    else:
         decided = [o for o in outcomes if o != INCONCLUSIVE]
         verdict = DIFFERS if decided and all(o == DIFFERS for o in decided) else NOT_REPRODUCED if decided else INCONCLUSIVE
-    else:
-        verdict = PARTLY
     return verdict, parts
 
 
@@ -205,9 +235,38 @@ WORDS = {REPRODUCED: "yes", NOT_REPRODUCED: "no", DIFFERS: "differs on this hard
 
 
 def judge_chapter(chapter: str, measures: dict) -> list[Judgement]:
-    """Every claim of a chapter's rules file, in its order, each judged on what `measures[claim](rule)` measured;
-    a rule whose claim the chapter has no measure for is a LabError naming them all."""
+    """Every claim of a chapter's rules file, in its order, each judged on what `measures[claim](rule)` measured (with
+    the machine fact its rule names read from the data: `busiest_cpu`); a rule whose claim the chapter has no measure
+    for is a LabError naming them all."""
     declared = rules(chapter)
     if unknown := set(declared) - set(measures):
         raise LabError(f"{chapter}'s rules name claims it has no statistic for: {sorted(unknown)}")
-    return [judge(rule, measures[claim](rule)) for claim, rule in declared.items()]
+    return [judge(rule, with_machine_fact(chapter, rule, measures[claim](rule))) for claim, rule in declared.items()]
+
+
+def with_machine_fact(chapter: str, rule: Rule, measured: Measured) -> Measured:
+    if not rule.machine or measured.busy is not None:
+        return measured
+    return replace(measured, busy=busiest_cpu(chapter, rule.machine_steps))
+
+
+def busiest_cpu(chapter: str, steps: tuple[str, ...]) -> float | None:
+    """How busy the machine was in every run of `steps`: per run, its busiest CPU's share during the load (cpu.parquet
+    between load start and end); the least of those over the runs, as the fact must show in each. None when no such
+    run was recorded with its CPUs."""
+    from harness.lab import store  # the reading side of the lab, only where a rule names a machine fact
+
+    per_run = []
+    for step_id, meta in store.complete_steps(chapter).items():
+        if store.run_of(step_id)[0] not in steps or "load_started_ms" not in meta:
+            continue
+        cpu = store.read_table(chapter, step_id, "cpu")
+        window = cpu[cpu["ts_ms"].between(meta["load_started_ms"], meta["load_ended_ms"])]
+        shares = []
+        for _, one in window.groupby("cpu"):
+            busy, idle = (one[c].iloc[-1] - one[c].iloc[0] for c in ("busy_seconds", "idle_seconds"))
+            if busy + idle > 0:
+                shares.append(busy / (busy + idle))
+        if shares:
+            per_run.append(max(shares))
+    return float(min(per_run)) if per_run else None

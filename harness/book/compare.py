@@ -1,7 +1,8 @@
-"""A run compared with the book: `invoke compare chapterN [--data DIR]` judges the chapter's claims on the committed
-reference (data/) and on another data directory (a reader's run) with the same rules, prints each claim's value and
-outcome side by side, and fails when an outcome moved between reproduced and not reproduced. `--keep` adds the run's
-values and outcomes to the chapter's kept summary (harness.book.history), which the chapter's "held in n of m" reads.
+"""A run compared with the book: `invoke compare chapterN [--data DIR]` judges the chapter's claims on another data
+directory (a reader's run) with the same rules and prints each claim's outcome beside the book's: every kept pass
+pooled (harness.book.passes), or, before any pass is kept, the committed data/ alone (said so). It fails when an
+outcome moved between reproduced and not reproduced. `--keep` keeps the run as one of the book's passes: only a clean
+pass (every step complete at one committed commit) is kept, appended to data/<chapter>/passes.csv.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import importlib
 from pathlib import Path
 
 from harness import DATA, LabError
-from harness.book import history
+from harness.book import passes
 from harness.book.claims import Judgement
 from harness.book.verdict_tables import number
 from harness.lab.store import reading
@@ -35,20 +36,31 @@ def judged(chapter: str, root: Path) -> list[Judgement]:
         return chapter_module(chapter).judge()
 
 
+def the_book(chapter: str) -> tuple[list[Judgement], str]:
+    """The book's judgements and what they are: every kept pass pooled, or data/ alone before any is kept."""
+    pooled = passes.pooled(chapter)
+    if pooled:
+        return pooled, f"the book ({len(passes.kept(chapter))} passes pooled)"
+    return judged(chapter, DATA), "the book (data/, no kept pass yet)"
+
+
 def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tuple[str, list[str]]:
-    """The side-by-side report and the claims whose outcome flipped; with `keep`, the run's summary is kept."""
-    reference = judged(chapter, DATA)
-    runs = judged(chapter, other) if other else reference
+    """The side-by-side report and the claims whose outcome flipped; with `keep`, the run is kept as a pass."""
+    root = other or DATA
+    runs = judged(chapter, root)
     if keep:
-        path = history.keep(chapter, runs, history.run_label(chapter, other or DATA), DATA)
+        with reading(root):
+            one, problems = passes.this_pass(chapter), passes.pass_problems(chapter, root)
+        path = passes.keep(chapter, runs, one, problems)
+    reference, what = the_book(chapter)
     ref = {j.rule.claim: j for j in reference}
-    lines = [f"{'claim':<10} {'the book (data/)':<34} {'this run' if other else '':<34}"]
-    for j in runs:
+    lines = [f"{'claim':<10} {what:<40} {'this run' if other else '':<34}"]
+    for j in runs if other else reference:
         mine = ref.get(j.rule.claim)
         left = f"{number(mine.measured.value, mine.rule.unit)}: {mine.outcome}" if mine else "–"
         right = f"{number(j.measured.value, j.rule.unit)}: {j.outcome}" if other else ""
-        lines.append(f"{j.rule.claim:<10} {left:<34} {right:<34}")
-    moved = history.flips({c: j.outcome for c, j in ref.items()}, {j.rule.claim: j.outcome for j in runs})
+        lines.append(f"{j.rule.claim:<10} {left:<40} {right:<34}")
+    moved = passes.flips({c: j.outcome for c, j in ref.items()}, {j.rule.claim: j.outcome for j in runs})
     if moved:
         lines.append(f"moved between reproduced and not reproduced: {', '.join(moved)}")
     if keep:

@@ -17,6 +17,7 @@ from harness.book.downloads import folder_link
 from harness.book.prose import NBSP, and_list
 from harness.book.prose import duration as duration_text
 from harness.book.tables import captioned, folded, markdown_table
+from harness.book.verdict_tables import protocol_note
 from harness.lab.store import complete_steps, data_root
 
 # The versions a step records, in the order they are shown, with their names for people.
@@ -27,7 +28,8 @@ SERVICE_NAMES = {"postgres": "PostgreSQL", "nginx": "nginx", "netty": "RESTEasy 
 
 def reproduce_box(chapter: str) -> Markdown:
     """A callout: the command that re-runs the chapter, the machine and software its data came from, when and how long
-    the run took, and where the data is."""
+    the run took, and where the data is; then, for a chapter that judges claims, its protocol and where its passes
+    stand (verdict_tables.protocol_note)."""
     steps = dict(sorted(complete_steps(chapter).items(), key=lambda item: item[1].get("started_ms", 0)))
     lines = [f"**Re-run it:** `invoke run {chapter}`"]
     details = ""
@@ -38,7 +40,8 @@ def reproduce_box(chapter: str) -> Markdown:
     else:
         lines.append(f"No complete steps in `data/{chapter}/` yet: the command above runs them.")
     # A backslash ends a line inside the paragraph: short lines, one block.
-    return Markdown("\n\n".join(['::: {.callout-note title="Reproduce this chapter"}', "\\\n".join(lines), details, ":::"]))
+    box = "\n\n".join(['::: {.callout-note title="Reproduce this chapter"}', "\\\n".join(lines), details, ":::"])
+    return Markdown("\n\n".join(filter(None, [box, protocol_note(chapter).data])))
 
 
 def run_text(steps: dict[str, dict]) -> str:

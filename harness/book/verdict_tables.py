@@ -1,5 +1,7 @@
-"""How verdicts are shown: the rules a chapter declares (before its data), each finding's claims judged with their
-margins (measured value, threshold and source, margin in σ, runs, held in n of m kept runs), and a tally of outcomes."""
+"""How verdicts are shown: the rules and protocol a chapter declares (before its data), each finding's claims judged
+with their margins (measured value, threshold and source, margin in σ, runs and passes, held in n of m kept passes),
+and a tally of outcomes. The book's verdict pools every kept pass (harness.book.passes); the data a page reads, when it
+is not a kept pass (a reader's run, or data measured before the protocol), is judged beside it, never mixed in."""
 from __future__ import annotations
 
 from collections import Counter
@@ -8,7 +10,9 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.claims import INCONCLUSIVE, PARTLY, Judgement, Rule, compose, rules
-from harness.book.history import held
+from harness.lab.protocol import protocol
+from harness.lab.store import data_root
+from harness.book import passes
 from harness.book.tables import folded, markdown_table
 from harness.book.prose import MINUS, NBSP
 
@@ -46,35 +50,83 @@ def rules_table(chapter: str) -> Markdown:
     return Markdown(markdown_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
 
 
-def claim_rows(judgements: list[Judgement], chapter: str) -> pd.DataFrame:
+def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, Judgement] | None = None) -> pd.DataFrame:
     rows = []
     for j in judgements:
-        n, m = held(chapter, j)
+        n, m = passes.held(chapter, j)
         sigma = j.measured.sigma
-        rows.append({"Claim": j.rule.claim, "Measured": number(j.measured.value, j.rule.unit) + (
+        row = {"Claim": j.rule.claim, "Measured": number(j.measured.value, j.rule.unit) + (
             f" ± {number(sigma, j.rule.unit)}" if sigma else " (exact)" if sigma == 0 else ""),
             "Claim holds when": threshold_text(j.rule),
-            "Margin": "–" if j.margin_sigma is None else f"{j.margin_sigma:+.1f}σ",
-            "Runs": j.measured.runs, "Held": f"{n} of {m}" if m else "–",
-            "Outcome": f"**{j.outcome}**" + (f": {j.why}" if j.why else "")})
+            "Margin": "–" if j.margin_sigma is None else f"{j.margin_sigma:+.1f}σ".replace("-", MINUS),
+            "Runs": f"{j.measured.runs} in {j.measured.passes} passes" if j.measured.passes > 1 else j.measured.runs,
+            "Held": f"{n} of {m}" if m else "–",
+            "Outcome": f"**{j.outcome}**" + (f": {j.why}" if j.why else "")}
+        if this_data is not None:
+            mine = this_data.get(j.rule.claim)
+            row["This data"] = f"{number(mine.measured.value, mine.rule.unit)}: {mine.outcome}" if mine else "–"
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
+def book_and_this(judgements: list[Judgement], chapter: str) -> tuple[list[Judgement], dict[str, Judgement] | None]:
+    """The book's verdicts (every kept pass pooled) and, when the data being read is not one of them, its own
+    judgements by claim to show beside; with no kept pass yet, the data's judgements alone."""
+    book = passes.pooled(chapter)
+    if not book:
+        return judgements, None
+    mine = passes.this_pass(chapter).label
+    return book, None if mine in passes.kept(chapter) else {j.rule.claim: j for j in judgements}
+
+
 def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
-    """Each finding's composed outcome, then its claims with their margins; the evidence folded below."""
+    """Each finding's composed outcome, then its claims with their margins; the evidence folded below. The book's
+    verdict pools its kept passes; the data being read, when not a kept pass, is shown beside it."""
+    shown, this_data = book_and_this(judgements, chapter)
     by_finding: dict[str, list[Judgement]] = {}
-    for j in judgements:
+    for j in shown:
         by_finding.setdefault(j.rule.finding, []).append(j)
     blocks = []
     for finding, parts in by_finding.items():
         outcome, words = compose(parts)
         blocks.append(f"**{finding}: {outcome}**" + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
-                      + "\n\n" + markdown_table(claim_rows(parts, chapter)))
+                      + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data)))
     evidence = "\n\n".join(f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
                            f"{j.measured.runs} run(s); σ from {j.measured.sigma_source}"
                            + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}."
-                           for j in judgements)
+                           for j in shown)
     return Markdown("\n\n".join(blocks) + "\n\n" + folded("The evidence behind each claim", evidence))
+
+
+def protocol_note(chapter: str) -> Markdown:
+    """The chapter's protocol and where its verdicts stand, for the top of its page: how many clean passes it keeps,
+    how many are kept, whether the data this page reads is one of them, and any pass withdrawn and why."""
+    rule = protocol(chapter)
+    if rule is None:
+        return Markdown("")
+    kept = passes.kept(chapter)
+    mine = passes.this_pass(chapter)
+    stands = (f"{len(kept)} of the {rule.passes} clean passes its protocol keeps"
+              if kept else f"none of the {rule.passes} clean passes its protocol keeps yet")
+    if mine.label in kept:
+        where = f"The data on this page is one of them ({mine.label}); the verdicts pool all {len(kept)}."
+    elif kept:
+        where = (f"The data on this page ({mine.label}) is not among them: the verdict tables give the book's pooled "
+                 "outcome and, beside it, this data's own.")
+    else:
+        problems = passes.pass_problems(chapter, data_root())
+        where = (f"Until one is kept, the verdicts judge the data on this page alone ({mine.label}), which is not a "
+                 "kept pass: " + ("; ".join(problems) if problems else
+                                       f"`invoke compare {chapter} --keep` has not kept it") + ".")
+    lines = [f"**The protocol.** This chapter has {stands}. {where} A run is void when other processes took more "
+             f"than {rule.void_outside_cpu:.0%} of the machine's CPUs during its load; it is measured again at once, up "
+             f"to {rule.reruns} times, and both are kept. A claim's rule covers its statistic's code "
+             f"({', '.join(f'`{p}`' for p in rule.statistic)}); the rules' digest is {passes.rules_digest(chapter)}, "
+             "and a pass is pooled only with passes judged under the same digest."]
+    if earlier := passes.earlier(chapter):
+        lines.append(f"Kept under earlier rules, not pooled: {', '.join(earlier)}.")
+    lines += [f"Withdrawn: {w['pass']}, {w['why']} (recorded {w['recorded']})." for w in passes.withdrawn(chapter)]
+    return Markdown("::: {.callout-note}\n" + "\n\n".join(lines) + "\n:::")
 
 
 def finding_outcomes(judgements: list[Judgement]) -> dict[str, str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 STEP_FILE = "step.json"
+STEP_DIGEST = "step.sha256"  # step.json's own digest: the one file its `files` cannot cover
 CHUNK = 1 << 20
 
 
@@ -38,9 +39,30 @@ def checked_sha256(path: Path) -> str:
 
 
 def file_digests(step_dir: Path) -> dict[str, dict]:
-    """Every file of a step directory but step.json itself: {name: {"bytes": size, "sha256": digest}}."""
+    """Every file of a step directory but step.json and its digest: {name: {"bytes": size, "sha256": digest}}."""
     return {p.name: {"bytes": p.stat().st_size, "sha256": sha256(p)}
-            for p in sorted(step_dir.iterdir()) if p.is_file() and p.name != STEP_FILE}
+            for p in sorted(step_dir.iterdir()) if p.is_file() and p.name not in (STEP_FILE, STEP_DIGEST)}
+
+
+def write_step_json(step_dir: Path, text: str) -> None:
+    """step.json, then its own digest beside it (step.sha256, as `sha256sum` writes it), so an edit of step.json
+    itself is seen too."""
+    (step_dir / STEP_FILE).write_text(text)
+    (step_dir / STEP_DIGEST).write_text(f"{hashlib.sha256(text.encode()).hexdigest()}  {STEP_FILE}\n")
+
+
+def step_json_problem(step_dir: Path) -> str:
+    """What is wrong with step.json's own digest ("" when it matches, or for a step written before it existed)."""
+    path = step_dir / STEP_DIGEST
+    if not path.is_file():
+        return ""
+    try:
+        recorded = path.read_text().split()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return f"{STEP_DIGEST} is unreadable"
+    if checked_sha256(step_dir / STEP_FILE) != recorded:
+        return f"{STEP_FILE} differs from what the run wrote (its digest in {STEP_DIGEST} does not match)"
+    return ""
 
 
 def read_step_json(path: Path) -> tuple[dict | None, str]:
@@ -59,6 +81,8 @@ def read_step_json(path: Path) -> tuple[dict | None, str]:
 def problem(step_dir: Path, meta: dict) -> str:
     """What makes a complete step unfit to read ("" when it is intact): the first file that is missing, changed
     or unreadable."""
+    if own := step_json_problem(step_dir):
+        return own
     recorded = meta.get("files")
     if recorded is None:
         return _unrecorded_problem(step_dir, meta)

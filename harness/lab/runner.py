@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import LabError, say
-from harness.lab import backends, counters, fingerprint, interrupts, lock, netns, placement, preflight, store, system
+from harness.lab import backends, counters, fingerprint, interrupts, lock, netns, placement, preflight, protocol, store, system
 from harness.lab.backends.process import StepFailed, spawn, terminate
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
@@ -102,8 +102,8 @@ def _run(spec, name: str, steps: list[Step], force: bool, backend: str, dashboar
             eta = f"; chapter done in ≈ {_clock(time.monotonic() - began + sum(estimates[n:]))}" if all(estimates) else ""
             expected = f"expected {estimates[n]:.0f} s" if estimates[n] else "no estimate"
             say(f"[{n + 1}/{len(todo)}] {step.id}: {step.why or step.load.get('executor', step.kind)} ({expected}{eta})")
-            outcome = run_step(step, backend, tools.get(step.load.get("tool")), dashboard,
-                               preflight.spec_file(spec.path), plans[step.id])
+            outcome = run_by_protocol(step, backend, tools.get(step.load.get("tool")), dashboard,
+                                      preflight.spec_file(spec.path), plans[step.id])
             outcomes.append(outcome)
             say(f"    {outcome.status}: {_result_line(outcome)}, {outcome.wall_s:.1f} s"
                 f"{(' — ' + outcome.reason) if outcome.reason else ''}")
@@ -128,11 +128,30 @@ def _result_line(outcome: Outcome) -> str:
             + (f", DROPPED {dropped} iterations: k6 could not start them (not the load the spec asked for)" if dropped else ""))
 
 
+def run_by_protocol(step: Step, backend: str, tool, dashboard: bool, spec_file: str, plan: dict) -> Outcome:
+    """One step under its chapter's protocol (harness.lab.protocol): a run voided by the protocol's rule is measured
+    again at once, up to its `reruns`; each void attempt is kept aside (`.<id>.void-<n>/`) and listed in the step.json
+    of the run that stands (`voided`). When the last attempt is void too, it is kept as the step, with status "void":
+    a pass needs the step measured again on a quieter machine."""
+    rule = protocol.protocol(step.chapter) if step.kind == "load" else None
+    voided: list[dict] = []
+    while True:
+        last = rule is None or len(voided) >= rule.reruns
+        outcome = run_step(step, backend, tool, dashboard, spec_file, plan, void=rule and rule.void, voided=voided,
+                           aside=None if last else f"{step.id}.void-{len(voided) + 1}")
+        if outcome.status != "void" or last:
+            return outcome
+        voided.append({"reason": outcome.reason, "wall_s": round(outcome.wall_s, 2)})
+        say(f"    void: {outcome.reason}; measured again at once (attempt {len(voided) + 1} of {rule.reruns + 1})")
+
+
 def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file: str = "",
-             plan: dict | None = None) -> Outcome:
+             plan: dict | None = None, void=None, voided: list[dict] | None = None, aside: str | None = None) -> Outcome:
+    """Measure one step and store it. `void(meta)` says why a complete run is void ("" when it stands): then it is
+    stored with status "void", under `.<aside>/` when `aside` is given."""
     writer = store.StepWriter(step.chapter, step.id)
     plan = plan or no_plan([step])[step.id]
-    meta = _base_meta(step, backend, tool, plan)
+    meta = _base_meta(step, backend, tool, plan) | ({"voided": list(voided)} if voided else {})
     fingerprint.stamp(meta, step, spec_file)
     began = time.monotonic()
     try:
@@ -145,6 +164,8 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
                 _measure(step, backend, tool, writer, meta, dashboard, hosts,
                          {n: Path(q["cgroup"]) for n, q in quotas.items()})
         meta["status"] = "complete"
+        if void and (why := void(meta)):
+            meta |= {"status": "void", "reason": why}
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
     except OSError as err:  # where no narrower handler saw it: a service's config, a cluster's load …
@@ -160,16 +181,16 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
         say(f"    interrupted: what was measured is kept as a failed step in {where}")
         raise
     with interrupts.saving():
-        where = _finish(writer, meta, began)
-    if meta["status"] != "complete" and where.name != step.id:
+        where = _finish(writer, meta, began, aside if meta["status"] == "void" else None)
+    if meta["status"] == "failed" and where.name != step.id:
         say(f"    the earlier complete step is kept; this failed attempt is in {where}")
     return Outcome(step, meta["status"], meta.get("reason", ""), time.monotonic() - began, meta.get("requests", {}))
 
 
-def _finish(writer: store.StepWriter, meta: dict, began: float):
+def _finish(writer: store.StepWriter, meta: dict, began: float, aside: str | None = None):
     meta["ended_ms"] = now_ms()
     meta["wall_s"] = round(time.monotonic() - began, 2)
-    return writer.finish(meta)
+    return writer.finish(meta, aside)
 
 
 def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dict, dashboard: bool,

@@ -177,15 +177,18 @@ class StepWriter:
                 shutil.copyfileobj(raw, packed)
             source.unlink()
 
-    def finish(self, meta: dict) -> Path:
-        """Write step.json and move the step into place; returns where it went. When not even step.json can be
-        written, the run stops (LabError): the next run removes the half-written step (preflight.clean_leftovers)."""
+    def finish(self, meta: dict, aside: str | None = None) -> Path:
+        """Write step.json (and its own digest, step.sha256) and move the step into place, or aside to `.<aside>/`
+        (a void run); returns where it went. When not even step.json can be written, the run stops (LabError): the
+        next run removes the half-written step (preflight.clean_leftovers)."""
         shutil.rmtree(self.path / TEMP_DIR, ignore_errors=True)  # the JVMs' temporary files are not results
         with _writing(f"{STEP_FILE} of step {self.step_id} ({meta.get('status')}) into {self.path}", LabError):
             meta["files"] = integrity.file_digests(self.path)
-            (self.path / STEP_FILE).write_text(json.dumps(meta, indent=2, default=str) + "\n")
+            integrity.write_step_json(self.path, json.dumps(meta, indent=2, default=str) + "\n")
         target = self.final
-        if meta["status"] != "complete" and is_complete(self.chapter, self.step_id):
+        if aside:
+            target = self.final.parent / f".{aside}"
+        elif meta["status"] != "complete" and is_complete(self.chapter, self.step_id):
             target = self.final.parent / f".{self.step_id}.failed"
         _replace(self.path, target)
         return target

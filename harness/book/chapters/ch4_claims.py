@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.book.chapters.ch4_article import article_table, little_table
 from harness.book.chapters.ch4_steps import CHAPTER, PLATEAU, run_table
-from harness.book.claims import Judgement, Measured, judge as judge_rule, margin, rules
+from harness.book.claims import Judgement, Measured, judge as judge_rule, margin, rules, with_machine_fact
 from harness.book.noise import most_stray
 from harness.book.prose import percent
 from harness.lab import store
@@ -266,7 +266,7 @@ def judgements(runs: pd.DataFrame, article: pd.DataFrame) -> list[Judgement]:
     found = []
     for claim, rule in rules(CHAPTER).items():
         measured = STATISTICS[claim](runs) if claim in STATISTICS else ARTICLE[claim](article, rule)
-        found.append(judge_rule(rule, measured))
+        found.append(judge_rule(rule, with_machine_fact(CHAPTER, rule, measured)))
     return found
 
 

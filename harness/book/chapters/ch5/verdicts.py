@@ -63,8 +63,7 @@ def article_apis() -> pd.DataFrame:
 def judge() -> list[Judgement]:
     """Every claim of chapter 5 judged on the data being read (harness.lab.store.reading), in the rules' order."""
     runs = runs_table()
-    declared = claims.rules(CHAPTER)
-    return [claims.judge(rule, STATISTICS[claim](runs, rule)) for claim, rule in declared.items()]
+    return claims.judge_chapter(CHAPTER, {claim: lambda rule, f=f: f(runs, rule) for claim, f in STATISTICS.items()})
 
 
 # ---- the statistics, one per claim -------------------------------------------------------------------------------

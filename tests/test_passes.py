@@ -1,0 +1,208 @@
+"""Verdicts by a protocol the data cannot steer (harness.lab.protocol, harness.book.passes): the protocol is checked,
+its rules' digest covers the statistic's code and the runs per step, passes are only appended, withdrawn with a
+reason, pooled on two levels, and an exact claim is exact in every pass or judged on their spread."""
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FROZEN_DATA
+from harness import ROOT, LabError
+from harness.book import passes
+from harness.book.claims import INCONCLUSIVE, REPRODUCED, Measured, Rule, judge
+from harness.lab.protocol import Protocol, checked, protocol
+
+JUDGED = ("chapter1", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
+
+
+def rule(threshold=10.0, claim="F000-a.1"):
+    return Rule(claim, claim.split(".")[0], "000", "q", "m", "above", threshold, "s")
+
+
+# ---- the protocol -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chapter", JUDGED)
+def test_every_chapter_that_judges_claims_declares_a_protocol_of_at_least_three_passes(chapter):
+    declared = protocol(chapter)
+    assert declared.passes >= 3 and 0 < declared.void_outside_cpu < 1 and declared.statistic
+
+
+@pytest.mark.parametrize("table, named", [
+    ({"passes": 2}, "passes must be a whole number of at least 3"),
+    ({"void_outside_cpu": 1.5}, "void_outside_cpu must be a share"),
+    ({"reruns": -1}, "reruns must be"),
+    ({"statistic": ["harness/nothing.py"]}, "not a file of the repository"),
+    ({"runs": 5}, "unknown key 'runs'"),
+])
+def test_a_protocol_with_a_problem_is_refused_naming_it(table, named):
+    with pytest.raises(LabError, match=named):
+        checked("chapter9", table, "chapter9.toml")
+
+
+def test_a_run_is_void_when_other_processes_took_more_than_the_protocols_share():
+    rule_ = Protocol("chapter9", void_outside_cpu=0.25)
+    assert "31%" in rule_.void({"outside_cpu": {"share": 0.31, "user_seconds": 12}})
+    assert rule_.void({"outside_cpu": {"share": 0.05}}) == "" and rule_.void({}) == ""
+
+
+def _imports(path: Path) -> set[str]:
+    """The files of harness.book.chapters a module imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)] if isinstance(node, ast.ImportFrom) \
+            and node.module else [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        for name in names:
+            file = ROOT / (name.replace(".", "/") + ".py")
+            if name.startswith("harness.book.chapters") and file.is_file():
+                found.add(str(file.relative_to(ROOT)))
+    return found
+
+
+@pytest.mark.parametrize("chapter", JUDGED)
+def test_the_statistic_files_cover_everything_the_claims_module_imports_of_its_chapter(chapter):
+    declared = set(protocol(chapter).statistic)
+    todo, seen = [protocol(chapter).statistic[0]], set()
+    while todo:
+        seen.add(path := todo.pop())
+        todo += [p for p in _imports(ROOT / path) if p not in seen]
+    assert seen <= declared, f"{chapter}'s statistic also runs {sorted(seen - declared)}: name them in its [protocol]"
+
+
+def test_the_rules_digest_covers_the_statistics_code(tmp_path, monkeypatch):
+    before = passes.rules_digest("chapter1")
+    for name in protocol("chapter1").code:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    monkeypatch.setattr(passes, "ROOT", tmp_path)
+    assert passes.rules_digest("chapter1") == before
+    statistic = tmp_path / protocol("chapter1").statistic[0]
+    statistic.write_text(statistic.read_text() + "\n# a change to the statistic is a change to the rules\n")
+    assert passes.rules_digest("chapter1") != before
+
+
+def test_the_rules_digest_covers_the_runs_per_step(monkeypatch):
+    before = passes.rules_digest("chapter1")
+    real = passes.load_spec
+
+    def more_runs(chapter):
+        spec = real(chapter)
+        spec.steps[0] = __import__("dataclasses").replace(spec.steps[0], runs=spec.steps[0].runs + 1)
+        return spec
+
+    monkeypatch.setattr(passes, "load_spec", more_runs)
+    assert passes.rules_digest("chapter1") != before
+
+
+# ---- kept passes --------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def chapter9(tmp_path, monkeypatch):
+    """An empty chapter folder with one rule (rules digest "r1") in a data directory of its own."""
+    (tmp_path / "chapter9").mkdir()
+    monkeypatch.setattr(passes, "rules_digest", lambda chapter: "r1")
+    monkeypatch.setattr(passes, "rules", lambda chapter: {"F000-a.1": rule()})
+    return tmp_path
+
+
+def one(label: str) -> passes.Pass:
+    return passes.Pass(label, label.split()[0], "2026-01-01T00:00", "s")
+
+
+def test_a_pass_is_appended_never_rewritten_and_kept_once(chapter9):
+    passes.keep("chapter9", [judge(rule(), Measured((20, 21, 19)))], one("abc 1"), [], chapter9)
+    path = chapter9 / "chapter9" / passes.PASSES
+    before = path.read_bytes()
+    passes.keep("chapter9", [judge(rule(), Measured((0, 1, -1)))], one("def 2"), [], chapter9)
+    assert path.read_bytes().startswith(before)
+    with pytest.raises(LabError, match="kept already"):
+        passes.keep("chapter9", [judge(rule(), Measured((20, 21, 19)))], one("abc 1"), [], chapter9)
+    with pytest.raises(LabError, match="(?s)not a clean pass.*2 commits"):
+        passes.keep("chapter9", [], one("ghi 3"), ["its steps come from 2 commits"], chapter9)
+    rows = passes.read(path)
+    assert [r["pass"] for r in rows] == ["abc 1", "def 2"] and rows[0]["values"] == "20.0 21.0 19.0"
+
+
+def test_every_kept_pass_is_pooled_and_a_withdrawn_one_is_not(chapter9):
+    for label, values in (("a 1", (20, 21, 19)), ("b 2", (22, 23, 21)), ("c 3", (0, 1, -1))):
+        passes.keep("chapter9", [judge(rule(), Measured(values))], one(label), [], chapter9)
+    pooled = passes.pooled("chapter9", chapter9)[0]
+    assert pooled.measured.passes == 3 and pooled.measured.runs == 9 and pooled.measured.value == pytest.approx(14)
+    assert pooled.outcome == INCONCLUSIVE  # a pass far from the others widens σ: between passes dominates
+    with pytest.raises(LabError, match="only with the reason"):
+        passes.withdraw("chapter9", "c 3", " ", chapter9)
+    passes.withdraw("chapter9", "c 3", "a CPU hog ran beside it", chapter9)
+    pooled = passes.pooled("chapter9", chapter9)[0]
+    assert pooled.measured.passes == 2 and pooled.outcome == REPRODUCED
+    assert passes.held("chapter9", pooled, chapter9) == (2, 2)
+    assert len(passes.read(chapter9 / "chapter9" / passes.PASSES)) == 3  # its rows stay
+    assert passes.withdrawn("chapter9", chapter9)[0]["why"] == "a CPU hog ran beside it"
+
+
+def test_passes_kept_under_earlier_rules_are_listed_not_pooled(chapter9, monkeypatch):
+    passes.keep("chapter9", [judge(rule(), Measured((20, 21, 19)))], one("old 1"), [], chapter9)
+    monkeypatch.setattr(passes, "rules_digest", lambda chapter: "r2")
+    assert passes.pooled("chapter9", chapter9) == [] and passes.earlier("chapter9", chapter9) == ["old 1"]
+
+
+def test_two_levels_the_larger_judges():
+    tight = [Measured((10.0, 10.1, 9.9)), Measured((14.0, 14.1, 13.9))]  # runs agree, passes do not
+    pooled = passes.pool(tight)
+    assert pooled.sigma == pytest.approx(2.0)  # between: sd(10, 14) / √2 = 2; within: 0.04
+    noisy = [Measured((5.0, 15.0)), Measured((6.0, 16.0))]  # passes agree, runs do not
+    assert passes.pool(noisy).sigma == pytest.approx((5 ** 2 + 5 ** 2) ** 0.5 / 2)
+
+
+def test_an_exact_claim_that_differs_between_passes_is_judged_on_their_spread():
+    same = passes.pool([Measured((3.0,), exact=True), Measured((3.0,), exact=True)])
+    assert same.sigma == 0 and same.is_exact
+    differ = passes.pool([Measured((6835.0,), exact=True), Measured((2205.0,), exact=True)])
+    assert not differ.is_exact and differ.sigma == pytest.approx(2315)
+    assert judge(rule(threshold=3000), differ).outcome == INCONCLUSIVE
+
+
+def test_a_torn_history_file_is_refused_naming_it(tmp_path):
+    path = tmp_path / passes.PASSES
+    path.write_text(",".join(passes.COLUMNS) + "\nabc 1,abc,2026")
+    with pytest.raises(LabError, match="cut short"):
+        passes.read(path)
+
+
+def test_only_a_whole_run_at_one_committed_commit_is_a_clean_pass(data_dir):
+    shutil.copytree(FROZEN_DATA / "smoke", data_dir / "smoke")
+    assert passes.pass_problems("smoke", data_dir) == []
+    waves = data_dir / "smoke" / "waves" / "step.json"
+    meta = json.loads(waves.read_text())
+    waves.write_text(json.dumps(meta | {"git_commit": "0123456789ab+dirty"}))
+    problems = passes.pass_problems("smoke", data_dir)
+    assert any("2 commits" in p for p in problems) and any("+dirty" in p for p in problems)
+    shutil.rmtree(data_dir / "smoke" / "keep-alive")
+    assert "keep-alive is not complete (never run)" in passes.pass_problems("smoke", data_dir)
+
+
+def test_a_void_run_is_measured_again_at_once_up_to_the_protocols_reruns(monkeypatch):
+    """The runner applies the void rule by code: each void attempt is put aside (its folder kept), the next attempt's
+    step.json lists the earlier ones, and after `reruns` the last attempt stands as void (the pass is not clean)."""
+    from harness.lab import runner
+
+    calls = []
+
+    def attempt(step, backend, tool, dashboard, spec_file, plan, void=None, voided=None, aside=None):
+        calls.append((aside, list(voided)))
+        status = "void" if void({"outside_cpu": {"share": 0.6 if len(calls) < 3 else 0.1}}) else "complete"
+        return runner.Outcome(step, status, "busy" if status == "void" else "", 1.0, {})
+
+    monkeypatch.setattr(runner, "run_step", attempt)
+    monkeypatch.setattr(runner.protocol, "protocol", lambda chapter: Protocol(chapter, reruns=2))
+    step = type("Step", (), {"id": "s", "chapter": "chapter9", "kind": "load"})()
+    assert runner.run_by_protocol(step, "local", None, False, "", {}).status == "complete"
+    assert [a for a, _ in calls] == ["s.void-1", "s.void-2", None]
+    assert [len(v) for _, v in calls] == [0, 1, 2]
+
+    calls.clear()
+    monkeypatch.setattr(runner.protocol, "protocol", lambda chapter: Protocol(chapter, reruns=0))
+    monkeypatch.setattr(runner, "run_step", lambda *a, **k: attempt(*a, **{**k, "void": lambda meta: "busy"}))
+    assert runner.run_by_protocol(step, "local", None, False, "", {}).status == "void" and len(calls) == 1

@@ -47,6 +47,7 @@ class Run:
     sleep_s: float
     answers: tuple[tuple[int, int], ...]  # (second of the recording, answered in it)
     threads: float  # the most live threads of the serving JVM
+    nofile: float = float("nan")  # the open-files limit of the machine it ran on (step.json's machine.nofile_limit)
 
     @property
     def unanswered(self) -> int:
@@ -81,7 +82,8 @@ def _run(root: str, run_id: str, started_ms: int) -> Run:
     outcomes = data.outcomes[answered(data.outcomes)]
     per_second = outcomes.groupby("second")["requests"].sum()
     return Run(run_id, meta["requests"]["asked"], meta["requests"]["succeeded"], meta["model"]["service_ms"] / 1000,
-               tuple((int(s), int(n)) for s, n in per_second.items()), peak_threads(data, run_id))
+               tuple((int(s), int(n)) for s, n in per_second.items()), peak_threads(data, run_id),
+               float(meta.get("machine", {}).get("nofile_limit", float("nan"))))
 
 
 def runs(step: str) -> list[Run]:
@@ -126,6 +128,18 @@ def fifteen_k() -> claims.Measured:
             f"raised to {beside['somaxconn']:,}): {beside['succeeded']:,} of {beside['asked']:,} answered"
             if beside else f"Chapter 3's {elsewhere.ARTICLE_15K} is not in the data")
     return per_round((FIFTEEN_K,), beyond_stray, note=f"{runs_note((FIFTEEN_K,), rounds((FIFTEEN_K,)))}. {note}")
+
+
+DEFAULT_NOFILE = 1024  # the common default soft limit of open files (`ulimit -n`) of a stock Linux login
+
+
+def open_files_limit() -> claims.Measured:
+    """F000-k.0: the premise "without adjusting OS-level settings (such as ulimit)": the open-files limit of the
+    machine platform-15k ran on (step.json's machine.nofile_limit), each run; exact, a setting."""
+    together = rounds((FIFTEEN_K,))
+    values = tuple(group[0].nofile for group in together)
+    return claims.Measured(values, exact=True, sigma_source="a setting, read from each run's step.json",
+                           note=f"{runs_note((FIFTEEN_K,), together)}; the common default is {DEFAULT_NOFILE:,}")
 
 
 def above_twenty_k() -> claims.Measured:
@@ -188,7 +202,7 @@ def per_thread(model: str) -> Callable[[], claims.Measured]:
 
 
 STATISTICS: dict[str, Callable[[], claims.Measured]] = {
-    "F000-k.1": fifteen_k, "F000-k.2": above_twenty_k,
+    "F000-k.0": open_files_limit, "F000-k.1": fifteen_k, "F000-k.2": above_twenty_k,
     "F002-d.1a": pool_concurrency, "F002-d.1b": thread_memory, "F002-d.1c": switch_ratio,
     "F002-d.2a": answers_all(LOOP), "F002-d.2b": concurrency(LOOP), "F002-d.2c": per_thread(LOOP),
     "F002-d.3a": answers_all(VIRTUAL), "F002-d.3b": concurrency(VIRTUAL), "F002-d.3c": per_thread(VIRTUAL),

@@ -117,7 +117,9 @@ def repeated(runs: dict[str, list[tuple[int, float]]], base: ChapterData | None 
             sampled = step != "unsampled"
             m = meta(run_id, 4) | {"model": MODEL, "run": {"of": step, "run": k, "runs": len(draws)},
                                    "requests": {"asked": 100, "issued": 100, "succeeded": 100 - failed, "failed": failed},
-                                   "samplers": samplers(sampler_cpu_s) if sampled else {"enabled": False, "cpu_seconds": 0}}
+                                   # 2 % apart from run to run: a spread of 0 would be no spread at all
+                                   "samplers": samplers(sampler_cpu_s * (1 + 0.02 * (k % 3 - 1))) if sampled
+                                   else {"enabled": False, "cpu_seconds": 0}}
             metas[run_id] = m
             runs_by_step.setdefault(step, []).append(m)
             ends = np.array([5.0, 5.0, 10.0, 10.0]) + shift

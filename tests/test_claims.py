@@ -30,6 +30,13 @@ def test_a_miss_differs_on_this_hardware_only_when_the_data_shows_the_machine_fa
     assert judge(rule(), Measured((0, 1, -1), busy=0.99)).outcome == NOT_REPRODUCED  # the rule names no machine fact
 
 
+def test_a_borrowed_spread_of_zero_is_no_spread():
+    """One run with a spread borrowed from repeats that never varied is not exact (chapter 7's F000-k.2 read 6,835 and
+    2,205 failures in two passes while its borrowed σ was 0)."""
+    j = judge(rule(), Measured((6835,), borrowed_sigma=0.0))
+    assert j.measured.sigma is None and j.outcome == INCONCLUSIVE
+
+
 def test_exact_means_every_run_gave_the_same_value():
     assert Measured((3, 3, 3), exact=True).sigma == 0
     assert Measured((3, 5), exact=True).sigma == pytest.approx(1.0)  # not exact after all: the runs' spread judges

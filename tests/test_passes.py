@@ -206,3 +206,25 @@ def test_a_void_run_is_measured_again_at_once_up_to_the_protocols_reruns(monkeyp
     monkeypatch.setattr(runner.protocol, "protocol", lambda chapter: Protocol(chapter, reruns=0))
     monkeypatch.setattr(runner, "run_step", lambda *a, **k: attempt(*a, **{**k, "void": lambda meta: "busy"}))
     assert runner.run_by_protocol(step, "local", None, False, "", {}).status == "void" and len(calls) == 1
+
+
+def test_a_page_whose_data_is_not_a_kept_pass_says_so_and_shows_it_beside_the_books(tmp_path, monkeypatch):
+    """Chapter 1's committed data judged beside a kept pass (here: the same judgements kept under another label): the
+    page's note says its data is not among the kept passes, and each verdict row shows this data's outcome beside the
+    book's pooled one. Kept under its own label, the note says the data is one of them."""
+    from harness.book import verdict_tables
+    from harness.book.chapters import ch1
+
+    monkeypatch.setattr(passes, "DATA", tmp_path)
+    (tmp_path / "chapter1").mkdir()
+    judged = ch1.judge()
+    assert "none of the 3 clean passes" in verdict_tables.protocol_note("chapter1").data
+    assert "This data" not in verdict_tables.verdict_table(judged, "chapter1").data
+    passes.keep("chapter1", judged, passes.Pass("another 2026-11-28 10:00", "another", "x", "s"), [], tmp_path)
+    note = verdict_tables.protocol_note("chapter1").data
+    assert "1 of the 3 clean passes" in note and "is not among them" in note
+    table = verdict_tables.verdict_table(judged, "chapter1").data
+    assert "| This data |" in table and "1 of 1" in table
+    passes.keep("chapter1", judged, passes.this_pass("chapter1"), [], tmp_path)
+    assert "The data on this page is one of them" in verdict_tables.protocol_note("chapter1").data
+    assert "This data" not in verdict_tables.verdict_table(judged, "chapter1").data

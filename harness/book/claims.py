@@ -97,15 +97,16 @@ class Measured:
     def sigma(self) -> float | None:
         """The standard error of the mean of the runs: pooled passes → their two-level σ; exact (every run the same) →
         0; ≥ 2 runs → their spread / √n (or the borrowed σ / √n when larger: a few runs underestimate spread); one run
-        → the borrowed σ; else unknown (None)."""
+        → the borrowed σ, unless it is 0 (a like measurement that never varied says nothing of this one's spread: only
+        a claim declared exact has none); else unknown (None)."""
         if self.pooled_sigma is not None:
             return self.pooled_sigma
         if self.is_exact:
             return 0.0
         own = statistics.stdev(self.values) if self.runs >= 2 else None
-        run_sigma = max(x for x in (own, self.borrowed_sigma) if x is not None) if (own, self.borrowed_sigma) != (
-            None, None) else None
-        return None if run_sigma is None else run_sigma / math.sqrt(self.runs)
+        borrowed = self.borrowed_sigma or None  # a borrowed spread of 0 says nothing: only `exact` claims none
+        known = [x for x in (own, borrowed) if x is not None]
+        return max(known) / math.sqrt(self.runs) if known else None
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,7 @@ def protocol_note(chapter: str) -> Markdown:
     if earlier := passes.earlier(chapter):
         lines.append(f"Kept under earlier rules, not pooled: {', '.join(earlier)}.")
     lines += [f"Withdrawn: {w['pass']}, {w['why']} (recorded {w['recorded']})." for w in passes.withdrawn(chapter)]
-    return Markdown("::: {.callout-note}\n" + "\n\n".join(lines) + "\n:::")
+    return Markdown('::: {.callout-note title="Where this chapter\'s verdicts stand"}\n' + "\n\n".join(lines) + "\n:::")
 
 
 def finding_outcomes(judgements: list[Judgement]) -> dict[str, str]:

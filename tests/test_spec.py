@@ -400,3 +400,19 @@ def test_same_as_round_in_a_circle_is_a_problem(tmp_path):
 ])
 def test_more_values_that_used_to_crash_or_pass_are_named(raw, expected):
     assert expected in problems_of(raw)
+
+
+def test_step_json_records_every_knob_defaults_included_and_the_book_reads_them():
+    """A step records every knob it ran with (step.json's `knobs`), so its data reads the same after today's
+    defaults change; a step recorded before `knobs` existed is read with its [server] over today's defaults."""
+    from harness.lab.spec import SERVER_DEFAULTS
+    from harness.lab.steps import server_knob
+
+    step = parse({"step": [{"id": "a", "server": {"TOMCAT_MAX_THREADS": 100}, "load": {"vus": 1}}]}).steps[0]
+    knobs = step.knobs()["server"]
+    assert knobs["TOMCAT_MAX_THREADS"] == 100 and knobs["kind"] == "tomcat"
+    assert {k: knobs[k] for k in SERVER_DEFAULTS if k != "TOMCAT_MAX_THREADS"} == \
+        {k: v for k, v in SERVER_DEFAULTS.items() if k != "TOMCAT_MAX_THREADS"}
+    recorded = {"knobs": {"server": knobs | {"TOMCAT_ACCEPT_COUNT": 7}}, "config": {"server": {}}}
+    assert server_knob(recorded, "TOMCAT_ACCEPT_COUNT") == 7  # what it ran with, not today's default of 100
+    assert server_knob({"config": {"server": {"TOMCAT_MAX_THREADS": 5}}}, "TOMCAT_ACCEPT_COUNT") == 100

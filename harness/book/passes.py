@@ -27,7 +27,7 @@ from harness import DATA, ROOT, LabError
 from harness.book.claims import CLAIMS_DIR, NOT_REPRODUCED, REPRODUCED, Judgement, Measured, judge, rules
 from harness.lab import store
 from harness.lab.protocol import protocol
-from harness.lab.spec import load_spec
+from harness.lab.spec import ANY_MACHINE, load_spec
 
 PASSES, WITHDRAWN, LEGACY = "passes.csv", "withdrawn.csv", "verdicts.csv"
 COLUMNS = ["pass", "commit", "started", "rules", "steps", "claim", "values", "borrowed_sigma", "exact", "nearby",
@@ -45,7 +45,7 @@ def rules_digest(chapter: str) -> str:
     if not path.is_file():
         return "none"
     digest.update(path.read_bytes())
-    runs = {s.id: s.runs for s in load_spec(chapter).steps}
+    runs = {s.id: s.runs for s in load_spec(chapter, ANY_MACHINE).steps}  # this machine's limits do not matter
     digest.update(json.dumps(runs, sort_keys=True).encode())
     for name in protocol(chapter).code:
         digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes())
@@ -85,7 +85,7 @@ def pass_problems(chapter: str, root: Path) -> list[str]:
         folder = store.data_root() / chapter
         every = {p.parent.name: store.read_meta(chapter, p.parent.name) or {}
                  for p in folder.glob(f"*/{store.STEP_FILE}")}
-    wanted = [s.id for s in load_spec(chapter).select(None)]  # every run of every step
+    wanted = [s.id for s in load_spec(chapter, ANY_MACHINE).select(None)]  # every run of every step
     problems = [f"{s} is not complete ({(every.get(s) or {}).get('status', 'never run')})" for s in wanted if s not in metas]
     commits = {m.get("git_commit", "unknown") for m in metas.values()}
     if len(commits) > 1:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.book.verdict import failure_kinds
-from harness.lab.spec import SERVER_DEFAULTS, Step, load_spec
+from harness.lab.spec import ANY_MACHINE, Step, load_spec
+from harness.lab.steps import server_knob
 from harness.lab.store import answered
 
 SLEEP_000_S = 5  # GET /hello sleeps 5 s: answers come in waves, one every 5 s
@@ -60,7 +61,7 @@ class StepRun:
         return (self.meta.get("load_ended_ms", self.meta.get("ended_ms", float("nan"))) - self.t0_ms) / 1000
 
     def knob(self, name: str) -> int:
-        return self.meta["config"]["server"].get(name, SERVER_DEFAULTS.get(name))
+        return server_knob(self.meta, name)
 
     def start_spread_s(self) -> float:
         """How long k6 took to send every first request (constant-vus and 2 cores: up to seconds)."""
@@ -109,10 +110,6 @@ def keep_alive_s(run: StepRun) -> float:
 
 # Roles the book selects steps by (the spec's `role` key), where findings alone do not say which steps a table needs.
 PLUS_ONE = "the +1"  # chapter 3's small steps that isolate the kernel's extra connection
-
-
-# The spec as the book reads it: only which steps there are, so this machine's limits do not matter.
-ANY_MACHINE = {"nofile": 1 << 30, "somaxconn": 1 << 30, "can_raise_somaxconn": True, "cores": 1 << 10}
 
 
 @functools.cache

@@ -114,7 +114,7 @@ def defaults() -> dict:
     found: dict = {}
     for section, name in (("server", "SERVER_DEFAULTS"), ("load", "LOAD_DEFAULTS"), ("system", "SYSTEM_DEFAULTS")):
         found |= {f"{section}.{k}": v for k, v in getattr(spec, name, {}).items()}
-    limits = {"nofile": 10**6, "somaxconn": 10**6, "can_raise_somaxconn": True, "cores": 1024}
+    limits = spec.ANY_MACHINE
     minimal = [{"id": "per-vu", "load": {"vus": 1}},
                {"id": "constant", "load": {"vus": 1, "executor": "constant-vus", "duration": "1s"}},
                {"id": "redeploy", "kind": "redeploy"}]

@@ -357,6 +357,7 @@ def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:
         "status": "running",
         "started_ms": now_ms(),
         "config": step.config() | {"backend": backend},
+        "knobs": step.knobs(),
         "requests": {"asked": step.requests_asked, "issued": 0},
         "model": plan["model"],
         "model_version": plan["model_version"],

@@ -126,6 +126,14 @@ class Step:
         """A server knob as the server will see it: the spec's value or Spring's default."""
         return self.server.get(name, SERVER_DEFAULTS.get(name))
 
+    def knobs(self) -> dict:
+        """Every knob of every service the step runs, defaults included (step.json's `knobs`), so that its data is
+        read later without today's defaults: the sample server's [server] over SERVER_DEFAULTS, and every other
+        service's resolved table (a reader's jar: what the step gives it)."""
+        return {name: {"kind": "tomcat"} | SERVER_DEFAULTS | dict(self.server) if table["kind"] == "tomcat"
+                else dict(table) | ({"given": dict(self.server)} if name == SERVER else {})
+                for name, table in self.services.items()}
+
     @property
     def base(self) -> str:
         """The id of the step this is a run of (its own id for the first run)."""
@@ -214,6 +222,10 @@ def spec_path(chapter: str) -> Path:
     if chapter.endswith(".toml"):
         raise LabError(f"no spec file {chapter}")
     raise LabError(f"no experiment '{chapter}': known ones are {', '.join(chapters()) or 'none'}")
+
+
+# Limits no step exceeds: for reading which steps a spec has (and their runs) whatever this machine allows.
+ANY_MACHINE = {"nofile": 1 << 30, "somaxconn": 1 << 30, "can_raise_somaxconn": True, "cores": 1 << 10}
 
 
 def load_spec(chapter: str, limits: dict | None = None) -> Spec:

@@ -11,7 +11,7 @@ from harness import LabError
 from harness.lab.services.base import SERVER
 from harness.lab.services.graph import recorded, target_model
 from harness.lab.services.kinds import KINDS
-from harness.lab.spec import Spec, Step
+from harness.lab.spec import SERVER_DEFAULTS, Spec, Step
 
 
 def with_own_server(spec: Spec, jar: str, path: str | None = None) -> Spec:
@@ -48,3 +48,13 @@ def step_from_config(chapter: str, step_id: str, config: dict, limits: dict | No
                 kind=config.get("kind", "load"), starts=config.get("starts", 0), same_as=config.get("same_as", ""),
                 container=config.get("container", {}), services=services, placement=config.get("placement", {}),
                 limits=dict(limits or {}), target_model=target_model(services, load) if load else None)
+
+
+def server_knob(meta: dict, name: str):
+    """A sample-server knob as a recorded step ran with it: step.json's `knobs` (every knob, defaults included);
+    for a step recorded before `knobs` existed, its [server] over today's SERVER_DEFAULTS (the one place the book
+    still fills a knob from today's defaults)."""
+    recorded = (meta.get("knobs") or {}).get(SERVER)
+    if recorded is not None:
+        return recorded.get(name)
+    return (meta.get("config") or {}).get("server", {}).get(name, SERVER_DEFAULTS.get(name))

@@ -15,8 +15,7 @@ import pandas as pd
 
 from harness import LabError
 from harness.lab import store
-from harness.lab.spec import SERVER_DEFAULTS
-from harness.lab.steps import step_from_config
+from harness.lab.steps import server_knob, step_from_config
 from harness.lab.store import ChapterData, answered
 from harness.models.service import longest_service_ms, mean_service_ms
 
@@ -51,7 +50,7 @@ def pool_of_meta(step: str, meta: dict) -> Pool:
     config = meta["config"]
     rebuilt = step_from_config(CHAPTER, step, config)
     sleep_ms, mean_ms = longest_service_ms(rebuilt), mean_service_ms(rebuilt)
-    threads = int(config["server"].get("TOMCAT_MAX_THREADS", SERVER_DEFAULTS["TOMCAT_MAX_THREADS"]))
+    threads = int(server_knob(meta, "TOMCAT_MAX_THREADS"))
     return Pool(threads, round(sleep_ms / mean_ms), sleep_ms, mean_ms, config["load"]["path"])
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 from harness.book.analysis import spike_start_ms
 from harness.lab import store
 from harness.lab.spec import RUN_MARK, SERVER_DEFAULTS
+from harness.lab.steps import server_knob
 from harness.lab.store import ChapterData, answered
 
 CHAPTER = "chapter2"
@@ -45,7 +46,7 @@ def users_of(data: ChapterData, step: str) -> int:
 
 def series_knob(data: ChapterData, prefix: str, name: str):
     """A server knob as a series' steps ran it (Spring Boot's default where the spec leaves it); the most common value."""
-    values = pd.Series([data.steps[s]["config"]["server"].get(name, SERVER_DEFAULTS.get(name)) for s in steps_with(data, prefix)])
+    values = pd.Series([server_knob(data.steps[s], name) for s in steps_with(data, prefix)])
     return values.mode().iloc[0] if len(values) else SERVER_DEFAULTS.get(name)
 
 

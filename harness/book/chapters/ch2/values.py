@@ -41,6 +41,7 @@ from harness.book.chapters.ch2.lab import (
 )
 from harness.book.prose import listed
 from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.steps import server_knob
 from harness.lab.store import ChapterData
 from harness.lab.units import duration_ms
 
@@ -84,7 +85,7 @@ def setup(data: ChapterData) -> Setup:
     hold = steps_with(data, HOLD)
     noise = data.steps.get(NOISE) or data.steps.get(UNSAMPLED) or {}
     config = noise.get("config", {"server": {}, "load": {}})
-    knob = {k: config["server"].get(k, SERVER_DEFAULTS[k]) for k in ("TOMCAT_MAX_THREADS", "TOMCAT_MAX_CONNECTIONS")}
+    knob = {k: server_knob(noise, k) for k in ("TOMCAT_MAX_THREADS", "TOMCAT_MAX_CONNECTIONS")}
     again = steps_with(data, AGAIN)
     vus = batch_table(data)["batch_k6_vus"]
     starts = start_table(data)

@@ -6,6 +6,7 @@ These tests need `invoke setup` (k6 and the server jar); without them they fail,
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -218,6 +219,11 @@ def test_step_files_have_their_documented_columns(smoke):
         # other work on the machine during the load: user CPU outside the lab, a share of all CPUs
         assert set(meta["outside_cpu"]) == {"user_seconds", "share"} and 0 <= meta["outside_cpu"]["share"] <= 1
         assert meta["server_info"]["tomcat"]["maxThreads"] == 2  # read back from the running connector
+        # every knob it ran with, defaults included, as the server reported it; step.json's own digest beside it
+        knobs = meta["knobs"]["server"]
+        assert knobs["TOMCAT_MAX_THREADS"] == 2 and knobs["TOMCAT_ACCEPT_COUNT"] == meta["server_info"]["tomcat"]["acceptCount"]
+        digest = (directory / "step.sha256").read_text().split()[0]
+        assert digest == hashlib.sha256((directory / "step.json").read_bytes()).hexdigest()
         # the heap rule both backends share, recorded and really given to the JVM (it says so on stderr)
         assert meta["jvm_options"] == list(JVM_OPTIONS)
         with gzip.open(directory / "server.log.gz", "rt") as log:

@@ -249,8 +249,8 @@ def test_models_do_not_crash_on_new_profiles():
         json.dumps(prediction.as_dict())
 
 
-def test_the_readmes_example_is_a_valid_step():
-    text = (ROOT / "README.md").read_text()
+def test_the_references_example_is_a_valid_step():
+    text = (ROOT / "docs" / "reference.md").read_text()
     example = text[text.index("## Load profiles and scenarios"):].split("```toml\n", 1)[1].split("```", 1)[0]
     step = parse_spec("t", tomllib.loads(example), Path("t.toml"), LIMITS).steps[0]
     assert step.requests_asked == (15_000 + 60_000) * 2  # 0 → 1000/s over 30 s, 1000/s for 1 min; two requests each

@@ -161,7 +161,7 @@ def ensure(docker: bool = False) -> str:
 
 
 def markdown_table() -> str:
-    """README's table of what setup installs, made from PACKAGES (a test keeps the two the same)."""
+    """docs/reference.md's table of what setup installs, made from PACKAGES (a test keeps the two the same)."""
     rows = [f"| `{p.name}` | {gives(p, '`')} | {p.why}"
             f"{' (only with `invoke setup --docker`)' if p.docker else ''} |" for p in PACKAGES]
     return "\n".join(["| package | gives | why the book needs it |", "|---|---|---|", *rows])

@@ -94,7 +94,7 @@ def check_daemon() -> None:
     if remote:  # the container would run there, but the load, the samplers and the step's checks stay here
         raise LabError(f"DOCKER_HOST names another machine ({remote}): the docker backend runs the server on this one "
                        f"only, since k6 reaches it on 127.0.0.1 and the samplers read this kernel's sockets, /proc and "
-                       f"cgroups; unset DOCKER_HOST or point it at a daemon here (README: a remote target)")
+                       f"cgroups; unset DOCKER_HOST or point it at a daemon here (docs/reference.md: a remote target)")
     if not shutil.which("docker"):
         raise LabError("the docker backend needs the docker client: install Docker (Debian: `apt-get install docker.io`)")
     if daemon_version() is None:

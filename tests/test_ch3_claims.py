@@ -11,11 +11,10 @@ from harness.book import claims
 from harness.book.chapters import ch3
 from harness.book.chapters.ch3 import claims as c3
 from harness.book.chapters.ch3 import runs as r
-from harness.book.chapters.ch3.compat import f000_f
 from harness.book.faces import Limit
 from harness.book.noise import most_stray
 from harness import ROOT
-from harness.book.verdict import INTERRUPTED_TEXT, NOT_REPRODUCED, REPRODUCED, failure_kinds
+from harness.book.verdict import INTERRUPTED_TEXT, failure_kinds
 from harness.lab import store
 
 T0 = 1_800_000_000_000
@@ -214,11 +213,3 @@ def test_limits_come_from_the_data_and_name_their_sections():
     text = (ROOT / "chapters" / "03-from-300-to-15000-users.qmd").read_text()
     assert all(f"{{#{x.anchor}}}" in text for x in limits)
 
-
-def test_chapter_2s_check_still_gets_a_verdict_from_the_headline_step():
-    first = r.first(r.HEADLINE)
-    held = all(claims.margin(RULES[c], v) > 0 for c, v in (
-        ("F000-f.2a", r.beyond_share(first)), ("F000-f.2b", c3.held_unanswered(first)),
-        ("F000-f.3a", r.ceiling_distance(first))))
-    verdict = f000_f(store.load_run("chapter3", r.HEADLINE))
-    assert verdict.finding == "F000-f" and verdict.verdict == (REPRODUCED if held else NOT_REPRODUCED)

@@ -383,7 +383,7 @@ def test_same_as_round_in_a_circle_is_a_problem(tmp_path):
     (one_step(server={"WORK_CPU_MS": float("nan")}), "server.WORK_CPU_MS must be a finite number, got nan"),
     (one_step(system={"sample_interval_ms": 10**6}), "system.sample_interval_ms must be ≤ 60,000"),
     (one_step(kind="redeploy", starts=1000), "starts must be a whole number from 1 to 100, got 1000"),
-    (one_step(why=5, role=["x"]), "step s: why must be a string, got 5"),
+    (one_step(why=5), "step s: why must be a string, got 5"),
     ({"title": 3, **one_step()}, "top level: title must be a string, got 3"),
     ({"defaults": {"findings": "F000-a"}, "step": [{"id": "s", "load": {"vus": 1}}]}, "[defaults]: findings must be"),
     ({"step": [1, {"id": "s", "load": {"vus": 1}}]}, "step #1 must be a [[step]] table, got 1"),

@@ -98,7 +98,7 @@ TEXT = mostly(st.text(max_size=5))
 DEFAULTS = table({name: (dict, None) for name in [*SECTIONS, "findings", "junk"]},
                  {**{name: mostly(s) for name, s in SECTIONS.items()}, "findings": FINDINGS}, size=4)
 STEP = st.tuples(mostly(st.sampled_from(["a", "b", "c-1", "Not OK", "", None])), table(
-    {name: (dict, None) for name in [*SECTIONS, "findings", "why", "role", "kind", "starts", "same_as", "runs"]},
+    {name: (dict, None) for name in [*SECTIONS, "findings", "why", "kind", "starts", "same_as", "runs"]},
     {**{name: mostly(s) for name, s in SECTIONS.items()}, "findings": FINDINGS, "why": TEXT, "role": TEXT,
      "kind": mostly(st.sampled_from(["load", "redeploy"])), "starts": mostly(st.integers(-1, 200)),
      "same_as": mostly(st.sampled_from(["smoke:waves", "smoke:nope", "t.toml:a"])), "runs": mostly(st.integers(-1, 3))},

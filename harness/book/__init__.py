@@ -1,9 +1,9 @@
-"""The one import each chapter makes: `from harness.book import *`.
+"""The shared calls a page may import at once (`from harness.book import *`: the preface and the lab appendix do;
+chapters import their own face, harness.book.chapters.chN, and the few shared modules they use by name).
 
-Importing it sets the chart theme and the offline renderer (harness.book.render) and gives a chapter short calls:
-`load(chapter)`, the shared chart builders and tables, `reproduce_box(chapter)`, `verdict_table(verdicts)`, and each
-chapter's own tables, charts, sentences and verdicts from harness.book.chapters. Logic lives in those modules;
-this file only gathers what the .qmd files call.
+Importing harness.book sets the chart theme and the offline renderer (harness.book.render), which every page that
+draws a chart needs. It gives `load(chapter)`, the shared chart builders and tables, `reproduce_box(chapter)`,
+`verdict_table(verdicts)` and the capacity explorer. Logic lives in those modules; this file only gathers them.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from IPython.display import Markdown
 
 from harness.book import render  # noqa: F401 (sets the theme and the offline renderer)
 from harness.book.analysis import throughput_table
-from harness.book.chapters.ch3.compat import f000_f
 from harness.book.charts import (
                                             busy_threads_chart,
                                             completion_rate_chart,
@@ -48,6 +47,6 @@ __all__ = [
     "completion_rate_chart", "failures_chart", "connections_chart", "throughput_table",
     "steps_table", "peaks_table", "completion_table", "ceiling_sentences", "outcome_sentences", "sampling_sentence",
     "scale_sentence",
-    # chapter 3
-    "f000_f", "capacity_explorer", "explorer_measured",
+    # the capacity explorer (the answer page and chapter 3)
+    "capacity_explorer", "explorer_measured",
 ]

@@ -2,13 +2,11 @@
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import pandas as pd
 
 from harness.book.verdict import failure_kinds
-from harness.lab.spec import ANY_MACHINE, Step, load_spec
 from harness.lab.steps import server_knob
 from harness.lab.store import answered
 
@@ -106,21 +104,3 @@ def keep_alive_s(run: StepRun) -> float:
     reported = run.meta.get("server_info", {}).get("tomcat", {}).get("keepAliveTimeout")
     fallback = run.meta["config"]["server"].get("TOMCAT_KEEP_ALIVE_TIMEOUT", run.knob("TOMCAT_CONNECTION_TIMEOUT"))
     return (reported or fallback) / 1000
-
-
-# Roles the book selects steps by (the spec's `role` key), where findings alone do not say which steps a table needs.
-PLUS_ONE = "the +1"  # chapter 3's small steps that isolate the kernel's extra connection
-
-
-@functools.cache
-def _spec_steps(chapter: str) -> tuple[Step, ...]:
-    return tuple(load_spec(chapter, ANY_MACHINE).steps)
-
-
-def spec_steps(chapter: str, finding: str | None = None, role: str | None = None,
-               executor: str | None = None) -> tuple[str, ...]:
-    """Ids of a chapter's steps, in spec order, that test `finding` and/or have `role` (and run `executor`, e.g.
-    "per-vu-iterations"): chapters choose steps by what they test, so a step id is written once, in the spec."""
-    return tuple(s.id for s in _spec_steps(chapter)
-                 if (finding is None or finding in s.findings) and (role is None or s.role == role)
-                 and (executor is None or s.load.get("executor") == executor))

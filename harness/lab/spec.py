@@ -85,7 +85,7 @@ SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "co
 # A step is a load test, or (kind = "redeploy") `starts` fresh servers timed to healthy, with no load.
 KINDS = ("load", "redeploy")
 # same_as = "<chapter>:<step>" starts from another chapter's resolved step; runs = n measures it n times (its spread).
-STEP_KEYS = {"id", "why", "findings", "role", "kind", "starts", "same_as", "runs", "services", "placement", *SECTIONS}
+STEP_KEYS = {"id", "why", "findings", "kind", "starts", "same_as", "runs", "services", "placement", *SECTIONS}
 MAX_RUNS = 100
 RUN_MARK = "."  # run k > 1 of step <id> is the step <id>.<k>: a dot is in no step id, so no spec id can take it
 TOP_KEYS = {"title", "description", "defaults", "step"}
@@ -110,7 +110,6 @@ class Step:
     starts: int = 0  # redeploy steps: how many fresh servers
     same_as: str = ""  # "<chapter>:<step>" this step copies
     container: dict = field(default_factory=dict)  # resource limits for the docker backend
-    role: str = ""  # what a chapter selects the step by beyond its findings, e.g. "isolates F000-j"
     # The step's service graph (harness.lab.services.graph): {name: {"kind": …, knob: value}}, the sample server as
     # `server` when the step runs it.
     services: dict = field(default_factory=dict)
@@ -351,7 +350,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     merged = {s: {**base[s], **_typed(s, table.get(s, {}), where, problems)} for s in SECTIONS}
     system_ = {**SYSTEM_DEFAULTS, **merged["system"]}
     findings = _findings(table.get("findings", base["findings"]), where, problems)
-    why, role = (text_value(table, key, "", where, problems) for key in ("why", "role"))
+    why = text_value(table, "why", "", where, problems)
     kind, starts = _check_kind(table, where, problems)
     placement = merge_placement(base["placement"], table.get("placement", {}), where, problems)
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
@@ -368,7 +367,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     if len(problems) > before:
         return None
     return Step(chapter, table.get("id", ""), why, tuple(findings), merged["server"], load, system_, n, total,
-                kind, starts, table.get("same_as", ""), merged["container"], role, services, placement,
+                kind, starts, table.get("same_as", ""), merged["container"], services, placement,
                 target_model=target_model(services, load) if kind == "load" else None)
 
 

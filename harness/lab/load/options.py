@@ -52,7 +52,7 @@ LOAD_KEYS: dict[str, tuple] = {  # key → (type, minimum[, maximum]): harness.l
     "batch_vus": (int, 1),  # batch mode: k6 VUs carrying the users
     "batch_per_host": (int, 1),  # batch mode: parallel connections per VU (default: its whole share)
     "requests": (list, None),  # a scenario: [[…load.requests]] tables
-    "target": (str, None),  # the service the load goes to: "server" (default) or a [services.<name>] (services.config)
+    "target": (str, None),  # the service the load goes to: "server" (default) or a [services.<name>] (services.graph)
     # k6 processes sharing the test by execution segments (each its own open-files limit); at most 99: their hosts
     # on network = "hosts" are client, client2 … client99 (a host's name has at most 8 characters)
     "processes": (int, 1, 99),

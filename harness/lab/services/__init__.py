@@ -1,4 +1,5 @@
-"""Services a step deploys besides the sample server: one module per kind (harness.lab.services.nginx …), the
-validation of `[services.<name>]` tables (harness.lab.services.config) and their deployment in dependency order
-(harness.lab.services.deploy). The sample server is the implicit service `server` (harness.lab.services.tomcat).
+"""The services a step deploys: one module per kind (harness.lab.services.kinds finds them: tomcat, the sample server;
+springjar, your jar; postgres; nginx; netty; webflux), the validation of `[services.<name>]` tables and a step's graph
+(harness.lab.services.graph) and their deployment in dependency order (harness.lab.services.deploy). The sample server
+is the service `server` (harness.lab.services.tomcat).
 """

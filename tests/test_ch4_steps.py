@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.book.chapters.ch4_steps import SETTLE_S, cpu_quota, kind_of, plateau, steps_table, windows
+from harness.book.chapters.ch4.runs import SETTLE_S, cpu_quota, kind_of, plateau, steps_table, windows
 from harness.lab.load.options import peak_vus
 from harness.lab import histogram
 from harness.lab.store import COLUMNS, ChapterData

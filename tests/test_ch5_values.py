@@ -11,9 +11,9 @@ import pytest
 
 from harness import ROOT
 from harness.book.chapters import ch5
-from harness.book.chapters.ch5 import sentences as say
+from harness.book.chapters.ch5 import words as say
 from harness.book.chapters.ch5 import values
-from harness.book.chapters.ch5.steps import API, HOLD, load_seconds
+from harness.book.chapters.ch5.runs import API, HOLD, load_seconds
 from harness.book.claims import NOT_REPRODUCED, REPRODUCED, Judgement, Measured, Rule
 from harness.lab.store import answered, load
 
@@ -78,7 +78,7 @@ def test_the_goal_and_the_models_numbers_before_any_data(chapter):
 def test_the_tomcat_series_names_each_runs_setting(chapter):
     _, runs, _ = chapter
     t = values.tomcat(runs)
-    for knob, steps in ((t.threads, ch5.verdicts.THREAD_STEPS), (t.connections, ch5.verdicts.CONNECTION_STEPS)):
+    for knob, steps in ((t.threads, ch5.claims.THREAD_STEPS), (t.connections, ch5.claims.CONNECTION_STEPS)):
         for setting, mean in knob.items():
             assert mean.runs == (runs["step"] == steps[setting]).sum()
             assert mean.mean == pytest.approx(runs.loc[runs["step"] == steps[setting], "tps"].mean())

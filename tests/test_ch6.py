@@ -14,9 +14,9 @@ import pytest
 from harness.book import claims
 from harness.book.chapters import ch6
 from harness.book.chapters.ch6 import claims as ch6_claims
-from harness.book.chapters.ch6.figures import label
+from harness.book.chapters.ch6.charts import label
 from harness.book.chapters.ch6.model import LOAD_TOOL, ROUND_TRIPS, SERVERS, limit_of
-from harness.book.chapters.ch6.steps import COLUMNS
+from harness.book.chapters.ch6.runs import COLUMNS
 from harness.book.chapters.ch6.values import Bottleneck
 from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from harness.lab import store

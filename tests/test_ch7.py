@@ -14,7 +14,7 @@ from harness import ROOT
 from harness.book import claims as book_claims
 from harness.book.chapters import ch7
 from harness.book.chapters.ch7 import claims, elsewhere, values, words
-from harness.book.chapters.ch7.steps import (ACCEPTOR, LOAD, LOOP, NONE, OPEN_FILES, PLATFORM, THREADS, VIRTUAL,
+from harness.book.chapters.ch7.runs import (ACCEPTOR, LOAD, LOOP, NONE, OPEN_FILES, PLATFORM, THREADS, VIRTUAL,
                                             limit_of)
 from harness.book.noise import most_stray
 from harness.lab import store

@@ -3,7 +3,7 @@ moves with the server's CPU quota; more threads past the knee do not move it (F0
 import pytest
 
 from harness import ROOT
-from harness.book.chapters.ch4_steps import steps_table
+from harness.book.chapters.ch4.runs import steps_table
 
 from test_e2e import profile_run
 

@@ -8,7 +8,7 @@ long. And the plumbing the chapter reads: HikariCP's metrics, the database's own
 import pytest
 
 from harness import ROOT
-from harness.book.chapters.ch5.steps import DB, runs_table, steps_table
+from harness.book.chapters.ch5.runs import DB, runs_table, steps_table
 
 from test_e2e import profile_run
 

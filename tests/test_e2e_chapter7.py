@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness import ROOT
-from harness.book.chapters.ch7.steps import completions, steps_table
+from harness.book.chapters.ch7.runs import completions, steps_table
 
 from test_e2e import lab_ready, profile_run  # noqa: F401 — lab_ready: a fixture
 

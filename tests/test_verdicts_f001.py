@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from harness.book import claims
-from harness.book.chapters.ch5 import verdicts as v
-from harness.book.chapters.ch5.steps import (API, FINAL, HOLD, HOLD_WINDOWS, LAST_STAGE, SCENARIO, STAGE_WINDOWS, TOMCAT,
+from harness.book.chapters.ch5 import claims as v
+from harness.book.chapters.ch5.runs import (API, FINAL, HOLD, HOLD_WINDOWS, LAST_STAGE, SCENARIO, STAGE_WINDOWS, TOMCAT,
                                              load_seconds, offered_per_s, window_column)
 from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from harness.book.chapters import ch4_claims as claims
-from harness.book.chapters.ch4_article import article_table
-from harness.book.chapters.ch4_steps import PLATEAU
+from harness.book.chapters.ch4 import claims
+from harness.book.chapters.ch4.article import article_table
+from harness.book.chapters.ch4.runs import PLATEAU
 from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, judge, rules
 
 WINDOWS = (PLATEAU, "later start", "latest start", "first half", "second half")

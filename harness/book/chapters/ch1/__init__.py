@@ -3,13 +3,13 @@ page import (`from harness.book.chapters import ch1`).
 
 - `judge()`: the chapter's claims judged by experiments/claims/chapter1.toml's rules (ch1.claims);
 - `limits()`: the limit its data shows, the thread pool's throughput (for the answer page);
-- the numbers its prose quotes (ch1.values), its charts and tables (ch1.figures), and `outcomes()`, each finding's
+- the numbers its prose quotes (ch1.values), its charts and tables (ch1.charts), and `outcomes()`, each finding's
   composed outcome, for the few words that depend on it.
 """
 from __future__ import annotations
 
 from harness.book.chapters.ch1.claims import judge
-from harness.book.chapters.ch1.figures import (
+from harness.book.chapters.ch1.charts import (
     busy_chart,
     latency_chart,
     latency_table,

@@ -2,18 +2,18 @@
 rest of the book read. `judge()` judges the chapter's claims (experiments/claims/chapter5.toml) on the data being
 read; `limits()` gives the answer page the limit this chapter measures, HikariCP's pool.
 
-The modules behind it: steps (one row per run, read from each run's recorded config), verdicts (one statistic per
-claim), values (the numbers the text quotes), tables, charts.
+The modules behind it, named as in every chapter: runs (one row per run, read from each run's recorded config),
+claims (one statistic per claim), values (the numbers the text quotes), words, tables, charts.
 """
 from __future__ import annotations
 
 from harness.book.chapters.ch5 import values
 from harness.book.chapters.ch5.charts import (apis_chart, final_chart, gc_chart, pool_chart, timeline_chart,
                                               tomcat_chart)
-from harness.book.chapters.ch5.steps import runs_table, steps_table
+from harness.book.chapters.ch5.runs import runs_table, steps_table
 from harness.book.chapters.ch5.tables import (article_apis_table, article_runs_table, inside_table, model_table,
                                               outcome_table)
-from harness.book.chapters.ch5.verdicts import judge
+from harness.book.chapters.ch5.claims import judge
 from harness.book.faces import Limit
 from harness.lab.store import complete_steps
 

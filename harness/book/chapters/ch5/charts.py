@@ -10,9 +10,9 @@ import warnings
 import altair as alt
 import pandas as pd
 
-from harness.book.chapters.ch5.steps import API, DB, SCENARIO
+from harness.book.chapters.ch5.runs import API, DB, SCENARIO
 from harness.book.chapters.ch5.values import Loads, stream_bound
-from harness.book.chapters.ch5.verdicts import (ACCEPT_STEPS, CONNECTION_STEPS, FINAL_STEP, THREAD_STEPS,
+from harness.book.chapters.ch5.claims import (ACCEPT_STEPS, CONNECTION_STEPS, FINAL_STEP, THREAD_STEPS,
                                                 article_apis, article_runs)
 from harness.book.charts import PALETTE, WIDTH, faded_unless, legend_highlight
 from harness.lab import histogram

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.book.chapters.ch5.verdicts import article_apis, article_runs
+from harness.book.chapters.ch5.claims import article_apis, article_runs
 from harness.book.tables import markdown_table
 from harness.models import pool
 

@@ -1,5 +1,5 @@
 """Chapter 5's numbers as the text quotes them: small dataclasses the .qmd reads inline (`{python} f"{a.tps_high:,.0f}"`),
-each computed once from the runs (ch5.steps) or the steps' recorded configuration, never typed.
+each computed once from the runs (ch5.runs) or the steps' recorded configuration, never typed.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.book.chapters.ch5.steps import API, DB, HOLD, SCENARIO, load_seconds, offered_per_s, window_column
-from harness.book.chapters.ch5.verdicts import (ACCEPT_STEPS, ARTICLE_GOAL, CONNECTION_STEPS, DAILY_VIEWS,
+from harness.book.chapters.ch5.runs import API, DB, HOLD, SCENARIO, load_seconds, offered_per_s, window_column
+from harness.book.chapters.ch5.claims import (ACCEPT_STEPS, ARTICLE_GOAL, CONNECTION_STEPS, DAILY_VIEWS,
                                                 FINAL_STEP, THREAD_STEPS, article_apis, article_runs)
 from harness.lab.load.options import requests_per_iteration
 from harness.lab.store import ChapterData

@@ -5,13 +5,13 @@ import (`from harness.book.chapters import ch6`).
 - `limits()`: the limit its data shows for the answer page: none of the thread pool's kind (a proxy's limits are its
   own: upstream connections and ports), so [];
 - the step table (`table`: each step's numbers, the mean of its runs), the numbers its prose quotes (ch6.values), its
-  charts (ch6.figures) and tables (ch6.tables), and `outcomes()`, each finding's composed outcome.
+  charts (ch6.charts) and tables (ch6.tables), and `outcomes()`, each finding's composed outcome.
 """
 from __future__ import annotations
 
 from harness.book.chapters.ch6.claims import judge
-from harness.book.chapters.ch6.figures import connections_chart, cpu_chart, ports_chart, series_chart
-from harness.book.chapters.ch6.steps import CHAPTER, mean_table
+from harness.book.chapters.ch6.charts import connections_chart, cpu_chart, ports_chart, series_chart
+from harness.book.chapters.ch6.runs import CHAPTER, mean_table
 from harness.book.chapters.ch6.tables import handshake_table, model_table, steps_summary
 from harness.book.chapters.ch6.values import (article, bottleneck, climb, handshake, hosts, setup, stall, variants,
                                               wall)
@@ -33,7 +33,7 @@ def load() -> ChapterData:
 
 
 def table(data: ChapterData):
-    """One row per step, each measured number the mean of its runs (ch6.steps.COLUMNS and `runs`)."""
+    """One row per step, each measured number the mean of its runs (ch6.runs.COLUMNS and `runs`)."""
     return mean_table(data)
 
 

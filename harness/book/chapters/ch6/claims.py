@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from harness.book import claims
-from harness.book.chapters.ch6.steps import CHAPTER, run_rows, runs_of
+from harness.book.chapters.ch6.runs import CHAPTER, run_rows, runs_of
 from harness.book.claims import Judgement, Measured
 from harness.book.noise import most_stray
 from harness.lab.store import answered

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.book.chapters.ch6.figures import sustained
-from harness.book.chapters.ch6.steps import pick
+from harness.book.chapters.ch6.charts import sustained
+from harness.book.chapters.ch6.runs import pick
 from harness.models import proxy
 
 PROXY_CORES = 1.0  # nginx and the service share CPU 1 (experiments/chapter6.toml's placement)

@@ -8,9 +8,9 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.chapters.ch6.article import article_numbers
-from harness.book.chapters.ch6.figures import NETWORKS, label, sustained
+from harness.book.chapters.ch6.charts import NETWORKS, label, sustained
 from harness.book.chapters.ch6.model import model_frame
-from harness.book.chapters.ch6.steps import pick
+from harness.book.chapters.ch6.runs import pick
 from harness.book.tables import people_table
 from harness.models import proxy
 

@@ -1,5 +1,5 @@
 """Chapter 6's numbers for its prose: small dataclasses the .qmd quotes inline, from the step table (each number the
-mean of a step's runs: ch6.steps.mean_table), the long step's per-second record, and the article's files. No sentence
+mean of a step's runs: ch6.runs.mean_table), the long step's per-second record, and the article's files. No sentence
 is written here.
 """
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.book.chapters.ch6.article import article_numbers, article_series
-from harness.book.chapters.ch6.figures import sustained
+from harness.book.chapters.ch6.charts import sustained
 from harness.book.chapters.ch6.model import LOAD_TOOL, ROUND_TRIPS, SATURATED, SERVERS, connection_cpu_ms, limits, misses
-from harness.book.chapters.ch6.steps import WARMUP_S, pick, port_bounds, ports_frame, ports_of
+from harness.book.chapters.ch6.runs import WARMUP_S, pick, port_bounds, ports_frame, ports_of
 from harness.lab.store import ChapterData
 from harness.models import proxy
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from harness.book.chapters.ch7.charts import answers_chart, concurrency_chart, limit_chart, thread_memory_chart
 from harness.book.chapters.ch7.claims import JUDGED_USERS, judge
 from harness.book.chapters.ch7.limits import ANCHORS, limits
-from harness.book.chapters.ch7.steps import CHAPTER, steps_table
+from harness.book.chapters.ch7.runs import CHAPTER, steps_table
 from harness.book.chapters.ch7.tables import client_table, download_frame, predictions_table, server_table
 from harness.book.chapters.ch7.values import (concurrency, fifteen_k, model_fit, one_wait, past_limit, resident, setup,
                                               thread_cost)

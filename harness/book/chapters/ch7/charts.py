@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from harness.book.chapters.ch7 import claims, elsewhere
-from harness.book.chapters.ch7.steps import (MODELS, arrivals_model_completions, completions, held_connections,
+from harness.book.chapters.ch7.runs import (MODELS, arrivals_model_completions, completions, held_connections,
                                             serving_process)
 from harness.book.chart_style import THOUSANDS_AXIS
 from harness.book.charts import WIDTH

@@ -23,7 +23,7 @@ import pandas as pd
 
 from harness.book import claims
 from harness.book.chapters.ch7 import elsewhere
-from harness.book.chapters.ch7.steps import CHAPTER, LOOP, PLATFORM, VIRTUAL, peak_threads
+from harness.book.chapters.ch7.runs import CHAPTER, LOOP, PLATFORM, VIRTUAL, peak_threads
 from harness.book.noise import most_stray
 from harness.book.prose import and_list
 from harness.lab import store

@@ -5,7 +5,7 @@ process (the server's and k6's), then each server model's memory per connection.
 from __future__ import annotations
 
 from harness.book.chapters.ch7 import values
-from harness.book.chapters.ch7.steps import CHAPTER, LOOP, MODELS, PLATFORM, VIRTUAL, steps_table
+from harness.book.chapters.ch7.runs import CHAPTER, LOOP, MODELS, PLATFORM, VIRTUAL, steps_table
 from harness.book.faces import Limit
 from harness.lab import store
 

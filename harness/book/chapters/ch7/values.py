@@ -1,6 +1,6 @@
 """The numbers chapter 7's sentences quote, as small dataclasses: the .qmd writes the prose and puts each number in
 with an inline value (`{python} f"{w.loop_last_s:.0f}"`). Every value comes from the step table
-(harness.book.chapters.ch7.steps), the steps' step.json or the claims' own statistics
+(harness.book.chapters.ch7.runs), the steps' step.json or the claims' own statistics
 (harness.book.chapters.ch7.claims), so a sentence and the verdict table beside it print the same number.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.book.chapters.ch7 import claims, elsewhere
-from harness.book.chapters.ch7.steps import LOOP, MODELS, OPEN_FILES, PLATFORM, SERVICE, VIRTUAL, pick
+from harness.book.chapters.ch7.runs import LOOP, MODELS, OPEN_FILES, PLATFORM, SERVICE, VIRTUAL, pick
 from harness.lab.spec import FD_RESERVE
 from harness.lab.store import ChapterData
 from harness.models.spike import K6_DIAL_TIMEOUT_MS

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from harness.book.chapters.ch4_claims import (
+from harness.book.chapters.ch4.claims import (
     ALONE,
     COLD,
     CPU_STEPS,
@@ -27,7 +27,7 @@ from harness.book.chapters.ch4_claims import (
 )
 from harness import LabError
 from harness.book.claims import REPRODUCED
-from harness.book.chapters.ch4_steps import OPEN, PLATEAU, SETTLE_S, SUSTAINED, sustained, windows
+from harness.book.chapters.ch4.runs import OPEN, PLATEAU, SETTLE_S, SUSTAINED, sustained, windows
 from harness.lab.store import ChapterData
 from harness.lab.units import duration_ms
 from harness.models.usl import fit_usl

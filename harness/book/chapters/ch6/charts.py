@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 
 from harness.book.chapters.ch6.article import article_series
-from harness.book.chapters.ch6.steps import pick, port_range, ports_frame, ports_of
+from harness.book.chapters.ch6.runs import pick, port_range, ports_frame, ports_of
 from harness.book.charts import PALETTE, WIDTH, faded_unless, legend_highlight
 from harness.lab.store import ChapterData, answered
 

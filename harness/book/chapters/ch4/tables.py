@@ -7,10 +7,10 @@ from __future__ import annotations
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.book.chapters.ch4_article import little_table
-from harness.book.chapters.ch4_claims import REPEATED, column
-from harness.book.chapters.ch4_steps import BURST, OPEN, SUSTAINED
-from harness.book.chapters.ch4_values import switches
+from harness.book.chapters.ch4.article import little_table
+from harness.book.chapters.ch4.claims import REPEATED, column
+from harness.book.chapters.ch4.runs import BURST, OPEN, SUSTAINED
+from harness.book.chapters.ch4.values import switches
 from harness.book.prose import percent
 from harness.book.tables import people_table
 

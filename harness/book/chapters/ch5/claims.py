@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness import DATA
 from harness.book import claims
-from harness.book.chapters.ch5.steps import (API, CHAPTER, HOLD, HOLD_WINDOWS, LAST_STAGE, STAGE_WINDOWS, runs_table,
+from harness.book.chapters.ch5.runs import (API, CHAPTER, HOLD, HOLD_WINDOWS, LAST_STAGE, STAGE_WINDOWS, runs_table,
                                              window_column)
 from harness.book.claims import Judgement, Measured, Rule
 from harness.models import pool

@@ -11,9 +11,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from harness.book.chapters.ch4_claims import COLD, DEFAULT_800, HALF_400, HALF_800, MORE_800, ONE_400, WARM, column
-from harness.book.chapters.ch4_steps import OPEN, sustained
-from harness.book.chapters.ch4_values import sweep
+from harness.book.chapters.ch4.claims import COLD, DEFAULT_800, HALF_400, HALF_800, MORE_800, ONE_400, WARM, column
+from harness.book.chapters.ch4.runs import OPEN, sustained
+from harness.book.chapters.ch4.values import sweep
 from harness.book.charts import PALETTE, WIDTH, faded_unless, legend_highlight
 from harness.lab.store import ChapterData
 

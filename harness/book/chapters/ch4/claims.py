@@ -1,11 +1,11 @@
 """Chapter 4's claims judged (seed 004): one statistic per claim of experiments/claims/chapter4.toml, computed once per
 run of the steps it reads (harness.book.claims.Measured), and `judge()`, the chapter's judgements in the file's order.
 
-Every statistic reads the run table of ch4_steps (one row per step, run and window): runs of a repeated step are
+Every statistic reads the run table of ch4.runs (one row per step, run and window): runs of a repeated step are
 paired by their number (they ran in rounds, run k of one step beside run k of the other), and a statistic read over
 the plateau is read again over the nearby windows the rule names. Where a claim rests on steps that ran once, σ is
 borrowed from the run-to-run spread of the steps that ran several times, and says so. F004-e reads the article's own
-table (ch4_article) and nothing measured: its arithmetic is exact.
+table (ch4.article) and nothing measured: its arithmetic is exact.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import statistics
 
 import pandas as pd
 
-from harness.book.chapters.ch4_article import article_table, little_table
-from harness.book.chapters.ch4_steps import CHAPTER, PLATEAU, run_table
+from harness.book.chapters.ch4.article import article_table, little_table
+from harness.book.chapters.ch4.runs import CHAPTER, PLATEAU, run_table
 from harness.book.claims import Judgement, Measured, judge as judge_rule, margin, rules, with_machine_fact
 from harness.book.noise import most_stray
 from harness.book.prose import percent

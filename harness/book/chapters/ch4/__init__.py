@@ -2,8 +2,8 @@
 the limit its data shows (`limits()`), for the answer page and `invoke compare`."""
 from __future__ import annotations
 
-from harness.book.chapters.ch4_article import article, article_table, little, little_table  # noqa: F401
-from harness.book.chapters.ch4_charts import (  # noqa: F401
+from harness.book.chapters.ch4.article import article, article_table, little, little_table  # noqa: F401
+from harness.book.chapters.ch4.charts import (  # noqa: F401
     burst_chart,
     burst_pool_chart,
     cpu_chart,
@@ -13,9 +13,9 @@ from harness.book.chapters.ch4_charts import (  # noqa: F401
     threads_chart,
     throughput_chart,
 )
-from harness.book.chapters.ch4_claims import judge, judgements  # noqa: F401
-from harness.book.chapters.ch4_steps import CHAPTER, PLATEAU, first_requests, run_table, steps_table  # noqa: F401
-from harness.book.chapters.ch4_tables import (  # noqa: F401
+from harness.book.chapters.ch4.claims import judge, judgements  # noqa: F401
+from harness.book.chapters.ch4.runs import CHAPTER, PLATEAU, first_requests, run_table, steps_table  # noqa: F401
+from harness.book.chapters.ch4.tables import (  # noqa: F401
     article_summary,
     little_fit,
     measured,
@@ -23,7 +23,7 @@ from harness.book.chapters.ch4_tables import (  # noqa: F401
     runs_summary,
     switches_table,
 )
-from harness.book.chapters.ch4_values import (  # noqa: F401
+from harness.book.chapters.ch4.values import (  # noqa: F401
     burst,
     burst_lesson,
     cpu,

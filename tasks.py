@@ -66,6 +66,17 @@ def run(c, chapter, step=None, force=False, backend="local", dashboard=False, se
                                plan=plan_steps, spec=spec)
     if any(o.status != "complete" for o in outcomes):
         raise Exit("some steps failed: see the reasons above (kept with status failed)", code=1)
+    if outcomes and not step and not server:
+        _say_how_to_compare(chapter)
+
+
+def _say_how_to_compare(chapter):
+    """After a whole chapter: how its outcomes compare with the book's, and how a clean pass is kept."""
+    from harness.lab.protocol import protocol
+
+    if protocol(chapter) is not None:
+        print(f"your outcomes beside the book's: invoke compare {chapter}; a clean pass (every step at one committed "
+              f"commit) is kept as one of the book's with: invoke compare {chapter} --keep")
 
 
 def _spec_with_server(chapter, server, path):

@@ -228,3 +228,20 @@ def test_a_page_whose_data_is_not_a_kept_pass_says_so_and_shows_it_beside_the_bo
     passes.keep("chapter1", judged, passes.this_pass("chapter1"), [], tmp_path)
     assert "The data on this page is one of them" in verdict_tables.protocol_note("chapter1").data
     assert "This data" not in verdict_tables.verdict_table(judged, "chapter1").data
+
+
+def test_invoke_compare_puts_a_run_beside_the_books_pooled_passes_and_keeps_only_a_clean_one(tmp_path, monkeypatch):
+    from harness.book.chapters import ch1
+    from harness.book.compare import compare
+
+    monkeypatch.setattr(passes, "DATA", tmp_path)
+    (tmp_path / "chapter1").mkdir()
+    report, moved = compare("chapter1")
+    assert "the book (data/, no kept pass yet)" in report.splitlines()[0] and "this run" not in report and moved == []
+    with pytest.raises(LabError, match="(?s)not a clean pass of chapter1.*2 commits"):  # the committed data is mixed
+        compare("chapter1", keep=True)
+    assert not (tmp_path / "chapter1" / passes.PASSES).exists()
+    passes.keep("chapter1", ch1.judge(), passes.Pass("elsewhere 2026-11-28 10:00", "elsewhere", "x", "s"), [], tmp_path)
+    report, moved = compare("chapter1")
+    assert "the book (1 pass pooled)" in report and "this run" in report.splitlines()[0] and moved == []
+    assert len(report.splitlines()) == 1 + len(ch1.judge())

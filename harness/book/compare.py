@@ -40,12 +40,14 @@ def the_book(chapter: str) -> tuple[list[Judgement], str]:
     """The book's judgements and what they are: every kept pass pooled, or data/ alone before any is kept."""
     pooled = passes.pooled(chapter)
     if pooled:
-        return pooled, f"the book ({len(passes.kept(chapter))} passes pooled)"
+        n = len(passes.kept(chapter))
+        return pooled, f"the book ({n} {'pass' if n == 1 else 'passes'} pooled)"
     return judged(chapter, DATA), "the book (data/, no kept pass yet)"
 
 
 def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tuple[str, list[str]]:
-    """The side-by-side report and the claims whose outcome flipped; with `keep`, the run is kept as a pass."""
+    """The side-by-side report and the claims whose outcome flipped; with `keep`, the run is kept as a pass. The run
+    judged is `other`, or data/ itself; beside the book's pooled passes it gets a column of its own."""
     root = other or DATA
     runs = judged(chapter, root)
     if keep:
@@ -53,13 +55,14 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tupl
             one, problems = passes.this_pass(chapter), passes.pass_problems(chapter, root)
         path = passes.keep(chapter, runs, one, problems)
     reference, what = the_book(chapter)
+    beside = other is not None or bool(passes.kept(chapter))  # data/ alone before any pass: one column
     ref = {j.rule.claim: j for j in reference}
-    lines = [f"{'claim':<10} {what:<40} {'this run' if other else '':<34}"]
-    for j in runs if other else reference:
+    lines = [f"{'claim':<10} {what:<40} {'this run' if beside else '':<34}"]
+    for j in runs:
         mine = ref.get(j.rule.claim)
         left = f"{number(mine.measured.value, mine.rule.unit)}: {mine.outcome}" if mine else "–"
-        right = f"{number(j.measured.value, j.rule.unit)}: {j.outcome}" if other else ""
-        lines.append(f"{j.rule.claim:<10} {left:<40} {right:<34}")
+        right = f"{number(j.measured.value, j.rule.unit)}: {j.outcome}" if beside else ""
+        lines.append(f"{j.rule.claim:<10} {left:<40} {right:<34}".rstrip())
     moved = passes.flips({c: j.outcome for c, j in ref.items()}, {j.rule.claim: j.outcome for j in runs})
     if moved:
         lines.append(f"moved between reproduced and not reproduced: {', '.join(moved)}")

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import LabError
+from harness import ROOT, LabError
 from harness.lab.spec import load_spec, parse_spec
 from harness.lab.units import duration_ms, memory_bytes
 
@@ -416,3 +416,13 @@ def test_step_json_records_every_knob_defaults_included_and_the_book_reads_them(
     recorded = {"knobs": {"server": knobs | {"TOMCAT_ACCEPT_COUNT": 7}}, "config": {"server": {}}}
     assert server_knob(recorded, "TOMCAT_ACCEPT_COUNT") == 7  # what it ran with, not today's default of 100
     assert server_knob({"config": {"server": {"TOMCAT_MAX_THREADS": 5}}}, "TOMCAT_ACCEPT_COUNT") == 100
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "experiments").glob("*.toml"),
+                                                                              *(ROOT / "tests" / "profiles").glob("*.toml")]))
+def test_every_spec_of_the_book_and_its_tests_is_valid(path):
+    """Every spec the book or a test runs parses, whatever this machine's limits: a key removed from the spec language
+    fails here, in the unit tests, not in the end-to-end test that runs the profile."""
+    from harness.lab.spec import ANY_MACHINE
+
+    assert load_spec(path, ANY_MACHINE).steps

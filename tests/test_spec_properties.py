@@ -99,7 +99,7 @@ DEFAULTS = table({name: (dict, None) for name in [*SECTIONS, "findings", "junk"]
                  {**{name: mostly(s) for name, s in SECTIONS.items()}, "findings": FINDINGS}, size=4)
 STEP = st.tuples(mostly(st.sampled_from(["a", "b", "c-1", "Not OK", "", None])), table(
     {name: (dict, None) for name in [*SECTIONS, "findings", "why", "kind", "starts", "same_as", "runs"]},
-    {**{name: mostly(s) for name, s in SECTIONS.items()}, "findings": FINDINGS, "why": TEXT, "role": TEXT,
+    {**{name: mostly(s) for name, s in SECTIONS.items()}, "findings": FINDINGS, "why": TEXT,
      "kind": mostly(st.sampled_from(["load", "redeploy"])), "starts": mostly(st.integers(-1, 200)),
      "same_as": mostly(st.sampled_from(["smoke:waves", "smoke:nope", "t.toml:a"])), "runs": mostly(st.integers(-1, 3))},
     size=4)).map(lambda drawn: drawn[1] if drawn[0] is None else {"id": drawn[0], **drawn[1]})  # None: no id

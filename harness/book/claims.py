@@ -29,14 +29,15 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 
-from harness import EXPERIMENTS, LabError
+from harness import LabError
+from harness.lab import store
+from harness.lab.protocol import CLAIMS_DIR
 
 REPRODUCED, NOT_REPRODUCED, DIFFERS, INCONCLUSIVE = ("reproduced", "not reproduced", "differs on this hardware",
                                                      "inconclusive")
 PARTLY = "partly reproduced"
 OUTCOMES = (REPRODUCED, NOT_REPRODUCED, DIFFERS, INCONCLUSIVE)
 SHAPES = ("above", "below", "band", "within")  # x > t; x < t; lo ≤ x ≤ hi; |x| < t (an equivalence: "no change")
-CLAIMS_DIR = EXPERIMENTS / "claims"
 RULE_KEYS = {"claim", "finding", "seed", "quote", "measure", "unit", "shape", "threshold", "source", "k", "window",
              "nearby", "machine", "busy_above", "machine_steps", "core", "changed"}
 
@@ -255,8 +256,6 @@ def busiest_cpu(chapter: str, steps: tuple[str, ...]) -> float | None:
     """How busy the machine was in every run of `steps`: per run, its busiest CPU's share during the load (cpu.parquet
     between load start and end); the least of those over the runs, as the fact must show in each. None when no such
     run was recorded with its CPUs."""
-    from harness.lab import store  # the reading side of the lab, only where a rule names a machine fact
-
     per_run = []
     for step_id, meta in store.complete_steps(chapter).items():
         if store.run_of(step_id)[0] not in steps or "load_started_ms" not in meta:

@@ -36,12 +36,11 @@ def judged(chapter: str, root: Path) -> list[Judgement]:
         return chapter_module(chapter).judge()
 
 
-def the_book(chapter: str) -> tuple[list[Judgement], str]:
-    """The book's judgements and what they are: every kept pass pooled, or data/ alone before any is kept."""
-    pooled = passes.pooled(chapter)
-    if pooled:
-        n = len(passes.kept(chapter))
-        return pooled, f"the book ({n} {'pass' if n == 1 else 'passes'} pooled)"
+def the_book(chapter: str, kept: dict) -> tuple[list[Judgement], str]:
+    """The book's judgements and what they are: every `kept` pass pooled, or data/ alone before any is kept."""
+    if kept:
+        n = len(kept)
+        return passes.pooled(chapter, kept_passes=kept), f"the book ({n} {'pass' if n == 1 else 'passes'} pooled)"
     return judged(chapter, DATA), "the book (data/, no kept pass yet)"
 
 
@@ -54,8 +53,9 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tupl
         with reading(root):
             one, problems = passes.this_pass(chapter), passes.pass_problems(chapter, root)
         path = passes.keep(chapter, runs, one, problems)
-    reference, what = the_book(chapter)
-    beside = other is not None or bool(passes.kept(chapter))  # data/ alone before any pass: one column
+    kept = passes.kept(chapter)
+    reference, what = the_book(chapter, kept)
+    beside = other is not None or bool(kept)  # data/ alone before any pass: one column
     ref = {j.rule.claim: j for j in reference}
     lines = [f"{'claim':<10} {what:<40} {'this run' if beside else '':<34}"]
     for j in runs:

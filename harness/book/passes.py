@@ -29,7 +29,7 @@ from harness.lab import store
 from harness.lab.protocol import protocol
 from harness.lab.spec import ANY_MACHINE, load_spec
 
-PASSES, WITHDRAWN, LEGACY = "passes.csv", "withdrawn.csv", "verdicts.csv"
+PASSES, WITHDRAWN = "passes.csv", "withdrawn.csv"
 COLUMNS = ["pass", "commit", "started", "rules", "steps", "claim", "values", "borrowed_sigma", "exact", "nearby",
            "busy", "outcome"]
 WITHDRAWN_COLUMNS = ["pass", "why", "recorded"]
@@ -205,9 +205,9 @@ def pool(each: list[Measured]) -> Measured:
                     busy=min(busy) if len(busy) == p else None)
 
 
-def pooled(chapter: str, root: Path | None = None) -> list[Judgement]:
-    """Every claim judged on all kept passes together ([] when none is kept)."""
-    passes = kept(chapter, root)
+def pooled(chapter: str, root: Path | None = None, kept_passes: dict | None = None) -> list[Judgement]:
+    """Every claim judged on all kept passes together ([] when none is kept); `kept_passes`: kept() already read."""
+    passes = kept(chapter, root) if kept_passes is None else kept_passes
     if not passes:
         return []
     by_claim: dict[str, list[Measured]] = {}
@@ -217,9 +217,11 @@ def pooled(chapter: str, root: Path | None = None) -> list[Judgement]:
     return [judge(rule, pool(by_claim[claim])) for claim, rule in rules(chapter).items() if claim in by_claim]
 
 
-def held(chapter: str, judgement: Judgement, root: Path | None = None) -> tuple[int, int]:
+def held(chapter: str, judgement: Judgement, root: Path | None = None,
+         kept_passes: dict | None = None) -> tuple[int, int]:
     """In how many kept passes the claim came out as it does pooled, of how many kept passes judged it."""
-    mine = [r["outcome"] for rows in kept(chapter, root).values() for r in rows if r["claim"] == judgement.rule.claim]
+    passes = kept(chapter, root) if kept_passes is None else kept_passes
+    mine = [r["outcome"] for rows in passes.values() for r in rows if r["claim"] == judgement.rule.claim]
     return sum(o == judgement.outcome for o in mine), len(mine)
 
 

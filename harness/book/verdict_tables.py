@@ -50,10 +50,12 @@ def rules_table(chapter: str) -> Markdown:
     return Markdown(markdown_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
 
 
-def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, Judgement] | None = None) -> pd.DataFrame:
+def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, Judgement] | None = None,
+               kept: dict | None = None) -> pd.DataFrame:
     rows = []
+    kept = passes.kept(chapter) if kept is None else kept  # read once: each row's "held" counts in it
     for j in judgements:
-        n, m = passes.held(chapter, j)
+        n, m = passes.held(chapter, j, kept_passes=kept)
         sigma = j.measured.sigma
         row = {"Claim": j.rule.claim, "Measured": number(j.measured.value, j.rule.unit) + (
             f" ± {number(sigma, j.rule.unit)}" if sigma else " (exact)" if sigma == 0 else ""),
@@ -69,20 +71,21 @@ def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, J
     return pd.DataFrame(rows)
 
 
-def book_and_this(judgements: list[Judgement], chapter: str) -> tuple[list[Judgement], dict[str, Judgement] | None]:
-    """The book's verdicts (every kept pass pooled) and, when the data being read is not one of them, its own
+def book_and_this(judgements: list[Judgement], chapter: str, kept: dict) -> tuple[list[Judgement],
+                                                                                  dict[str, Judgement] | None]:
+    """The book's verdicts (every `kept` pass pooled) and, when the data being read is not one of them, its own
     judgements by claim to show beside; with no kept pass yet, the data's judgements alone."""
-    book = passes.pooled(chapter)
+    book = passes.pooled(chapter, kept_passes=kept)
     if not book:
         return judgements, None
-    mine = passes.this_pass(chapter).label
-    return book, None if mine in passes.kept(chapter) else {j.rule.claim: j for j in judgements}
+    return book, None if passes.this_pass(chapter).label in kept else {j.rule.claim: j for j in judgements}
 
 
 def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
     """Each finding's composed outcome, then its claims with their margins; the evidence folded below. The book's
     verdict pools its kept passes; the data being read, when not a kept pass, is shown beside it."""
-    shown, this_data = book_and_this(judgements, chapter)
+    kept = passes.kept(chapter)
+    shown, this_data = book_and_this(judgements, chapter, kept)
     by_finding: dict[str, list[Judgement]] = {}
     for j in shown:
         by_finding.setdefault(j.rule.finding, []).append(j)
@@ -90,7 +93,7 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
     for finding, parts in by_finding.items():
         outcome, words = compose(parts)
         blocks.append(f"**{finding}: {outcome}**" + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
-                      + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data)))
+                      + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
     evidence = "\n\n".join(f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
                            f"{j.measured.runs} run(s); σ from {j.measured.sigma_source}"
                            + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}."

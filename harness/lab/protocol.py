@@ -46,13 +46,9 @@ class Protocol:
         return ""
 
 
+@cache
 def protocol(chapter: str) -> Protocol | None:
     """The chapter's declared protocol, or None when it judges no claims (no rules file)."""
-    return _protocol(chapter)
-
-
-@cache
-def _protocol(chapter: str) -> Protocol | None:
     path = CLAIMS_DIR / f"{chapter}.toml"
     if not path.is_file():
         return None

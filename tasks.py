@@ -105,11 +105,15 @@ def startup(c, starts=5, backend="local"):
 @task(help={"base": "base image with a JRE 17+: a name (default eclipse-temurin:17-jre), or `debootstrap` to build "
                     "Debian + JRE from this machine's apt mirror (no registry needed; reused once built)"})
 def image(c, base=None):
-    """Build the server's container image from the jar (for `invoke run … --backend docker`)."""
-    from harness.lab.backends.docker.image import build_image
+    """Build the container images of the kinds that run in docker (the sample server's from its jar, postgres's from
+its binaries), for `invoke run … --backend docker`."""
+    from harness.lab.backends.docker.image import base_image
+    from harness.lab.services.kinds import KINDS
 
     with _clear_errors():
-        build_image(base)
+        on = base_image(base)
+        for kind in KINDS.values():
+            kind.build_image(on)
 
 
 @task(help={"step": "the step to describe", "out": "directory for the YAML files (default: print them)",

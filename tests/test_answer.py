@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from harness import LabError, ROOT
-from harness.book import faces
+from harness.book import chapters
 from harness.book.chapters import ch0
 from harness.book.chapters.ch0 import outcomes
 from harness.book.chapters.ch0 import gather, sources
@@ -22,7 +22,7 @@ from harness.book.chapters.ch0.outcomes import NOT_JUDGED
 from harness.book.claims import NOT_REPRODUCED, PARTLY, REPRODUCED, Measured, judge, rules
 from harness.book.faces import CHAPTERS, Limit
 from harness.book.verdict_tables import number
-from harness.lab.spec import SERVER_KEYS
+from harness.lab.services.tomcat.knobs import SERVER_KEYS
 
 sys.path.insert(0, str(ROOT / "tests"))
 import qmd  # noqa: E402
@@ -65,7 +65,7 @@ LIMITS = {  # what each chapter's face might say: one limit each (two for chapte
 
 
 class Faces:
-    """Stand-in faces for `chapters`; any other chapter has none (faces.face raises as it does for a missing module)."""
+    """Stand-in faces for `chapters`; any other chapter has none (chapters.face raises as it does for a missing module)."""
 
     def __init__(self, chapters=CHAPTERS, failing=(), limits=None):
         self.limits = {c: list((limits or LIMITS).get(c, [])) for c in chapters}
@@ -83,7 +83,7 @@ def stand_ins(monkeypatch):
     monkeypatch.setattr(gather, "has_data", lambda chapter: True)
 
     def install(fake: Faces) -> Faces:
-        monkeypatch.setattr(faces, "face", fake.face)
+        monkeypatch.setattr(chapters, "face", fake.face)
         return fake
     return install
 
@@ -126,7 +126,7 @@ def test_with_no_face_and_no_data_the_page_renders_and_says_so(data_dir):
 
 def test_the_page_asks_all_seven_chapters(stand_ins, data_dir, monkeypatch):
     fake, asked = stand_ins(Faces()), []
-    monkeypatch.setattr(faces, "face", lambda chapter: asked.append(chapter) or fake.face(chapter))
+    monkeypatch.setattr(chapters, "face", lambda chapter: asked.append(chapter) or fake.face(chapter))
     page_text("chapters/00-the-answer.qmd")
     assert asked == list(CHAPTERS) and len(CHAPTERS) == 7
 
@@ -225,7 +225,7 @@ def test_a_face_that_cannot_read_its_data_is_named_and_the_page_renders(stand_in
         if chapter == "chapter4":
             raise LabError("3 step(s) of chapter4 are broken, so nothing is read from them:\n  - …")
         return fake.face(chapter)
-    monkeypatch.setattr(faces, "face", face)
+    monkeypatch.setattr(chapters, "face", face)
     text = page_text("chapters/00-the-answer.qmd")
     assert ("Chapter 4, *More threads, more throughput?* (@sec-more-threads-more-throughput): 3 step(s) of chapter4 "
             "are broken, so nothing is read from them:") in text
@@ -242,7 +242,7 @@ def test_a_face_whose_verdicts_fail_still_gives_its_limits(stand_ins, data_dir, 
                 raise LabError("chapter6: the step wrk-keepalive-32 its rule F003-b.2 reads is missing")
             found.judge = judge
         return found
-    monkeypatch.setattr(faces, "face", face)
+    monkeypatch.setattr(chapters, "face", face)
     answer = ch0.answer()
     assert "**The proxy's upstream connections: 32\u00a0connections.**" in ch0.limits_list(answer).data
     assert "the step wrk-keepalive-32 its rule F003-b.2 reads is missing" in ch0.missing_note(answer).data
@@ -295,7 +295,7 @@ def test_the_glossary_covers_the_books_terms_and_every_setting_the_server_reads(
 
 
 def test_the_glossarys_defaults_are_what_the_running_server_reported(monkeypatch):
-    """spec.SERVER_DEFAULTS is typed by hand; a server that left a knob unset reports Tomcat's own (synthetic steps)."""
+    """SERVER_DEFAULTS (tomcat.knobs) is typed by hand; a server that left a knob unset reports Tomcat's own (synthetic steps)."""
     def meta(server, reported, nofile=4096):
         return {"chapter": "chapter3", "config": {"server": server}, "server_info": {"tomcat": reported},
                 "machine": {"nofile_limit": nofile, "somaxconn": 4096}}

@@ -147,7 +147,7 @@ def with_libraries(root: Path) -> Path:
 
 def test_chapter_executes(executed):
     executed.require()
-    assert executed.notebook.cells, f"{executed.chapter} has no python cell (not even `from harness.book import *`)"
+    assert executed.notebook.cells, f"{executed.chapter} has no python cell (not even the one that calls render.setup())"
 
 
 def test_chapter_starts_with_the_common_import(executed):

@@ -11,8 +11,8 @@ from harness.lab.backends.docker.client import container_name
 from harness.lab.backends.docker.container import namespace_pid, run_argv as container_argv
 from harness.lab.backends.docker.image import debian_mirror
 from harness.lab.backends.docker import client as docker_client, image as docker_image
-from harness.lab.services import tomcat_container
-from harness.lab.services.sampleserver import server_env
+from harness.lab.services.tomcat import container as tomcat_container
+from harness.lab.services.tomcat.knobs import server_env
 
 
 def step_with(**sections):
@@ -158,8 +158,8 @@ def test_check_gives_one_clear_error(monkeypatch, which, version, labels, expect
 def test_check_refuses_an_image_of_another_jar(monkeypatch):
     monkeypatch.setattr(docker_client.shutil, "which", lambda name: "/usr/bin/docker")
     monkeypatch.setattr(docker_client, "daemon_version", lambda env=None: "20.10")
-    monkeypatch.setattr(tomcat_container, "image_labels", lambda tag: {docker_image.JAR_LABEL: "old"})
-    monkeypatch.setattr(tomcat_container.sampleserver, "JAR", Path(__file__).resolve())
+    monkeypatch.setattr(tomcat_container, "image_labels", lambda tag: {tomcat_container.JAR_LABEL: "old"})
+    monkeypatch.setattr(tomcat_container.process, "JAR", Path(__file__).resolve())
     monkeypatch.setattr(tomcat_container, "jar_digest", lambda: "new")
     with pytest.raises(LabError, match="holds another build of the jar"):
         tomcat_container.check_image()

@@ -21,9 +21,9 @@ import pytest
 
 from harness import ROOT
 from harness.lab import store
-from harness.lab.services.sampleserver import JVM_OPTIONS
+from harness.lab.services.tomcat.knobs import JVM_OPTIONS
 from harness.lab.spec import load_spec
-from harness.lab.services.sampleserver import JAR
+from harness.lab.services.tomcat.process import JAR
 from harness.lab.load.k6 import find_k6
 from harness.models import predict
 

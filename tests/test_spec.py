@@ -405,7 +405,7 @@ def test_more_values_that_used_to_crash_or_pass_are_named(raw, expected):
 def test_step_json_records_every_knob_defaults_included_and_the_book_reads_them():
     """A step records every knob it ran with (step.json's `knobs`), so its data reads the same after today's
     defaults change; a step recorded before `knobs` existed is read with its [server] over today's defaults."""
-    from harness.lab.spec import SERVER_DEFAULTS
+    from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
     from harness.lab.steps import server_knob
 
     step = parse({"step": [{"id": "a", "server": {"TOMCAT_MAX_THREADS": 100}, "load": {"vus": 1}}]}).steps[0]

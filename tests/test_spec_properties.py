@@ -22,7 +22,8 @@ from harness.lab.load.options import EXECUTORS, LOAD_KEYS, METHODS, REQUEST_KEYS
 from harness.lab.placement import KEYS as PLACEMENT_KEYS
 from harness.lab.services.kinds import KINDS as SERVICE_KINDS
 from harness.lab.services.kinds import SERVER_KINDS
-from harness.lab.spec import (CONTAINER_KEYS, LAUNCHES, NETWORKS, RECORDS, SERVER_KEYS, SYSTEM_KEYS, Spec,
+from harness.lab.services.tomcat.knobs import SERVER_KEYS
+from harness.lab.spec import (CONTAINER_KEYS, LAUNCHES, NETWORKS, RECORDS, SYSTEM_KEYS, Spec,
                               parse_spec)
 
 from conftest import LIMITS

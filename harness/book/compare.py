@@ -6,24 +6,18 @@ pass (every step complete at one committed commit) is kept, appended to data/<ch
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from harness import DATA, LabError
-from harness.book import passes
+from harness.book import chapters, passes
 from harness.book.claims import Judgement
 from harness.book.verdict_tables import number
 from harness.lab.store import reading
 
 
 def chapter_module(chapter: str):
-    """The chapter's module face (harness.book.chapters.chN), which judges its claims: `judge()`."""
-    if not chapter.startswith("chapter") or not chapter[len("chapter"):].isdigit():
-        raise LabError(f"compare takes a chapter (chapter1 … chapter7), got {chapter!r}")
-    try:
-        module = importlib.import_module(f"harness.book.chapters.ch{chapter[len('chapter'):]}")
-    except ModuleNotFoundError:
-        raise LabError(f"{chapter} has no chapter module (harness/book/chapters/ch{chapter[7:]})") from None
+    """The chapter's face (harness.book.chapters.chN), which judges its claims: `judge()`."""
+    module = chapters.face(chapter)
     if not hasattr(module, "judge"):
         raise LabError(f"{chapter}'s module judges no claims yet (no judge())")
     return module

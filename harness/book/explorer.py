@@ -27,7 +27,7 @@ import pandas as pd
 from harness.book.analysis import spike_start_ms
 from harness.book.charts import PALETTE
 from harness.book.render import chart_html, raw_html
-from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
 from harness.lab.steps import step_from_config
 from harness.lab.store import ChapterData, answered
 from harness.lab.units import duration_ms

@@ -1,13 +1,11 @@
 """What every chapter's face (harness.book.chapters.chN, what its .qmd imports) gives the rest of the book: its claims
 judged (`judge()`, read by `invoke compare`, the answer page's table of findings and the tally) and the limits its data
 shows (`limits()`, read by the answer page, which orders them as users grow). The answer page reads each chapter only
-through these, so one function computes each number and both pages print the same."""
+through these, so one function computes each number and both pages print the same. harness.book.chapters.face finds
+a chapter's face by name."""
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-
-from harness import LabError
 
 CHAPTERS = ("chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
 
@@ -23,12 +21,3 @@ class Limit:
     sentence: str  # one sentence saying what binds and how, the number in it (computed, never typed)
     chapter: str  # "chapter3"
     anchor: str  # the section that shows the evidence: "sec-the-ceiling"
-
-
-def face(chapter: str):
-    """A chapter's face module, or a LabError saying it has none yet."""
-    number = chapter.removeprefix("chapter")
-    try:
-        return importlib.import_module(f"harness.book.chapters.ch{number}")
-    except ModuleNotFoundError:
-        raise LabError(f"{chapter} has no face module (harness/book/chapters/ch{number})") from None

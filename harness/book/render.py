@@ -89,17 +89,10 @@ def offline_renderer(spec: dict, **metadata) -> dict:
     return {"text/markdown": raw_html(chart_html(spec, metadata.get("embed_options"))), "text/plain": "<chart>"}
 
 
-alt.renderers.register(RENDERER, offline_renderer)
-
-
-alt.renderers.enable(RENDERER)
-
-
-alt.theme.enable(THEME)
-
-
-# Altair refuses to embed more than 5000 rows (its default): builders aggregate first, so keep that guard.
-alt.data_transformers.enable("default", max_rows=5000)
-
-
-render_cache.record()  # inside a page Quarto renders: note what it reads, so its frozen output is never stale
+def setup() -> None:
+    """What every page calls in its first cell (importing the book does nothing to Altair): the book's theme, the
+    offline renderer, and Altair's guard of 5000 rows a chart may embed (builders aggregate first, so it stays)."""
+    alt.renderers.register(RENDERER, offline_renderer)
+    alt.renderers.enable(RENDERER)
+    alt.theme.enable(THEME)
+    alt.data_transformers.enable("default", max_rows=5000)

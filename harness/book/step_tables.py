@@ -12,7 +12,8 @@ from harness.book.prose import words
 from harness.book.steps import kinds_text, step_run, wave_counts
 from harness.book.tables import people_table
 from harness.lab.load.options import peak_vus
-from harness.lab.spec import SERVER_DEFAULTS, SYSTEM_DEFAULTS
+from harness.lab.spec import SYSTEM_DEFAULTS
+from harness.lab.steps import server_knob
 from harness.lab.store import ChapterData, answered
 
 
@@ -89,15 +90,15 @@ def ceiling_sentences(data: ChapterData) -> str:
     """Per spike step, in words: its connection ceiling, who finds no room, and the waves if all are held."""
     lines = []
     for name in step_order(data):
-        model, server = data.steps[name]["model"], data.steps[name]["config"]["server"]
+        meta = data.steps[name]
+        model = meta["model"]
         if "ceiling" not in model:
             continue
         room = ("so every user is held from the start" if model["over_ceiling"] == 0 else
                 f"so {model['over_ceiling']} of the {model['requests']} users find no room at first")
         lines.append(
             f"- `{name}`: {model['threads']} threads at {model['service_ms']} ms per request, max-connections "
-            f"{server.get('TOMCAT_MAX_CONNECTIONS', SERVER_DEFAULTS['TOMCAT_MAX_CONNECTIONS'])}, accept-count "
-            f"{server.get('TOMCAT_ACCEPT_COUNT', SERVER_DEFAULTS['TOMCAT_ACCEPT_COUNT'])}: "
+            f"{server_knob(meta, 'TOMCAT_MAX_CONNECTIONS')}, accept-count {server_knob(meta, 'TOMCAT_ACCEPT_COUNT')}: "
             f"a ceiling of **{model['ceiling']}** connections, {room}; the simulation predicts "
             f"{model['succeeded']} responses and {model['failed']} failures.")
     return "\n".join(lines)

@@ -112,8 +112,9 @@ def defaults() -> dict:
     from harness.lab import spec
 
     found: dict = {}
-    for section, name in (("server", "SERVER_DEFAULTS"), ("load", "LOAD_DEFAULTS"), ("system", "SYSTEM_DEFAULTS")):
-        found |= {f"{section}.{k}": v for k, v in getattr(spec, name, {}).items()}
+    for section, values in (("server", spec.SAMPLE.defaults), ("load", spec.LOAD_DEFAULTS),
+                            ("system", spec.SYSTEM_DEFAULTS)):
+        found |= {f"{section}.{k}": v for k, v in values.items()}
     limits = spec.ANY_MACHINE
     minimal = [{"id": "per-vu", "load": {"vus": 1}},
                {"id": "constant", "load": {"vus": 1, "executor": "constant-vus", "duration": "1s"}},

@@ -27,7 +27,6 @@ from harness.lab.load.recording import write_recording
 from harness.lab.samplers import Samplers, now_ms
 from harness.lab.services.deploy import Deployment, check_services, kind_of
 from harness.lab.services.graph import SERVER, target
-from harness.lab.services.sampleserver import JVM_OPTIONS
 from harness.lab.jdk import jvm_options
 from harness.lab.spec import Step, load_spec
 
@@ -371,9 +370,9 @@ def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:
 
 
 def recorded_jvm_options(step: Step) -> list[str]:
-    """The options the step's JVMs were given: the sample server's heap rule (sampleserver.server_env), and the step's
-    system.jvm options when it runs any JVM."""
-    heap = list(JVM_OPTIONS) if step.services.get(SERVER, {}).get("kind") == "tomcat" else []
+    """The options the step's JVMs were given: what its kinds always give theirs (the sample server's heap rule), and
+    the step's system.jvm options when it runs any JVM."""
+    heap = [option for name in step.services for option in kind_of(step, name).jvm_options(step.services[name])]
     java = any(kind_of(step, name).runs_java for name in step.services)
     return heap + (list(jvm_options(step.system)) if java else [])
 

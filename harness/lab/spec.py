@@ -6,7 +6,6 @@ collected and reported in one LabError, so a user fixes them all in one go.
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -17,43 +16,10 @@ from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_v
 from harness.lab.limits import FD_RESERVE, check_limits, machine_limits  # noqa: F401 — FD_RESERVE: the models'
 from harness.lab.placement import merge_placement
 from harness.lab.services.base import SERVER
+from harness.lab.services.graph import resolve_services, target_model
+from harness.lab.services.kinds import KINDS, SAMPLE_SERVER
 from harness.lab.typed import table_list, table_value, text_value, typed_values
 
-# Server env keys (the articles' names) → (type, minimum). None as minimum: any value of the type.
-SERVER_KEYS: dict[str, tuple[type, int | None]] = {
-    "SLEEP_MS": (int, 0),
-    "WORK_CPU_MS": (float, 0),  # /work: CPU work per request, ms of one core (calibrated SHA-256 units)
-    "WORK_WAIT_MS": (int, 0),  # /work: then a blocking wait, as for a database call
-    "TOMCAT_MAX_THREADS": (int, 1),
-    "TOMCAT_MIN_SPARE_THREADS": (int, 0),
-    "TOMCAT_MAX_CONNECTIONS": (int, 1),
-    "TOMCAT_ACCEPT_COUNT": (int, 1),
-    "TOMCAT_CONNECTION_TIMEOUT": (int, 1),
-    "TOMCAT_KEEP_ALIVE_TIMEOUT": (int, 1),
-    "TOMCAT_MAX_KEEP_ALIVE_REQUESTS": (int, -1),
-    "VIRTUAL_THREADS": (bool, None),
-    # The pair-room API (chapter 5): Spring Data JPA on HikariCP against the step's postgres service.
-    "PAIR_ROOM": (bool, None),  # on: Spring profile `pair-room` (off: no database code runs, chapters 1-4 unchanged)
-    "HIKARI_MAX_POOL_SIZE": (int, 1),  # spring.datasource.hikari.maximum-pool-size (HikariCP's default 10)
-    "HIKARI_CONNECTION_TIMEOUT": (int, 250),  # ms a request waits for a pool connection (HikariCP: 30000, min 250)
-    "JPA_OPEN_IN_VIEW": (bool, None),  # spring.jpa.open-in-view: one connection for the whole request (Boot: on)
-    "SSE_TIMEOUT_MS": (int, 1),  # how long the server keeps a room's event stream open
-    "SERVER_PORT": (int, 1),
-    "MANAGEMENT_PORT": (int, 1),
-    "SERVER_ADDRESS": (str, None),
-}
-# Spring Boot's own defaults, used by the model when a step leaves a knob unset.
-SERVER_DEFAULTS = {
-    "SLEEP_MS": 5000,
-    "TOMCAT_MAX_THREADS": 200,
-    "TOMCAT_MAX_CONNECTIONS": 8192,
-    "TOMCAT_ACCEPT_COUNT": 100,
-    "TOMCAT_CONNECTION_TIMEOUT": 60000,  # Tomcat's HTTP/1.1 default (Boot sets none; not the article's 20000)
-    "TOMCAT_MAX_KEEP_ALIVE_REQUESTS": 100,
-    "SERVER_PORT": 8080,
-    "MANAGEMENT_PORT": 8081,
-    "SERVER_ADDRESS": "127.0.0.1",
-}
 SYSTEM_KEYS: dict[str, tuple] = {  # (type, minimum[, maximum]): harness.lab.typed
     "raise_somaxconn": (bool, None),  # raise net.core.somaxconn to the accept-count when lower
     "allow_fd_exhaustion": (bool, None),  # the step deliberately probes the open-files limit
@@ -81,9 +47,11 @@ CONTAINER_KEYS: dict[str, tuple[type, int | None]] = {
     "memory": (str, None),  # docker run --memory (and the same --memory-swap: no swap), e.g. "2g"
     "nofile": (int, 1),  # the open-files limit inside the container (default: this machine's hard limit)
 }
-SECTIONS = {"server": SERVER_KEYS, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "container": CONTAINER_KEYS}
+# [server]: the sample server's knobs, the short form of [services.server] with its kind (harness.lab.services.tomcat).
+SAMPLE = KINDS[SAMPLE_SERVER]
+SECTIONS = {SAMPLE.section: SAMPLE.knobs, "load": LOAD_KEYS, "system": SYSTEM_KEYS, "container": CONTAINER_KEYS}
 # A step is a load test, or (kind = "redeploy") `starts` fresh servers timed to healthy, with no load.
-KINDS = ("load", "redeploy")
+STEP_KINDS = ("load", "redeploy")
 # same_as = "<chapter>:<step>" starts from another chapter's resolved step; runs = n measures it n times (its spread).
 STEP_KEYS = {"id", "why", "findings", "kind", "starts", "same_as", "runs", "services", "placement", *SECTIONS}
 MAX_RUNS = 100
@@ -123,14 +91,14 @@ class Step:
 
     def knob(self, name: str):
         """A server knob as the server will see it: the spec's value or Spring's default."""
-        return self.server.get(name, SERVER_DEFAULTS.get(name))
+        return self.server.get(name, SAMPLE.defaults.get(name))
 
     def knobs(self) -> dict:
         """Every knob of every service the step runs, defaults included (step.json's `knobs`), so that its data is
-        read later without today's defaults: the sample server's [server] over SERVER_DEFAULTS, and every other
-        service's resolved table (a reader's jar: what the step gives it)."""
-        return {name: {"kind": "tomcat"} | SERVER_DEFAULTS | dict(self.server) if table["kind"] == "tomcat"
-                else dict(table) | ({"given": dict(self.server)} if name == SERVER else {})
+        read later without today's defaults: each service's table over its kind's defaults (the sample server's
+        [server] over Spring's), and for a reader's jar as `server` what the step's [server] gives it."""
+        return {name: {"kind": table["kind"]} | KINDS[table["kind"]].defaults | dict(table)
+                | ({"given": dict(self.server)} if name == SERVER and table["kind"] != SAMPLE_SERVER else {})
                 for name, table in self.services.items()}
 
     @property
@@ -178,7 +146,7 @@ class Step:
         extra = {"kind": self.kind, "starts": self.starts} if self.kind != "load" else {}
         extra |= {"same_as": self.same_as} if self.same_as else {}
         services = {name: dict(knobs) for name, knobs in self.services.items()
-                    if not (name == SERVER and knobs["kind"] == "tomcat")}
+                    if not (name == SERVER and knobs["kind"] == SAMPLE_SERVER)}
         extra |= {"services": services} if services else {}
         extra |= {"placement": dict(self.placement)} if self.placement else {}  # steps without keep their old config
         server = {"server": dict(self.server)} if SERVER in self.services else {}
@@ -255,7 +223,8 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     _unknown(defaults, set(SECTIONS) | {"findings", "services", "placement"}, "[defaults]", problems)
     base = {section: _typed(section, defaults.get(section, {}), "[defaults]", problems) for section in SECTIONS}
     base["findings"] = _findings(defaults.get("findings", []), "[defaults]", problems)
-    base["services"] = defaults.get("services", {})
+    base["services"], long = _long_form(defaults.get("services", {}), "[defaults]", problems)
+    base["server"] = _one_form(base["server"], long, defaults, "[defaults]", problems)
     base["placement"] = merge_placement({}, defaults.get("placement", {}), "[defaults]", problems)
     complete = len(problems) == before  # steps on defaults with a problem lack what it set: their limits wait
     spec = Spec(chapter, title, description, path)
@@ -322,7 +291,7 @@ def _same_as_base(reference, base: dict, path: Path, limits: dict, where: str, p
         problems.append(f"{where}: same_as {reference!r}: {err}")
         return base
     return {"server": dict(source.server), "load": dict(source.load), "system": dict(source.system),
-            "container": dict(source.container), "findings": [], "services": dict(source.services),
+            "container": dict(source.container), "findings": [], "services": _long_form(source.services, where, [])[0],
             "placement": dict(source.placement)}
 
 
@@ -345,9 +314,33 @@ def _typed(section: str, values: dict, where: str, problems: list[str]) -> dict:
     return typed_values(keys, {k: v for k, v in values.items() if k in keys}, f"{where}: {section}", problems)
 
 
+def _long_form(services, where: str, problems: list[str]) -> tuple[dict, dict | None]:
+    """`[services.server]` of the sample server's kind is its [server] written long: (the other services, its knobs
+    typed as [server]'s; None when the table has no such entry), so both forms give one step."""
+    own = services.get(SERVER) if isinstance(services, dict) else None
+    if not isinstance(own, dict) or own.get("kind") != SAMPLE_SERVER:
+        return services, None
+    knobs = _typed(SAMPLE.section, {k: v for k, v in own.items() if k != "kind"}, f"{where}: services.{SERVER}", problems)
+    return {name: table for name, table in services.items() if name != SERVER}, knobs
+
+
+def _one_form(server: dict, long: dict | None, table: dict, where: str, problems: list[str]) -> dict:
+    """The sample server's knobs from [server] or from [services.server]: a table that sets both says which."""
+    if long is not None and SAMPLE.section in table:
+        problems.append(f"{where}: the sample server's knobs are set by [{SAMPLE.section}] or by [services.{SERVER}] "
+                        f"kind = \"{SAMPLE_SERVER}\", not both")
+    return {**server, **(long or {})}
+
+
 def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     before = len(problems)
+    asked = table.get("services", {})
+    services, long = _long_form(asked, where, problems)
+    if long is not None:  # the step's own sample server replaces a default's (your jar's) `server`
+        base = {**base, "services": {name: t for name, t in base["services"].items() if name != SERVER}}
+        table = {**table, "services": services} if services else {k: v for k, v in table.items() if k != "services"}
     merged = {s: {**base[s], **_typed(s, table.get(s, {}), where, problems)} for s in SECTIONS}
+    merged[SAMPLE.section] = _one_form(merged[SAMPLE.section], long, table, where, problems)
     system_ = {**SYSTEM_DEFAULTS, **merged["system"]}
     findings = _findings(table.get("findings", base["findings"]), where, problems)
     why = text_value(table, "why", "", where, problems)
@@ -356,8 +349,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
     if LOAD_TOOL in placement:  # `load`: whichever tool the step runs (k6, ab, wrk), under its own name from here on
         placement[load.get("tool", "k6")] = placement.pop(LOAD_TOOL)
-    _check_server(merged["server"], where, problems)
-    from harness.lab.services.graph import resolve_services, target_model  # lazily: the kinds import this module
+    SAMPLE.check(SERVER, merged["server"], where, problems)
     services = resolve_services(base["services"], table, merged["server"], load, where, problems, system_["network"])
     for key, allowed in (("launch", LAUNCHES), ("record", RECORDS), ("network", NETWORKS), ("jvm", JVMS)):
         if system_[key] not in allowed:
@@ -373,8 +365,8 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
 
 def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]:
     kind = table.get("kind", "load")
-    if kind not in KINDS:
-        problems.append(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind not in STEP_KINDS:
+        problems.append(f"{where}: kind must be one of {', '.join(STEP_KINDS)}, got {kind!r}")
         return "load", 0
     starts = table.get("starts", 5 if kind == "redeploy" else 0)
     if kind == "load" and "starts" in table:
@@ -384,22 +376,3 @@ def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]
     if kind == "redeploy" and "load" in table:
         problems.append(f"{where}: a redeploy step sends no load; remove its [load] table")
     return kind, starts if isinstance(starts, int) else 0
-
-
-def _check_server(server: dict, where: str, problems: list[str]) -> None:
-    address = server.get("SERVER_ADDRESS", SERVER_DEFAULTS["SERVER_ADDRESS"])
-    try:
-        loopback = ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        problems.append(f"{where}: SERVER_ADDRESS must be a loopback address (load goes to this machine only), got {address!r}")
-    ports = [server.get(k, SERVER_DEFAULTS[k]) for k in ("SERVER_PORT", "MANAGEMENT_PORT")]
-    if any(p > 65535 for p in ports):
-        problems.append(f"{where}: ports must be ≤ 65535, got {ports}")
-    if ports[0] == ports[1]:
-        problems.append(f"{where}: SERVER_PORT and MANAGEMENT_PORT must differ (both {ports[0]})")
-    # Tomcat caps an unset min-spare (10) at max threads itself; only an explicit contradiction is an error.
-    threads, spare = server.get("TOMCAT_MAX_THREADS", 200), server.get("TOMCAT_MIN_SPARE_THREADS", 0)
-    if spare > threads:
-        problems.append(f"{where}: TOMCAT_MIN_SPARE_THREADS {spare} exceeds TOMCAT_MAX_THREADS {threads}")

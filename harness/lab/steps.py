@@ -11,7 +11,7 @@ from harness import LabError
 from harness.lab.services.base import SERVER
 from harness.lab.services.graph import recorded, target_model
 from harness.lab.services.kinds import KINDS
-from harness.lab.spec import SERVER_DEFAULTS, Spec, Step
+from harness.lab.spec import SAMPLE, Spec, Step
 
 
 def with_own_server(spec: Spec, jar: str, path: str | None = None) -> Spec:
@@ -52,9 +52,9 @@ def step_from_config(chapter: str, step_id: str, config: dict, limits: dict | No
 
 def server_knob(meta: dict, name: str):
     """A sample-server knob as a recorded step ran with it: step.json's `knobs` (every knob, defaults included);
-    for a step recorded before `knobs` existed, its [server] over today's SERVER_DEFAULTS (the one place the book
-    still fills a knob from today's defaults)."""
+    for a step recorded before `knobs` existed, its [server] over today's defaults (the one place the book still
+    fills a knob from today's defaults)."""
     recorded = (meta.get("knobs") or {}).get(SERVER)
     if recorded is not None:
         return recorded.get(name)
-    return (meta.get("config") or {}).get("server", {}).get(name, SERVER_DEFAULTS.get(name))
+    return (meta.get("config") or {}).get("server", {}).get(name, SAMPLE.defaults.get(name))

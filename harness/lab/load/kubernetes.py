@@ -36,7 +36,8 @@ import yaml
 
 from harness import EXPERIMENTS, LabError
 from harness.lab.services.base import SERVER
-from harness.lab.services.sampleserver import server_env
+from harness.lab.services.kinds import SAMPLE_SERVER
+from harness.lab.services.tomcat.knobs import server_env
 from harness.lab.jdk import with_jvm_options
 from harness.lab.load.options import load_plan
 from harness.lab.spec import Step, load_spec
@@ -70,7 +71,7 @@ def unsupported(step: Step) -> list[str]:
     problems = []
     if step.load.get("tool", "k6") != "k6":
         problems.append(f"its load runs {step.load['tool']}, and k6-operator runs k6 only")
-    others = {name: s for name, s in step.services.items() if not (name == SERVER and s["kind"] == "tomcat")}
+    others = {name: s for name, s in step.services.items() if not (name == SERVER and s["kind"] == SAMPLE_SERVER)}
     if others:
         names = ", ".join(f"{name} ({service['kind']})" for name, service in others.items())
         problems.append(f"it needs services the manifests do not deploy: {names}")

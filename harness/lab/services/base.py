@@ -4,8 +4,8 @@ anything starts, and a `RunningService` (pid, url, alive, exit reason, readiness
 A step is a small graph of services (`Step.services`: {name: {"kind": …, knob: value, …}}, defaults filled in, so
 step.json records them as they ran), each started after what it depends on and given what those give it (a
 database's URL), and one of them is the load's target. The sample server is the service `server` of kind `tomcat`
-(harness.lab.services.tomcat), set by the spec's `[server]`; a reader's own Spring Boot jar is kind `spring-jar`.
-Each kind is one module that describes itself once through `ServiceKind`: how it is built and started (as a local
+(harness.lab.services.tomcat), set by the spec's `[server]` (its `section`); a reader's own Spring Boot jar is kind
+`spring-jar`. Each kind is one module (or package) that describes itself once through `ServiceKind`: how it is built and started (as a local
 child process with the same spawn/terminate as every child, or in a container on the docker backend where it can),
 when it is ready and that it is the process started, what it reports about itself for step.json (its `title` and
 versions, which the book's Reproduce box shows), its metrics sampler, the number the progress line shows, and the
@@ -136,6 +136,7 @@ class ServiceKind:
     """A kind of service: its knobs (type, minimum) and defaults, ports, tools, build, start, sampler and model facts."""
 
     name = "kind"
+    section: str | None = None  # the spec section that is a short form of `[services.server]` of this kind ([server])
     title = "a service"  # what readers call it (the book's Reproduce box), recorded in step.json with its version
     knobs: Knobs = {}
     defaults: dict = {}
@@ -160,6 +161,18 @@ class ServiceKind:
 
     def check_server(self, service: str, knobs: dict, server: dict, where: str, problems: list[str]) -> None:
         """Checks of the step's resolved [server] against this service (e.g. a pool that must fit its connections)."""
+
+    def setting(self, service: str, port: str) -> str:
+        """How a spec sets one of its ports (`port`: a key of `ports`), for a message that names it."""
+        return f"services.{service}.{port}"
+
+    def needs_database(self, knobs: dict) -> str:
+        """Why this service, as the step's server, connects to the step's one database at start-up ("" when not)."""
+        return ""
+
+    def jvm_options(self, knobs: dict) -> list[str]:
+        """JVM options it always runs with, besides the step's system.jvm ones (step.json's `jvm_options`)."""
+        return []
 
     def server_env(self, running: RunningService) -> dict[str, str]:
         """What this service gives the services that depend on it, as environment variables (a database's URL)."""
@@ -190,6 +203,10 @@ class ServiceKind:
 
     def build(self) -> str | None:
         """`invoke setup`: build what the kind runs (a jar); returns a line for setup's report, None when nothing."""
+        return None
+
+    def build_image(self, base: str) -> str | None:
+        """`invoke image`: its container image on the lab's `base` image (kinds with the docker backend); its tag."""
         return None
 
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningService:

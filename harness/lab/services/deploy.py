@@ -49,8 +49,7 @@ def check_ports_free(step, error: type[Exception] = LabError, names=None) -> Non
             if port_in_use(KINDS[knobs["kind"]].endpoint(knobs)[0], port):
                 found = listener(port)
                 by = f" by {found[0]} (pid {found[1]})" if found else _ephemeral(port)
-                setting = f"[server] {'SERVER_PORT' if what == 'server' else 'MANAGEMENT_PORT'}" if name == SERVER and \
-                    knobs["kind"] == "tomcat" else f"services.{name}.{what}"
+                setting = KINDS[knobs["kind"]].setting(name, what)
                 raise error(f"step {step.id}: service '{name}' needs port {port} ({what}), which is in use{by}: stop "
                             f"that process or set {setting} to another port")
 

@@ -15,7 +15,8 @@ import re
 from harness import LabError
 from harness.lab import netns
 from harness.lab.services.base import SERVER
-from harness.lab.services.kinds import KINDS, SERVER_KINDS
+from harness.lab.services.kinds import KINDS, SAMPLE_SERVER, SERVER_KINDS
+
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # Names a service may not take: they are other files of a step directory (<name>.parquet, <name>.log.gz).
 RESERVED = {"ss", "actuator", "process", "requests", "series", "startup", "k6", "ab", "wrk", "load", "step", "tomcat",
@@ -32,7 +33,7 @@ def resolve_services(base: dict, step: dict, server: dict, load: dict, where: st
     redeploy = step.get("kind") == "redeploy"
     if redeploy and (base or table):
         problems.append(f"{where}: a redeploy step starts only the sample server; it takes no [services]")
-        return {SERVER: {"kind": "tomcat", **server}}
+        return {SERVER: {"kind": SAMPLE_SERVER, **server}}
     for tables in (base, table):
         if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
             problems.append(f"{where}: services must be tables [services.<name>] with a kind, got {tables!r}")
@@ -46,7 +47,7 @@ def resolve_services(base: dict, step: dict, server: dict, load: dict, where: st
     if len(services) < len(merged):
         return services
     if SERVER not in services and (redeploy or _needed(services, load)):
-        services[SERVER] = {"kind": "tomcat", **server}
+        services[SERVER] = {"kind": SAMPLE_SERVER, **server}
     if network == "hosts":
         _place_on_hosts(services, merged, load, where, problems)
     _check_graph(services, where, problems)
@@ -152,12 +153,15 @@ def _check_graph(services: dict, where: str, problems: list[str]) -> None:
 
 
 def _check_database(services: dict, where: str, problems: list[str]) -> None:
-    """A sample server with PAIR_ROOM needs the one database it connects to; a database's own checks of [server]."""
+    """A server that connects to a database at start-up (its kind's `needs_database`) needs the one it connects to;
+    a database's own checks of [server]."""
     databases = [n for n, k in services.items() if KINDS[k["kind"]].before_server]
     server = services.get(SERVER)
-    if server and server["kind"] == "tomcat" and server.get("PAIR_ROOM") and len(databases) != 1:
-        problems.append(f"{where}: PAIR_ROOM = true needs exactly one service of kind postgres (the database the "
-                        f"pair-room API connects to), the step has {len(databases)}"
+    why = KINDS[server["kind"]].needs_database(server) if server else ""
+    if why and len(databases) != 1:
+        kinds = " or ".join(name for name, kind in KINDS.items() if kind.before_server)
+        problems.append(f"{where}: {why} needs exactly one service of kind {kinds} (the database it connects to), "
+                        f"the step has {len(databases)}"
                         + (f" ({', '.join(databases)})" if databases else ""))
     elif len(databases) > 1:
         problems.append(f"{where}: at most one database per step (the server gets one SPRING_DATASOURCE_URL), "
@@ -173,8 +177,7 @@ def _check_ports(services: dict, where: str, problems: list[str]) -> None:
     for name in sorted(services, key=lambda n: n != SERVER):  # the sample server first: a clash is the service's
         knobs = services[name]
         for what, port in KINDS[knobs["kind"]].ports(knobs).items():
-            setting = (f"[server] {'SERVER_PORT' if what == 'server' else 'MANAGEMENT_PORT'}"
-                       if name == SERVER and knobs["kind"] == "tomcat" else f"services.{name}.{what}")
+            setting = KINDS[knobs["kind"]].setting(name, what)
             if port in seen:
                 problems.append(f"{where}: {setting} {port} is also {seen[port]}")
             seen[port] = setting
@@ -203,5 +206,5 @@ def recorded(config: dict) -> dict:
     services = {name: dict(knobs) for name, knobs in config.get("services", {}).items()}
     if SERVER not in services and "server" in config and (config.get("kind") == "redeploy" or
                                                           _needed(services, config.get("load", {}))):
-        services[SERVER] = {"kind": "tomcat", **config["server"]}
+        services[SERVER] = {"kind": SAMPLE_SERVER, **config["server"]}
     return services

@@ -24,3 +24,5 @@ def _discover() -> dict[str, ServiceKind]:
 
 KINDS: dict[str, ServiceKind] = _discover()  # what `kind = "…"` may name
 SERVER_KINDS = [name for name, kind in KINDS.items() if kind.serves_as_server]  # may be the service `server`
+# The sample server: the kind the spec's [server] section sets (tomcat), the service `server` when no other is declared.
+SAMPLE_SERVER = next(name for name, kind in KINDS.items() if kind.section == "server")

@@ -1,5 +1,5 @@
 """The postgres kind on the docker backend: the step's PostgreSQL in a container of the image `invoke image` builds
-(harness.lab.backends.docker.image.POSTGRES_TAG: the same pinned binaries as a local step, on the lab's base image).
+(POSTGRES_TAG: the same pinned binaries as a local step, on the lab's base image).
 
 The cached cluster and its template are made, and the step's clone taken, by a local postgres as on the local
 backend (preparation, not measured); the step's own postgres then runs in the container on that cluster's data
@@ -19,17 +19,26 @@ from pathlib import Path
 
 from harness import LabError
 from harness.lab.backends.docker import container as containers
+from harness.lab.backends.docker import image as images
 from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env, image_labels
 from harness.lab.backends.process import process_running, spawn, terminate
 from harness.lab.services import pgbinaries
 
-POSTGRES_TAG = f"concurrency-lab/postgres:{pgbinaries.PG_VERSION}"  # built by `invoke image` (docker.image)
+POSTGRES_TAG = f"concurrency-lab/postgres:{pgbinaries.PG_VERSION}"  # built by `invoke image` (build_image)
 POSTGRES_LABEL = f"{LABEL}.postgres-binaries"  # the image remembers which binaries it holds (their jar's sha256)
 POSTGRES_DOCKERFILE = Path(__file__).with_name("postgres.Dockerfile")
 
 
 def binaries_digest() -> str:
     return pgbinaries.ARTIFACTS[platform.machine()][2]
+
+
+def build_image(base: str) -> str:
+    """The postgres kind's image: the binaries `invoke setup` unpacked, on the lab's base image."""
+    home = pgbinaries.home()
+    if not (home / "bin" / "postgres").exists():
+        raise LabError(f"the PostgreSQL binaries are missing from {home}: run `invoke setup` first")
+    return images.build([POSTGRES_TAG], home, base, {POSTGRES_LABEL: binaries_digest()}, POSTGRES_DOCKERFILE)
 
 
 def check_image() -> None:

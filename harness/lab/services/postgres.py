@@ -118,6 +118,9 @@ class PostgresKind(ServiceKind):
         if backend == "docker":
             pgcontainer.check_image()
 
+    def build_image(self, base: str) -> str:
+        return pgcontainer.build_image(base)
+
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningPostgres:
         files = pgcluster.sql_files(knobs["sql_dir"], knobs["template"])
         cluster = pgcluster.Cluster(knobs["template"], knobs["rows"], files)

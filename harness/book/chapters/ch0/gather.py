@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness import LabError
-from harness.book import faces
+from harness.book import chapters
 from harness.book.claims import Judgement
 from harness.book.faces import CHAPTERS, Limit
 from harness.lab import store
@@ -53,7 +53,7 @@ def read(chapter: str) -> Read:
     if not has_data(chapter):
         return Read(chapter, missing=f"no data yet (`invoke run {chapter}` measures it)")
     try:
-        face = faces.face(chapter)
+        face = chapters.face(chapter)
     except LabError as err:
         return Read(chapter, missing=first_line(err))
     answers, problems = {}, []

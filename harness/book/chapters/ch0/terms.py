@@ -15,7 +15,8 @@ from harness import SERVER_DIR, LabError
 from harness.book.prose import and_list
 from harness.book.tables import markdown_table
 from harness.lab import store
-from harness.lab.spec import FD_RESERVE, LOAD_DEFAULTS, SERVER_DEFAULTS
+from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
+from harness.lab.spec import FD_RESERVE, LOAD_DEFAULTS
 from harness.lab.units import duration_ms
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, SYN_RETRY_MS
 
@@ -65,7 +66,7 @@ def reported_default(env: str, metas: list[dict]) -> int | None:
 @dataclass(frozen=True)
 class Glossary:
     env: dict[str, str]  # property → env var
-    defaults: dict[str, int | None]  # env var → default (spec.SERVER_DEFAULTS, what the model uses, else reported)
+    defaults: dict[str, int | None]  # env var → default (SERVER_DEFAULTS, what the model uses, else reported)
     article_connection_timeout_ms: int | None  # the connection-timeout most chapter-3 steps set (the article's)
     somaxconn: int | None  # net.core.somaxconn as found on the machine, before any step raised it
     nofile: int | None  # the open-files limit the steps ran with

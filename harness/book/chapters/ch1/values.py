@@ -12,7 +12,7 @@ from harness.book.chapters.ch1 import runs
 from harness.book.chapters.ch1.claims import ARTICLE_RPS
 from harness.book.chapters.ch1.runs import Pool, pool_of
 from harness.book.prose import and_list, listed
-from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
 from harness.lab import store
 from harness.lab.store import ChapterData
 from harness.models.closed_loop import closed_loop_rps

@@ -17,7 +17,8 @@ import pandas as pd
 
 from harness.book.analysis import spike_start_ms
 from harness.lab import store
-from harness.lab.spec import RUN_MARK, SERVER_DEFAULTS
+from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
+from harness.lab.spec import RUN_MARK
 from harness.lab.steps import server_knob
 from harness.lab.store import ChapterData, answered
 

@@ -40,7 +40,6 @@ from harness.book.chapters.ch2.lab import (
     users_of,
 )
 from harness.book.prose import listed
-from harness.lab.spec import SERVER_DEFAULTS
 from harness.lab.steps import server_knob
 from harness.lab.store import ChapterData
 from harness.lab.units import duration_ms
@@ -104,7 +103,7 @@ def setup(data: ChapterData) -> Setup:
         noise_runs=len(run_metas(data, NOISE)), unsampled_runs=len(run_metas(data, UNSAMPLED)),
         again_users=repeated_users(data) or 0, again_runs=len(run_metas(data, again[0])) if again else 0,
         slowest_start_s=float(starts[starts.step.str.startswith(HOLD)]["spread_s"].max()),
-        wave_s=noise.get("model", {}).get("service_ms", SERVER_DEFAULTS["SLEEP_MS"]) / 1000)
+        wave_s=noise.get("model", {}).get("service_ms", server_knob(noise, "SLEEP_MS")) / 1000)
 
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 from harness.book.noise import most_stray
 from harness.book.verdict import failure_kinds
 from harness.lab import store
-from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.steps import server_knob
 from harness.lab.store import answered, run_of
 from harness.lab.units import duration_ms
 from harness.models.spike import KERNEL_EXTRA
@@ -55,8 +55,7 @@ class Run:
     def knob(self, name: str) -> int:
         """A Tomcat setting as the server reported it, else as the step configured it, else the default."""
         reported = self.meta.get("server_info", {}).get("tomcat", {}).get(REPORTED.get(name, ""))
-        return int(reported if reported is not None else self.meta["config"].get("server", {}).get(
-            name, SERVER_DEFAULTS[name]))
+        return int(reported if reported is not None else server_knob(self.meta, name))
 
     @property
     def threads(self) -> int:

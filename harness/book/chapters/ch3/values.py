@@ -11,7 +11,7 @@ from harness import LabError
 from harness.book.chapters.ch3 import runs as r
 from harness.book.chapters.ch3.claims import INTERRUPTED, WINDOW
 from harness.book.chapters.ch3.runs import REQUEST_TIMEOUT, Run
-from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
 from harness.lab.units import duration_ms
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, SYN_RETRY_MS
 

@@ -17,7 +17,7 @@ import pandas as pd
 from harness.book.analysis import gained_per_second, plateau_stats
 from harness.lab import store
 from harness.lab.load.options import peak_vus
-from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.steps import server_knob
 from harness.lab.store import ChapterData, answered
 from harness.lab.units import duration_ms
 
@@ -62,7 +62,7 @@ def setting(meta: dict) -> dict:
     load, server = config["load"], config.get("server", {})
     switches, counts = (meta.get("during_load") or {}).get("server", {}), meta.get("requests") or {}
     return {"kind": kind_of(load), "users": peak_vus(load), "rate": load.get("rate", np.nan),
-            "threads_max": server.get("TOMCAT_MAX_THREADS", SERVER_DEFAULTS["TOMCAT_MAX_THREADS"]),
+            "threads_max": server_knob(meta, "TOMCAT_MAX_THREADS"),
             "min_spare": server.get("TOMCAT_MIN_SPARE_THREADS", TOMCAT_MIN_SPARE),
             "cpu_quota": cpu_quota(config, meta["machine"]), "model_tps": model.get("tps", np.nan),
             "model_mean_ms": model.get("mean_latency_ms", np.nan), "knee": model.get("knee_threads", np.nan),

@@ -18,7 +18,7 @@ import pandas as pd
 from harness.book.analysis import gained_per_second, plateau_stats
 from harness.lab import store
 from harness.lab.load.options import peak_vus, requests_per_iteration, scheduled_ms
-from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.steps import server_knob
 from harness.lab.store import ChapterData, answered
 from harness.lab.units import duration_ms
 
@@ -99,9 +99,9 @@ def run_row(data: ChapterData, run: str) -> dict:
     row = {"id": run, "step": base, "run": k, "kind": kind_of(findings), "findings": ", ".join(findings),
            "users": peak_vus(load) if "stages" in load else float(series["vus"].max()),
            "offered_per_s": offered_per_s(load), "pool": server.get("HIKARI_MAX_POOL_SIZE", HIKARI_POOL),
-           "threads_max": server.get("TOMCAT_MAX_THREADS", SERVER_DEFAULTS["TOMCAT_MAX_THREADS"]),
-           "max_connections": server.get("TOMCAT_MAX_CONNECTIONS", SERVER_DEFAULTS["TOMCAT_MAX_CONNECTIONS"]),
-           "accept_count": server.get("TOMCAT_ACCEPT_COUNT", SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"]),
+           "threads_max": server_knob(meta, "TOMCAT_MAX_THREADS"),
+           "max_connections": server_knob(meta, "TOMCAT_MAX_CONNECTIONS"),
+           "accept_count": server_knob(meta, "TOMCAT_ACCEPT_COUNT"),
            "db_quota": db_quota(meta), "open_in_view": server.get("JPA_OPEN_IN_VIEW", True),
            "indexes": db.get("indexes", True), "seconds": seconds, "tps": stats["tps"],
            "peak_tps": peak_tps(data, run, seconds), "success": success(data, run), "errors": stats["errors"],

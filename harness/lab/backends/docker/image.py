@@ -1,22 +1,17 @@
-"""`invoke image`: the server image, and the postgres kind's, on a base image that `debootstrap` can build from the
-machine's own Debian mirror when no registry can be reached.
+"""`invoke image`'s machinery: a base image with a JRE (pulled, or built by `debootstrap` from the machine's own
+Debian mirror when no registry can be reached), and `build`, which each kind with a container uses for its own image
+(the sample server's: harness.lab.services.tomcat.container; postgres's: harness.lab.services.pgcontainer).
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from harness import SERVER_DIR, LabError, say
-from harness.lab import system
-from harness.lab.services.sampleserver import JAR, PAIR_ROOM_JAR
-from harness.lab.services import pgbinaries
-from harness.lab.services.pgcontainer import POSTGRES_DOCKERFILE, POSTGRES_LABEL, POSTGRES_TAG, binaries_digest
+from harness import LabError, say
 from harness.lab.backends.docker.client import (
-    LABEL,
     _require_as_root,
     _run_with_progress,
     check_daemon,
@@ -24,12 +19,6 @@ from harness.lab.backends.docker.client import (
     docker_env,
     image_id,
 )
-
-SERVER_IMAGE = "concurrency-lab/sample-server"
-
-
-SERVER_TAG = f"{SERVER_IMAGE}:latest"  # the tag the backend runs; `invoke image` also tags the git commit
-
 
 DEFAULT_BASE = "eclipse-temurin:17-jre"
 
@@ -43,51 +32,28 @@ DEBOOTSTRAP_BASE = f"concurrency-lab/debian-jre17:{DEBIAN_SUITE}"
 JRE_PACKAGE = "openjdk-17-jre-headless"
 
 
-JAR_LABEL = f"{LABEL}.jar-sha256"  # the image remembers which jar it holds
-
-
 APT_SOURCES = Path("/etc/apt")
 
 
-def jar_digest() -> str:
-    """One digest of both jars the image holds: a rebuild of either asks for a new image."""
-    digest = hashlib.sha256()
-    for jar in (JAR, PAIR_ROOM_JAR):
-        digest.update(jar.read_bytes() if jar.exists() else b"")
-    return digest.hexdigest()
-
-
-def build_image(base: str | None = None) -> str:
-    """The server image from the jar, on `base` (an image name, or "debootstrap" for a local Debian + JRE)."""
+def base_image(base: str | None = None) -> str:
+    """The base every kind's image builds on: `base` (an image name, pulled when absent), or "debootstrap" for a local
+    Debian + JRE."""
     check_daemon()
-    for jar in (JAR, PAIR_ROOM_JAR):
-        if not jar.exists():
-            raise LabError(f"the server jar {jar.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup` first")
-    base_image = ensure_debootstrap_base() if base == "debootstrap" else ensure_base(base or DEFAULT_BASE)
-    version = system.command_output("git", "-C", str(SERVER_DIR), "rev-parse", "--short", "HEAD") or "dev"
-    say(f"building {SERVER_TAG} (also :{version}) on {base_image} …")
-    began = time.monotonic()
-    # The classic builder (no BuildKit here); host network since the private daemon has no bridge.
-    build = ["build", "--network", "host", "--build-arg", f"BASE_IMAGE={base_image}", "--label", f"{JAR_LABEL}={jar_digest()}",
-             "--tag", SERVER_TAG, "--tag", f"{SERVER_IMAGE}:{version}", str(SERVER_DIR)]
-    docker(*build, timeout=600, env=docker_env() | {"DOCKER_BUILDKIT": "0"})
-    say(f"built {SERVER_TAG} in {time.monotonic() - began:.0f} s ({image_size(SERVER_TAG)})")
-    build_postgres_image(base_image)
-    return SERVER_TAG
+    return ensure_debootstrap_base() if base == "debootstrap" else ensure_base(base or DEFAULT_BASE)
 
 
-def build_postgres_image(base_image: str) -> str:
-    """The postgres kind's image: the binaries `invoke setup` unpacked, on the server's base image."""
-    home = pgbinaries.home()
-    if not (home / "bin" / "postgres").exists():
-        raise LabError(f"the PostgreSQL binaries are missing from {home}: run `invoke setup` first")
-    say(f"building {POSTGRES_TAG} on {base_image} …")
+def build(tags: list[str], context: Path, base: str, labels: dict[str, str], dockerfile: Path | None = None) -> str:
+    """`docker build` of one kind's image on `base` (the classic builder: no BuildKit here; host network, since the
+    private daemon has no bridge); returns its first tag."""
+    say(f"building {tags[0]} on {base} …")
     began = time.monotonic()
-    docker("build", "--network", "host", "--build-arg", f"BASE_IMAGE={base_image}",
-           "--label", f"{POSTGRES_LABEL}={binaries_digest()}", "--tag", POSTGRES_TAG,
-           "--file", str(POSTGRES_DOCKERFILE), str(home), timeout=600, env=docker_env() | {"DOCKER_BUILDKIT": "0"})
-    say(f"built {POSTGRES_TAG} in {time.monotonic() - began:.0f} s ({image_size(POSTGRES_TAG)})")
-    return POSTGRES_TAG
+    argv = ["build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}"]
+    argv += [arg for name, value in labels.items() for arg in ("--label", f"{name}={value}")]
+    argv += [arg for tag in tags for arg in ("--tag", tag)]
+    argv += ["--file", str(dockerfile)] if dockerfile else []
+    docker(*argv, str(context), timeout=600, env=docker_env() | {"DOCKER_BUILDKIT": "0"})
+    say(f"built {tags[0]} in {time.monotonic() - began:.0f} s ({image_size(tags[0])})")
+    return tags[0]
 
 
 def image_size(tag: str) -> str:

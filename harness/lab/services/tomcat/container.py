@@ -1,9 +1,11 @@
-"""The sample server on the docker backend (part of the tomcat kind): each step's server in a fresh container of the
-image `invoke image` builds, with the step's `[container]` CPU, memory and open-files limits and the host's network
+"""The sample server on the docker backend (part of the tomcat kind): its image (`invoke image`: both jars on the lab's
+base image, labelled with their digest), and each step's server in a fresh container of it, with the step's
+`[container]` CPU, memory and open-files limits and the host's network
 (so the load path is the same loopback as for a local process).
 """
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import time
 from pathlib import Path
@@ -11,14 +13,36 @@ from pathlib import Path
 from harness import SERVER_DIR, LabError
 from harness.lab import system
 from harness.lab.backends.docker import container as containers
-from harness.lab.backends.docker.client import check_daemon, container_name, docker, docker_env, image_labels
-from harness.lab.backends.docker.image import JAR_LABEL, SERVER_TAG, jar_digest
+from harness.lab.backends.docker import image as images
+from harness.lab.backends.docker.client import LABEL, check_daemon, container_name, docker, docker_env, image_labels
 from harness.lab.backends.process import STOP_GRACE_S, StepFailed, listener
 from harness.lab.samplers import Cgroup
-from harness.lab.services import sampleserver
-from harness.lab.services.sampleserver import RunningServer, knob
+from harness.lab.services.tomcat import process
+from harness.lab.services.tomcat.knobs import knob, pair_room
+from harness.lab.services.tomcat.process import RunningServer
+
+SERVER_IMAGE = "concurrency-lab/sample-server"
+SERVER_TAG = f"{SERVER_IMAGE}:latest"  # the tag the backend runs; `invoke image` also tags the git commit
+JAR_LABEL = f"{LABEL}.jar-sha256"  # the image remembers which jar it holds
 
 PAIR_ROOM_IMAGE_JAR = "/app/sample-server-pair-room.jar"  # where sample-server/Dockerfile puts chapter 5's jar
+
+
+def jar_digest() -> str:
+    """One digest of both jars the image holds: a rebuild of either asks for a new image."""
+    digest = hashlib.sha256()
+    for jar in (process.JAR, process.PAIR_ROOM_JAR):
+        digest.update(jar.read_bytes() if jar.exists() else b"")
+    return digest.hexdigest()
+
+
+def build_image(base: str) -> str:
+    """The server image: sample-server/Dockerfile on `base`, tagged latest and with the server's git commit."""
+    for jar in (process.JAR, process.PAIR_ROOM_JAR):
+        if not jar.exists():
+            raise LabError(f"the server jar {jar.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup` first")
+    version = system.command_output("git", "-C", str(SERVER_DIR), "rev-parse", "--short", "HEAD") or "dev"
+    return images.build([SERVER_TAG, f"{SERVER_IMAGE}:{version}"], SERVER_DIR, base, {JAR_LABEL: jar_digest()})
 
 
 def check_image(image: str = SERVER_TAG) -> None:
@@ -27,9 +51,9 @@ def check_image(image: str = SERVER_TAG) -> None:
     rebuild = "run `invoke image` (`invoke image --base debootstrap` where no registry is reachable)"
     if labels is None:
         raise LabError(f"the server image {image} is missing: {rebuild}")
-    if sampleserver.JAR.exists() and labels.get(JAR_LABEL) != jar_digest():
+    if process.JAR.exists() and labels.get(JAR_LABEL) != jar_digest():
         raise LabError(f"the server image {image} holds another build of the jar than "
-                       f"{sampleserver.JAR.relative_to(SERVER_DIR.parent)}: {rebuild}")
+                       f"{process.JAR.relative_to(SERVER_DIR.parent)}: {rebuild}")
 
 
 def options(step, env: dict[str, str], nofile: int) -> list[str]:
@@ -51,17 +75,17 @@ def options(step, env: dict[str, str], nofile: int) -> list[str]:
 
 def command(knobs: dict) -> list[str]:
     """What the image runs: its CDS entrypoint, or chapter 5's jar (the archive belongs to the plain jar)."""
-    return ["java", "-jar", PAIR_ROOM_IMAGE_JAR] if sampleserver.pair_room(knobs) else []
+    return ["java", "-jar", PAIR_ROOM_IMAGE_JAR] if pair_room(knobs) else []
 
 
 def start_container(step, service: str, knobs: dict, env: dict[str, str], log: Path,
                     image: str = SERVER_TAG) -> ContainerServer:
     argv = options(step, env, system.nofile_limit())
-    pair_room = command(knobs)
-    if pair_room:
-        argv += ["--entrypoint", pair_room[0]]
+    entry = command(knobs)
+    if entry:
+        argv += ["--entrypoint", entry[0]]
     started = time.monotonic()  # start-up counts the container's start, as the article's redeploys did
-    container, host_pid = containers.start(step, service, image, argv, pair_room[1:])
+    container, host_pid = containers.start(step, service, image, argv, entry[1:])
     return ContainerServer(service, container, host_pid, image, log, knobs, step, started)
 
 

@@ -1,4 +1,4 @@
-"""The sample server (part of the tomcat kind): its two jars from one Maven build, the Class Data Sharing archive trained
+"""The sample server as a local process (part of the tomcat kind): its two jars from one Maven build, the Class Data Sharing archive trained
 on the plain one, the JVM command and environment a step starts it with, and a running one (`RunningServer`).
 
 Two kinds of step start from a fat jar instead of the CDS archive: VIRTUAL_THREADS runs on a Java 21+
@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
-
 import subprocess
+from pathlib import Path
 
 from harness import SERVER_DIR, LabError
 from harness.lab.backends.process import http_json
 from harness.lab.build import maven_package, run_build
 from harness.lab.jdk import java_command, virtual_threads_java
 from harness.lab.services.base import RunningService, StepFailed
-from harness.lab.spec import SERVER_DEFAULTS
+from harness.lab.services.tomcat.knobs import knob, pair_room, virtual
 
 JAR = SERVER_DIR / "target" / "sample-server.jar"
 # Chapter 5's jar: the same application with the pair-room API's stack (JPA, Hibernate, HikariCP, the PostgreSQL driver),
@@ -49,14 +48,6 @@ def build_cds_archive() -> None:
 
 def cds_ready() -> bool:
     return CDS_JAR.exists() and CDS_ARCHIVE.exists()
-
-
-def virtual(knobs: dict) -> bool:
-    return bool(knobs.get("VIRTUAL_THREADS"))
-
-
-def pair_room(knobs: dict) -> bool:
-    return bool(knobs.get("PAIR_ROOM"))
 
 
 def launch_of(knobs: dict, system: dict) -> str:
@@ -103,34 +94,6 @@ def check_launches(steps) -> None:
     if needing and not cds_ready():
         raise LabError(f"step(s) {', '.join(needing)} start the server with Class Data Sharing, but "
                        f"{CDS_ARCHIVE.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup`")
-
-
-PAIR_ROOM_PROFILE = "pair-room"  # the Spring profile that turns on the pair-room API and its database
-HEALTH_TIMEOUT_S = 90  # a JVM's first start on a busy 2-core machine (no CDS, the pair-room jar) can take ~30 s
-# The JVM's heap rule, the same on every backend: at most this share of the memory the server may use (the machine's
-# RAM for a local process, the container's --memory limit in docker). It is the JVM's own default, written out so
-# that neither backend depends on an image's or a JDK's choice; step.json records it under `jvm_options`.
-JVM_OPTIONS = ("-XX:MaxRAMPercentage=25",)
-
-
-def knob(knobs: dict, name: str):
-    """A server knob as the server will see it: the step's value or Spring's default."""
-    return knobs.get(name, SERVER_DEFAULTS.get(name))
-
-
-def settings(knobs: dict) -> dict:
-    """The step's [server] settings alone (a graph entry without its `kind`)."""
-    return {k: v for k, v in knobs.items() if k != "kind"}
-
-
-def server_env(knobs: dict, given: dict[str, str] | None = None) -> dict[str, str]:
-    """The step's server settings as environment variables (booleans as Spring writes them), what the services it
-    depends on give it (`given`: the database's SPRING_DATASOURCE_*), and the JVM options (JAVA_TOOL_OPTIONS: read by
-    any java launcher, local or in a container)."""
-    env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings(knobs).items()}
-    if pair_room(knobs):
-        env["SPRING_PROFILES_ACTIVE"] = PAIR_ROOM_PROFILE
-    return env | (given or {}) | {"JAVA_TOOL_OPTIONS": " ".join(JVM_OPTIONS)}
 
 
 class RunningServer(RunningService):

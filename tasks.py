@@ -9,9 +9,11 @@
     invoke render           build the book with Quarto
     invoke serve            read the rendered book at http://127.0.0.1:4242/
 """
+import os
 import shutil
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 from invoke import Exit, task
 
@@ -193,12 +195,57 @@ def withdraw(c, chapter, label, why):
         print(f"withdrawn: recorded in {withdraw_pass(chapter, label, why)}")
 
 
-@task(help={"fast": "unit tests only (no real server, no k6)", "pytest_args": "extra arguments for pytest"})
+# The suite in phases, each one pytest run chosen by markers (pytest -n 2 where its tests may share the two cores):
+# the unit tests beside the book's render and the server's JUnit tests (Maven), then what reads the render with the
+# end-to-end tests whose checks hold on a shared machine, then, alone, those that measure time or CPU or sweep what
+# killed runs left. `--dist loadfile` keeps a module's tests, and the servers its fixtures start, in one worker.
+PHASES = (("not e2e and not quiet and not rendered", True),
+          ("rendered or (e2e and alongside)", True),
+          ("quiet or (e2e and not alongside)", False))
+FAST_PHASES = (("not e2e and not quiet and not rendered", True), ("rendered and not e2e", True),
+               ("quiet and not e2e", False))
+
+
+@task(help={"fast": "unit and book tests only (no real server, no k6, no Maven)",
+            "pytest_args": "extra arguments for every pytest run (e.g. a test file, -x, -k name)"})
 def test(c, fast=False, pytest_args=""):
-    """Run all tests with pytest: unit, the book, the server's JUnit tests (Maven, in the background while the unit
-    tests run), end to end and faults; --fast: the unit tests and the book only."""
-    marker = "-m 'not e2e and not junit'" if fast else ""
-    c.run(f"{sys.executable} -m pytest {marker} {pytest_args}", pty=False)
+    """Run the suite: the book's render and the server's JUnit tests (Maven) beside the unit tests, then the book and
+    end-to-end tests; --fast: the unit and book tests only. Every phase runs; the task fails if any did."""
+    import subprocess
+    import tempfile
+    import time
+
+    work = Path(tempfile.mkdtemp(prefix="lab-test-"))
+    result = work / "render.json"
+    env = dict(os.environ, LAB_RENDER_RESULT=str(result))
+    began = time.monotonic()
+    jobs = {"render": subprocess.Popen([sys.executable, "tests/rendered.py", str(result)], cwd=ROOT, env=env)}
+    if not fast:
+        log = open(work / "junit.log", "w")
+        jobs["JUnit (./mvnw -B -q test)"] = subprocess.Popen(["./mvnw", "-B", "-q", "test"], cwd=ROOT / "sample-server",
+                                                             stdout=log, stderr=subprocess.STDOUT)
+    failed = []
+    try:
+        for n, (markers, parallel) in enumerate(FAST_PHASES if fast else PHASES, start=1):
+            if n == 2:
+                failed += [name for name, job in jobs.items() if job.wait() != 0]
+            xdist = "-n 2 --dist loadfile" if parallel else ""
+            print(f"== phase {n}: -m '{markers}' {xdist}", flush=True)
+            code = c.run(f"{sys.executable} -m pytest {xdist} -m '{markers}' {pytest_args}", pty=False, warn=True,
+                         env=env).exited
+            if code not in (0, 5):  # 5: the phase selected no test (pytest_args chose others)
+                failed.append(f"phase {n} (exit {code})")
+    finally:
+        for job in jobs.values():
+            if job.poll() is None:
+                job.kill()
+        for notebook in [*ROOT.glob("*.quarto_ipynb*"), *ROOT.glob("chapters/*.quarto_ipynb*")]:
+            notebook.unlink(missing_ok=True)
+    if not fast and "JUnit (./mvnw -B -q test)" in failed:
+        print((work / "junit.log").read_text(errors="replace")[-6000:])
+    print(f"invoke test: {time.monotonic() - began:.0f} s")
+    if failed:
+        raise Exit(f"failed: {', '.join(failed)}", code=1)
 
 
 @task

@@ -3,10 +3,9 @@ from unittest import mock
 
 import pytest
 
-import background
-from chromium import Chromium, find_binary
+import rendered
+from browser import Chromium, find_binary
 
-pytest_plugins = ("lane",)  # the end-to-end tests marked `alongside` run beside the unit tests (tests/lane.py)
 SAMPLES = __import__("pathlib").Path(__file__).parent / "samples"
 LIMITS = {"nofile": 20000, "somaxconn": 4096, "can_raise_somaxconn": True, "cores": 2}
 # A copy of a smoke run, frozen for the tests that read real step data: `invoke run smoke` rewrites data/smoke,
@@ -48,7 +47,7 @@ def smoke_measured(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def browser():
-    """One headless Chromium for every test that opens a page (the network shut, see tests/chromium.py)."""
+    """One headless Chromium for every test that opens a page (the network shut, see tests/browser.py)."""
     binary = find_binary()
     if not binary:
         pytest.fail("no Chromium on PATH: install Debian's `chromium` package (apt-get install -y chromium)")
@@ -57,52 +56,27 @@ def browser():
     chromium.close()
 
 
-# ---- the session's order: unit tests, then what waits for a background job, then the end-to-end tests ----------
-
-def alone(item) -> bool:
-    """An end-to-end test not marked `alongside`, or one marked quiet (it reads the machine's CPU, or sweeps what
-    killed runs left): it needs the machine to itself."""
-    return bool((item.get_closest_marker("e2e") and not item.get_closest_marker("alongside"))
-                or item.get_closest_marker("quiet"))
+@pytest.fixture(scope="session")
+def rendered_notebooks():
+    """The notebooks of the pages this run's render executed (by `chapters/x.qmd`), {} when it failed: what
+    test_book.py checks instead of executing those pages again (tests/rendered.py)."""
+    return rendered.executed_notebooks()
 
 
-def phase(item) -> int:
-    """0: unit tests; 1: those that wait for a background job; 2: the `alongside` end-to-end tests (tests/lane.py);
-    3: the tests that need the machine to themselves."""
-    if alone(item):
-        return 3
-    if item.get_closest_marker("e2e"):
-        return 2
-    return 1 if any(name in item.fixturenames for name in background.WAITERS) else 0
+# ---- which tests run when: `invoke test` runs the suite in phases, selected by marker --------------------------------
+
+RENDER_FIXTURES = ("book", "rendered_notebooks")
 
 
-@pytest.hookimpl(trylast=True)  # after `-m` and `-k` have deselected: only what runs starts a job
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: `-m rendered` must see the marks
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=phase)  # stable: each phase keeps the files' order
-    if not config.option.collectonly:
-        background.start_needed(items)
-
-
-def pytest_runtest_setup(item):
-    """No test that needs the machine to itself starts while a background job still runs (even one whose test failed
-    before waiting)."""
-    if alone(item):
-        for job in background.RUNNING.values():
-            job.wait()
+    """A test that reads the render is marked `rendered`: `invoke test` runs those once the render is done."""
+    for item in items:
+        if set(RENDER_FIXTURES) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.rendered)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    background.stop_all()
-
-
-@pytest.fixture(scope="session")
-def rendered_notebooks():
-    """The notebooks of the pages this session's render executed (by `chapters/x.qmd`), {} without a render: what
-    test_book.py checks instead of executing those pages again."""
-    return background.executed_notebooks()
-
-
-@pytest.fixture(scope="session")
-def junit():
-    """The sample server's JUnit tests (`./mvnw -B -q test`, started with the session): exit code, output, seconds."""
-    return background.result("junit")
+    """A render this run made itself (no `invoke test` around it) leaves no notebooks in the work tree."""
+    if not hasattr(session.config, "workerinput") and not os.environ.get(rendered.RESULT_ENV):
+        rendered.remove_notebooks()

@@ -29,7 +29,7 @@ from harness.book.verdict import verdict_table
 from harness.book.provenance import COMMAND_WIDTH, duration_text
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
-import background  # noqa: E402,I001
+import rendered  # noqa: E402,I001
 import qmd  # noqa: E402,I001
 from conftest import frozen_data  # noqa: E402
 from book_pages import QUARTO_YML, book_chapters  # noqa: E402
@@ -78,7 +78,7 @@ def with_charts(run: Executed, notebook: nbformat.NotebookNode) -> Executed:
 @pytest.fixture(scope="session")
 def executed_chapter(rendered_notebooks):
     """A chapter's cells run in order on the committed data, once per session: as this session's `quarto render` ran
-    them (the notebook it kept, tests/background.py), or in a kernel of our own where it ran none (no Quarto, a
+    them (the notebook it kept, tests/rendered.py), or in a kernel of our own where it ran none (no Quarto, a
     page it kept frozen). Quarto stops at a cell's error, so a chapter that fails never comes from the render."""
     done: dict[str, Executed] = {}
 
@@ -103,7 +103,7 @@ def pages_quarto_ran(output: str) -> list[str]:
 
 def test_the_render_keeps_the_notebook_of_every_page_it_ran(rendered_notebooks):
     """Each page the session's render ran is checked from the notebook it kept, not executed a second time."""
-    code, output, _ = background.render_job("rendered_notebooks").wait()
+    code, output, _, _ = rendered.needed()
     assert code == 0, output[-4000:]
     ran = pages_quarto_ran(output)
     assert set(ran) <= set(CHAPTERS), ran  # the progress lines were read as pages

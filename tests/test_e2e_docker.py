@@ -136,7 +136,7 @@ def test_ctrl_c_mid_step_leaves_no_container(docker_smoke, smoke_spec):
     assert failed["status"] == "failed" and "interrupted" in failed["reason"]
 
 
-# Not in the alongside lane: beside the unit tests 7 of its 103 requests failed (its pool times out after 1 s).
+# Not alongside others: beside the unit tests 7 of its 103 requests failed (its pool times out after 1 s).
 def test_the_pair_room_api_and_its_database_run_in_containers(docker_ready, tmp_path_factory):
     """Chapter 5's server in the image, the pair-room jar (JPA, HikariCP), against the step's PostgreSQL in the
     lab's postgres image."""

@@ -19,7 +19,7 @@ from harness.lab.spec import load_spec
 from harness import ROOT
 from test_e2e import finish, lab_children, lab_ready, port_open, wait_for  # noqa: F401
 
-pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # tests/lane.py
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # two at a time (invoke test)
 PROFILE = ROOT / "tests" / "profiles" / "faults.toml"
 PORTS = (8380, 8381)
 

@@ -23,9 +23,9 @@ from harness.lab.services import pgbinaries, pgshm
 
 from test_e2e import descendants, finish, invoke, lab_ready, port_open, wait_for  # noqa: F401
 
-# In the lane (tests/lane.py), first: no other run may overlap it, as its checks count every PostgreSQL segment of the
+# Alone (invoke test's last phase): no other run may overlap it, as its checks count every PostgreSQL segment of the
 # lab's database user (tests/test_e2e_postgres.py leaves some on purpose).
-pytestmark = [pytest.mark.e2e, pytest.mark.alongside(first=True)]
+pytestmark = pytest.mark.e2e
 PROFILE = ROOT / "tests" / "profiles" / "kill.toml"
 PORTS = range(8440, 8451)
 SEED = int(os.environ.get("LAB_FAULT_SEED", "27"))
@@ -52,7 +52,7 @@ def lab_processes(root: int) -> dict[int, bytes]:
 
 def nothing_left(harnesses: list[int]) -> list[str]:
     """What the lab runs of these harness pids left once they are gone: only theirs, as other tests may be running
-    (tests/lane.py): the profile's ports, their cgroups and namespaces (named after the harness), and the shared
+    (invoke test): the profile's ports, their cgroups and namespaces (named after the harness), and the shared
     memory of postgres servers (they run as the lab's database user)."""
     left = [f"port {p}" for p in PORTS if port_open(p)]
     controller = placement.cpu_controller()

@@ -108,7 +108,7 @@ def test_ramping_arrival_rate_over_1000_per_second_adds_up_to_k6s_totals(lab_rea
     assert series["dropped_iterations"].sum() == meta["requests"]["dropped_iterations"]
 
 
-@pytest.mark.alongside  # counts, and durations no shorter than the sleep: beside the unit tests (tests/lane.py)
+@pytest.mark.alongside  # counts, and durations no shorter than the sleep: two at a time (invoke test)
 def test_a_small_step_keeps_one_row_per_request_in_the_small_format(lab_ready, tmp_path, monkeypatch):  # noqa: F811
     out, meta, step_dir = run_spec(tmp_path, "rec-spike", SPIKE)
     assert meta["recording"]["format"] == "requests" and not list(step_dir.glob("k6.csv*"))

@@ -24,7 +24,7 @@ from harness.lab.services.nginx import ERROR_METRICS, STUB_METRICS, UPSTREAM_MET
 
 from test_e2e import descendants, finish, invoke, lab_children, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
 
-pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # tests/lane.py
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # two at a time (invoke test)
 PROFILE = ROOT / "tests" / "profiles" / "services-scaled.toml"
 PORTS = (8180, 8181, 8182, 8183)
 

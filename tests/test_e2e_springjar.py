@@ -18,7 +18,7 @@ from test_e2e import finish, invoke, lab_ready  # noqa: F401 — lab_ready: a fi
 
 PROFILE = ROOT / "tests" / "profiles" / "springjar-scaled.toml"
 JAR = ROOT / "webflux-server" / "target" / "webflux-server.jar"
-pytestmark = pytest.mark.alongside  # its end-to-end tests: tests/lane.py
+pytestmark = pytest.mark.alongside  # its end-to-end tests run two at a time (invoke test)
 
 
 @pytest.fixture(scope="module")

@@ -291,18 +291,17 @@ SET_JS = """(function (id, knobs) {
 })(%s, %s)"""
 
 
-def evaluate(browser, session: str, expression: str):
-    result = browser.call("Runtime.evaluate", session, expression=expression, returnByValue=True)
-    return result["result"].get("value")
+def evaluate(page, expression: str):
+    return page.evaluate(expression)
 
 
-def shown(browser, session: str, widget_id: str, until=lambda now: True) -> dict:
+def shown(page, widget_id: str, until=lambda now: True) -> dict:
     """What the page shows once the chart has redrawn (its marks stop changing) and `until` holds; on a busy machine
     the first stable state may still be the one before the input, so the caller says what it waits for. After 20 s
     the last state, whatever it is (the assertions then fail on it)."""
     last, deadline = None, time.monotonic() + 20
     while time.monotonic() < deadline:
-        now = json.loads(evaluate(browser, session, READ_JS % json.dumps(widget_id)) or "null")
+        now = json.loads(evaluate(page, READ_JS % json.dumps(widget_id)) or "null")
         if now is not None and now == last and now["marks"] and until(now):
             return now
         last = now
@@ -316,14 +315,13 @@ def test_the_widget_answers_in_chromium_as_python_does(browser, tmp_path):
     page = site_page(with_libraries(tmp_path), "explorer", widget.html())
     report = browser.check(page.as_uri())
     assert report.ok, report.summary()
-    target = browser.call("Target.createTarget", url=page.as_uri())["targetId"]
-    session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+    opened, _ = browser.open(page.as_uri())
     try:
-        shown(browser, session, widget.widget_id)  # the page loaded and drew its first answer
+        shown(opened, widget.widget_id)  # the page loaded and drew its first answer
         for name, knobs in {**SETTINGS, "the small steps' settings": SMALL_KNOBS}.items():
             p = predict_capacity(knobs)
-            evaluate(browser, session, SET_JS % (json.dumps(widget.widget_id), json.dumps(asdict(knobs))))
-            got = shown(browser, session, widget.widget_id, until=lambda now, p=p: now["model"] == encode_bins(p))
+            evaluate(opened, SET_JS % (json.dumps(widget.widget_id), json.dumps(asdict(knobs))))
+            got = shown(opened, widget.widget_id, until=lambda now, p=p: now["model"] == encode_bins(p))
             matched = [m for m in measured_steps(widget.measured) if m.key == knob_key(knobs, p)]
             expected = {k: [text, explorer._js_value(value)] for k, (text, value) in outputs(knobs, p, matched).items()}
             assert got["state"] == "answered" and got["values"] == expected, name
@@ -331,10 +329,10 @@ def test_the_widget_answers_in_chromium_as_python_does(browser, tmp_path):
             points = widget.measured[widget.measured["ref"].isin([m.ref for m in matched])]
             # a bar per bin and panel, a diamond per measured bin, and each panel's invisible (0, 0)
             assert got["marks"] == 2 * len(p.bins) + len(points) + 2, name
-        evaluate(browser, session, SET_JS % (json.dumps(widget.widget_id), json.dumps({"users": 0})))
-        assert shown(browser, session, widget.widget_id, until=lambda now: now["state"] == "invalid")["state"] == "invalid"
+        evaluate(opened, SET_JS % (json.dumps(widget.widget_id), json.dumps({"users": 0})))
+        assert shown(opened, widget.widget_id, until=lambda now: now["state"] == "invalid")["state"] == "invalid"
     finally:
-        browser.call("Target.closeTarget", targetId=target)
+        opened.context.close()
 
 
 def drawn(result: dict) -> tuple[set, set]:

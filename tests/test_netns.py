@@ -77,7 +77,7 @@ def test_a_failed_make_removes_what_was_made(monkeypatch):
 
 
 @needs_root
-@pytest.mark.quiet  # not while the lane's runs sweep the namespaces of dead harnesses (this one's, first)
+@pytest.mark.quiet  # not while other runs sweep the namespaces of dead harnesses (this one's, first)
 def test_hosts_of_a_killed_harness_are_removed_by_the_next():
     code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from harness.lab.netns import Hosts; "
             "h = Hosts(['client']).__enter__(); print('made', flush=True); time.sleep(60)")

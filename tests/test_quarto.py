@@ -1,5 +1,5 @@
 """harness.book.quarto: a render is tried again when, and only when, a folder vanished under Quarto's listing of the
-project (CI, 2026-11-26: the suite's render failed as the lane dropped a PostgreSQL cluster's database under .tools/).
+project (CI, 2026-11-26: the suite's render failed as an end-to-end run dropped a PostgreSQL cluster's database under .tools/).
 
 One test runs a real Quarto on a one-page project while a thread makes and removes folders in it, as a run or a test
 does beside a render: it fails without the second attempt. Without Quarto on PATH it skips, or fails where
@@ -17,7 +17,7 @@ import pytest
 from harness.book.quarto import ATTEMPTS, render, vanished_while_listing
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
-import background  # noqa: E402,I001
+import rendered  # noqa: E402,I001
 
 SAMPLE = Path(__file__).parent / "samples" / "quarto-render-vanished.txt"  # Quarto's output in that CI run
 # the dropped database, under the CI checkout's own root
@@ -39,7 +39,7 @@ def test_a_vanished_file_anywhere_else_is_not_a_reason_to_render_again():
 
 @pytest.fixture
 def quarto():
-    return shutil.which("quarto") or background.missing_quarto()
+    return shutil.which("quarto") or rendered.missing_quarto()
 
 
 @pytest.fixture

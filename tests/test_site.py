@@ -10,7 +10,7 @@ Each page is read in a window as wide as a desktop's (1,400 px) and a phone's (3
 than the text column, no legend is cut off, no page scrolls sideways (page_layout.py).
 
 Also: the sidebar numbers the chapters as _quarto.yml lays them out. The book is rendered once per run
-(`quarto render`, about 1.5 minutes, in the background while the unit tests run: tests/background.py); without
+(`quarto render`, about 1.5 minutes, beside the unit tests: tests/rendered.py, `invoke test`); without
 Quarto these tests skip, unless LAB_REQUIRE_QUARTO=1.
 """
 from __future__ import annotations
@@ -33,9 +33,9 @@ from harness.book.render import VEGA_SCRIPTS, chart_html
 from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
-import background  # noqa: E402,I001
+import rendered  # noqa: E402,I001
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
-from chromium import Chromium, PageReport, find_binary  # noqa: E402
+from browser import Chromium, PageReport, find_binary  # noqa: E402
 import page_layout  # noqa: E402
 
 PAGES = [html_path(chapter) for chapter in book_chapters()]
@@ -63,7 +63,7 @@ REQUIRE_JS = "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js"
 @pytest.fixture(scope="module")
 def book() -> Path:
     """Renders the book once for this module and gives the _book folder."""
-    code, output, seconds = background.render_job("book").wait()  # `quarto render`, started with the session
+    code, output, seconds, _ = rendered.needed()  # `quarto render`, once for the run (tests/rendered.py)
     print(f"quarto render: {seconds:.0f} s")
     if code:
         pytest.fail(f"quarto render failed ({code}):\n{output[-4000:]}")
@@ -109,23 +109,26 @@ def check(browser: Chromium, base: str, page: str, mode: str, expected: int, wid
 def readings(sites, browser) -> dict[tuple[str, str, int], PageReport]:
     """Every page in every reading, by (page, mode, width): its report, against the charts its HTML has. Two browsers
     check them at once, as a page's check mostly waits (for its charts, its requests, late console messages)."""
-    second = Chromium(find_binary())
     todo = [(page, mode, width) for page in PAGES for mode, width in READINGS]
 
-    def check_each(chromium: Chromium, share: list[tuple[str, str, int]]) -> dict:
-        found = {}
-        for page, mode, width in share:
-            folder, base = sites[mode]
-            expected = (folder / page).read_text().count('class="lab-chart"')
-            found[page, mode, width] = check(chromium, base, page, mode, expected, width)
-        return found
+    def check_each(chromium: Chromium | None, share: list[tuple[str, str, int]]) -> dict:
+        """One browser's share; None: a browser of this thread's own (Playwright's API stays in its thread)."""
+        own = chromium is None
+        chromium = chromium or Chromium(find_binary())
+        try:
+            found = {}
+            for page, mode, width in share:
+                folder, base = sites[mode]
+                expected = (folder / page).read_text().count('class="lab-chart"')
+                found[page, mode, width] = check(chromium, base, page, mode, expected, width)
+            return found
+        finally:
+            if own:
+                chromium.close()
 
-    try:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            shares = pool.map(check_each, (browser, second), (todo[0::2], todo[1::2]))
-            return {key: report for share in shares for key, report in share.items()}
-    finally:
-        second.close()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        other = pool.submit(check_each, None, todo[1::2])
+        return check_each(browser, todo[0::2]) | other.result()
 
 
 # ---- the rendered site -----------------------------------------------------------------------------------

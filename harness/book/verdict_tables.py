@@ -14,7 +14,7 @@ from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.tables import folded, markdown_table
-from harness.book.prose import MINUS, NBSP
+from harness.book.prose import MINUS, NBSP, plural
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -95,7 +95,7 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
         blocks.append(f"**{finding}: {outcome}**" + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
                       + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
     evidence = "\n\n".join(f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
-                           f"{j.measured.runs} run(s); σ from {j.measured.sigma_source}"
+                           f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"
                            + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}."
                            for j in shown)
     return Markdown("\n\n".join(blocks) + "\n\n" + folded("The evidence behind each claim", evidence))

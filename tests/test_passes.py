@@ -164,6 +164,15 @@ def test_an_exact_claim_that_differs_between_passes_is_judged_on_their_spread():
     assert judge(rule(threshold=3000), differ).outcome == INCONCLUSIVE
 
 
+def test_a_claim_a_pass_measured_no_value_of_pools_to_none_and_stays_inconclusive():
+    """Chapter 6's second pass: F003-c.2 had no value in either pass, and pooling them raised (statistics.stdev of NaN
+    means fails in Python 3.11) before any verdict of the chapter was shown."""
+    for each in ([Measured(()), Measured(())], [Measured((1.0, 2.0)), Measured(())]):
+        pooled = passes.pool(each)
+        assert pooled.values == () and pooled.passes == 2 and pooled.value != pooled.value  # NaN: no value
+        assert judge(rule(threshold=3000), pooled).outcome == INCONCLUSIVE
+
+
 def test_a_torn_history_file_is_refused_naming_it(tmp_path):
     path = tmp_path / passes.PASSES
     path.write_text(",".join(passes.COLUMNS) + "\nabc 1,abc,2026")

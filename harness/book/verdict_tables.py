@@ -116,6 +116,9 @@ def protocol_note(chapter: str) -> Markdown:
     elif kept:
         where = (f"The data on this page ({mine.label}) is not among them: the verdict tables give the book's pooled "
                  "outcome and, beside it, this data's own.")
+    elif mine.label in passes.earlier(chapter):
+        where = (f"The data on this page ({mine.label}) was kept under earlier rules, so until a pass measured under "
+                 "these is kept, the verdicts judge it alone.")
     else:
         problems = passes.pass_problems(chapter, data_root())
         where = (f"Until one is kept, the verdicts judge the data on this page alone ({mine.label}), which is not a "
@@ -126,6 +129,8 @@ def protocol_note(chapter: str) -> Markdown:
              f"to {rule.reruns} times, and both are kept. A claim's rule covers its statistic's code "
              f"({', '.join(f'`{p}`' for p in rule.statistic)}); the rules' digest is {passes.rules_digest(chapter)}, "
              "and a pass is pooled only with passes judged under the same digest."]
+    if rule.changed:
+        lines.append(f"The protocol changed: {rule.changed}")
     if earlier := passes.earlier(chapter):
         lines.append(f"Kept under earlier rules, not pooled: {', '.join(earlier)}.")
     lines += [f"Withdrawn: {w['pass']}, {w['why']} (recorded {w['recorded']})." for w in passes.withdrawn(chapter)]

@@ -150,10 +150,12 @@ def test_chapter_executes(executed):
     assert executed.notebook.cells, f"{executed.chapter} has no python cell (not even the one that calls render.setup())"
 
 
-def test_chapter_starts_with_the_common_import(executed):
-    """Importing anything of harness.book sets the chart theme and the offline renderer, so it must come first."""
+def test_chapter_sets_up_the_renderer_in_its_first_cell(executed):
+    """Importing the book sets nothing up: a page's first cell calls render.setup() (the chart theme and the offline
+    renderer) before any chart is drawn."""
     first = executed.notebook.cells[0].source
-    assert "from harness.book" in first, f"{executed.chapter}: the first cell must import from harness.book"
+    assert "from harness.book.render import setup" in first and "\nsetup()" in first, \
+        f"{executed.chapter}: the first cell must call harness.book.render.setup()"
 
 
 # ---- (2) every chart is valid Vega-Lite, small, and offline ---------------------------------------------

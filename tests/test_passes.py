@@ -164,6 +164,15 @@ def test_an_exact_claim_that_differs_between_passes_is_judged_on_their_spread():
     assert judge(rule(threshold=3000), differ).outcome == INCONCLUSIVE
 
 
+def test_a_claim_a_pass_measured_no_value_of_pools_to_none_and_stays_inconclusive():
+    """Chapter 6's second pass: F003-c.2 had no value in either pass, and pooling them raised (statistics.stdev of NaN
+    means fails in Python 3.11) before any verdict of the chapter was shown."""
+    for each in ([Measured(()), Measured(())], [Measured((1.0, 2.0)), Measured(())]):
+        pooled = passes.pool(each)
+        assert pooled.values == () and pooled.passes == 2 and pooled.value != pooled.value  # NaN: no value
+        assert judge(rule(threshold=3000), pooled).outcome == INCONCLUSIVE
+
+
 def test_a_torn_history_file_is_refused_naming_it(tmp_path):
     path = tmp_path / passes.PASSES
     path.write_text(",".join(passes.COLUMNS) + "\nabc 1,abc,2026")
@@ -238,8 +247,10 @@ def test_invoke_compare_puts_a_run_beside_the_books_pooled_passes_and_keeps_only
     (tmp_path / "chapter1").mkdir()
     report, moved = compare("chapter1")
     assert "the book (data/, no kept pass yet)" in report.splitlines()[0] and "this run" not in report and moved == []
-    with pytest.raises(LabError, match="(?s)not a clean pass of chapter1.*2 commits"):  # the committed data is mixed
-        compare("chapter1", keep=True)
+    with monkeypatch.context() as m:  # whatever the committed data is, a pass with a problem is refused
+        m.setattr(passes, "pass_problems", lambda chapter, root: ["its steps ran at 2 commits"])
+        with pytest.raises(LabError, match="(?s)not a clean pass of chapter1.*2 commits"):
+            compare("chapter1", keep=True)
     assert not (tmp_path / "chapter1" / passes.PASSES).exists()
     passes.keep("chapter1", ch1.judge(), passes.Pass("elsewhere 2026-11-28 10:00", "elsewhere", "x", "s"), [], tmp_path)
     report, moved = compare("chapter1")

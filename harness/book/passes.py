@@ -186,11 +186,14 @@ def measured_of(row: dict) -> Measured:
 
 def pool(each: list[Measured]) -> Measured:
     """The passes' measurements of one claim as one: every run's value, the mean of the passes' means, and σ on two
-    levels (the larger of between passes, sd(means)/√p, and within, √Σσᵢ²/p)."""
+    levels (the larger of between passes, sd(means)/√p, and within, √Σσᵢ²/p). A claim some pass measured no value of
+    has none pooled: inconclusive, as in that pass."""
     if len(each) == 1:
         return each[0]
     means = [m.value for m in each]
     p = len(each)
+    if not all(math.isfinite(v) for v in means):  # a pass measured no value: none is pooled (as each such pass)
+        return Measured((), sigma_source=f"{p} passes, not every one with a value", note=each[-1].note, passes=p)
     every = tuple(v for m in each for v in m.values)
     exact = all(m.exact for m in each) and len(set(every)) <= 1
     own = [m.sigma for m in each]

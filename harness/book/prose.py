@@ -26,6 +26,11 @@ def count(n: float) -> str:
     return number(n, 0)
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """A count with its noun: 1 run, 3 runs, 1,000 runs (`nouns` where adding an s is wrong)."""
+    return f"{count(n)} {noun if n == 1 else nouns or noun + 's'}"
+
+
 def words(n: float) -> str:
     """A small whole number in words ("nine"), a larger one in digits ("1,000")."""
     return WORDS.get(round(n), count(n)) if float(n).is_integer() else f"{n:,g}"

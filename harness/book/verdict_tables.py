@@ -14,7 +14,7 @@ from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.tables import folded, markdown_table
-from harness.book.prose import MINUS, NBSP
+from harness.book.prose import MINUS, NBSP, plural
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -95,7 +95,7 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
         blocks.append(f"**{finding}: {outcome}**" + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
                       + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
     evidence = "\n\n".join(f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
-                           f"{j.measured.runs} run(s); σ from {j.measured.sigma_source}"
+                           f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"
                            + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}."
                            for j in shown)
     return Markdown("\n\n".join(blocks) + "\n\n" + folded("The evidence behind each claim", evidence))
@@ -116,6 +116,9 @@ def protocol_note(chapter: str) -> Markdown:
     elif kept:
         where = (f"The data on this page ({mine.label}) is not among them: the verdict tables give the book's pooled "
                  "outcome and, beside it, this data's own.")
+    elif mine.label in passes.earlier(chapter):
+        where = (f"The data on this page ({mine.label}) was kept under earlier rules, so until a pass measured under "
+                 "these is kept, the verdicts judge it alone.")
     else:
         problems = passes.pass_problems(chapter, data_root())
         where = (f"Until one is kept, the verdicts judge the data on this page alone ({mine.label}), which is not a "
@@ -126,6 +129,8 @@ def protocol_note(chapter: str) -> Markdown:
              f"to {rule.reruns} times, and both are kept. A claim's rule covers its statistic's code "
              f"({', '.join(f'`{p}`' for p in rule.statistic)}); the rules' digest is {passes.rules_digest(chapter)}, "
              "and a pass is pooled only with passes judged under the same digest."]
+    if rule.changed:
+        lines.append(f"The protocol changed: {rule.changed}")
     if earlier := passes.earlier(chapter):
         lines.append(f"Kept under earlier rules, not pooled: {', '.join(earlier)}.")
     lines += [f"Withdrawn: {w['pass']}, {w['why']} (recorded {w['recorded']})." for w in passes.withdrawn(chapter)]

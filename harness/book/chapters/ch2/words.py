@@ -86,13 +86,15 @@ def overflowed(o: Overflows) -> str:
     return "; ".join(parts)
 
 
-def cut_off(o: Overflows) -> str:
-    """The constant-vus requests k6 cut off at gracefulStop ("" when none)."""
+def late_users(o: Overflows) -> str:
+    """Users whose SYN was dropped arrive late, and the constant-vus requests k6 cut off at gracefulStop for it, when
+    any (never an empty string: Quarto leaves an inline expression whose value is empty as its source text)."""
+    late = "The users whose SYN was dropped arrive at the server later than k6 started them."
     if not o.cut:
-        return ""
+        return late
     where = "the constant-vus step" if o.cut_steps == 1 else "the constant-vus steps"
-    return (f"The {o.cut} requests k6 cut off (interrupted) in {where} at {o.cut_users} users are such users: they "
-            f"got a thread too late to finish within the {o.graceful_stop_s:g} s gracefulStop.")
+    return (f"{late} The {o.cut} requests k6 cut off (interrupted) in {where} at {o.cut_users} users are such users: "
+            f"they got a thread too late to finish within the {o.graceful_stop_s:g} s gracefulStop.")
 
 
 def acceptor_head(o: Overflows) -> str:

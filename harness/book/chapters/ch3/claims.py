@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Callable
 
 from harness.book import claims
+from harness.book.prose import plural
 from harness.book.chapters.ch3 import runs as r
 from harness.book.chapters.ch3.runs import HEADLINE, REQUEST_TIMEOUT, Run
 from harness.book.claims import Judgement, Measured
@@ -54,7 +55,7 @@ def per_run(statistic: Callable[[Run], float], step: str, sources=None, nearby=N
     sigma, source = borrowed(statistic, sources) if sources else (None, "the runs' spread")
     near = tuple(statistics.fmean(s(x) for x in every) for s in (nearby or ()))
     return Measured(tuple(statistic(x) for x in every), sigma_source=source, borrowed_sigma=sigma, nearby=near,
-                    note=note or f"{step}, {len(every)} run(s)")
+                    note=note or f"{step}, {plural(len(every), 'run')}")
 
 
 def worst_of(statistic: Callable[[Run], float], steps, rule: claims.Rule, sources=None, note: str = "") -> Measured:
@@ -146,7 +147,7 @@ def deadline_count(statistic, step: str) -> Measured:
     if not every:
         return no_data([step])
     return Measured(tuple(map(statistic, every)), borrowed_sigma=sigma, sigma_source=source,
-                    note=f"{step}, {len(every)} run(s)")
+                    note=f"{step}, {plural(len(every), 'run')}")
 
 
 def timeout_duration(step: str) -> Measured:
@@ -183,7 +184,7 @@ def sampled_headline() -> Measured:
     every = [x for x in r.headline_runs() if x.sampled]
     if not every:
         return no_data([HEADLINE])
-    return Measured(tuple(map(r.ceiling_distance, every)), note=f"{HEADLINE}, its {len(every)} sampled run(s)")
+    return Measured(tuple(map(r.ceiling_distance, every)), note=f"{HEADLINE}, its {plural(len(every), 'sampled run')}")
 
 
 def accept_queue_extra(x: Run) -> float:
@@ -236,14 +237,14 @@ def connection_timeout_difference() -> Measured:
     return Measured(values, borrowed_sigma=sigma,
                     sigma_source=f"borrowed: the answered users' spread over {len(base)} runs of {HEADLINE}, "
                                  f"× √(1 + 1/{len(base)}) for a difference from their mean",
-                    note=f"h-10k-ct30000-pv ({len(longer)} run(s)) against the mean of {len(base)} runs of {HEADLINE}")
+                    note=f"h-10k-ct30000-pv ({plural(len(longer), 'run')}) against the mean of {len(base)} runs of {HEADLINE}")
 
 
 def headline(statistic: Callable[[Run], float]) -> Measured:
     every = r.headline_runs()
     if not every:
         return no_data([HEADLINE])
-    return Measured(tuple(map(statistic, every)), note=f"{HEADLINE}: {len(every)} run(s), chapter 3's and chapter 2's")
+    return Measured(tuple(map(statistic, every)), note=f"{HEADLINE}: {plural(len(every), 'run')}, chapter 3's and chapter 2's")
 
 
 # ---- one connection (F000-j): counts Tomcat fixes --------------------------------------------------------------------

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from harness.book import claims
+from harness.book.prose import plural
 from harness.book.chapters.ch6.runs import CHAPTER, run_rows, runs_of
 from harness.book.claims import Judgement, Measured
 from harness.book.noise import most_stray
@@ -44,7 +45,7 @@ def ratio(top: str, *bottom: str) -> Measured:
         return Measured((), note=missing(top, *bottom))
     return Measured(tuple(pair[0].tps / min(r.tps for r in pair[1:]) for pair in pairs),
                     note=f"{top} over {' and '.join(bottom) if len(bottom) == 1 else 'the lower of ' + ' and '.join(bottom)}, "
-                         f"{len(pairs)} run(s)")
+                         f"{plural(len(pairs), 'run')}")
 
 
 def wrk_spread() -> tuple[float, str]:
@@ -101,7 +102,7 @@ def new_connection_costs() -> Measured:
     if not values:
         return Measured((), note=missing("connect", "reuse"))
     return Measured(tuple(values), nearby=tuple(statistics.fmean(connection_cost(w)) for w in ("whole", "last")),
-                    note=f"connect and reuse, {len(values)} run(s) each, one user straight to the service")
+                    note=f"connect and reuse, {plural(len(values), 'run')} each, one user straight to the service")
 
 
 def handshake_in_delays() -> Measured:
@@ -122,7 +123,7 @@ def keep_alive_removes_it() -> Measured:
         return Measured((), note=missing("reuse"))
     values = tuple(reconnections(data.requests, int(meta["config"]["load"]["vus"]))
                    for data in runs for meta in data.steps.values())
-    return Measured(values, note=f"reuse, {len(values)} run(s)")
+    return Measured(values, note=f"reuse, {plural(len(values), 'run')}")
 
 
 STATISTICS: dict[str, Callable[[], Measured]] = {

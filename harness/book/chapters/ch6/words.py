@@ -12,7 +12,7 @@ def missed_words(bottleneck: Bottleneck) -> str:
         return f"Every step CPU 1 limited answered within {percent(MODEL_MISS)} of the model's CPU bound, or above it."
     return (f"The model's CPU bound is more than {percent(MODEL_MISS)} too high for {and_list(bottleneck.missed)}: "
             "proxying a request costs nginx more than answering it itself, and across the switch nginx spends CPU "
-            "looking for a free port (@sec-ch6-hosts).")
+            "looking for a free port ([three hosts](#sec-ch6-hosts)).")
 
 
 def ports_words(wall: Wall) -> str:

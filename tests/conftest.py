@@ -1,4 +1,6 @@
 import os
+import tempfile
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -8,8 +10,8 @@ from browser import Chromium, find_binary
 
 # The tests' PostgreSQL clusters live outside the work tree: Quarto lists every folder of the project before it renders,
 # and a database a test drops under .tools/ meanwhile failed the suite's render three times in a row (CI, 2026-11-27).
-os.environ.setdefault("LAB_PG_CLUSTERS", os.path.join(__import__("tempfile").gettempdir(), "concurrency-lab-pg-clusters"))
-SAMPLES = __import__("pathlib").Path(__file__).parent / "samples"
+os.environ.setdefault("LAB_PG_CLUSTERS", os.path.join(tempfile.gettempdir(), "concurrency-lab-pg-clusters"))
+SAMPLES = Path(__file__).parent / "samples"
 LIMITS = {"nofile": 20000, "somaxconn": 4096, "can_raise_somaxconn": True, "cores": 2}
 # A copy of a smoke run, frozen for the tests that read real step data: `invoke run smoke` rewrites data/smoke,
 # and a test must not change its answer because a user ran the README's commands.

@@ -17,7 +17,7 @@ import pytest
 from harness.lab import fingerprint, store
 from harness.lab.spec import load_spec
 from harness import ROOT
-from test_e2e import finish, lab_children, lab_ready, port_open, wait_for  # noqa: F401
+from test_e2e import finish, lab_children, lab_ready, port_open, processes, still_running, wait_for  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # two at a time (invoke test)
 PROFILE = ROOT / "tests" / "profiles" / "faults.toml"
@@ -28,17 +28,6 @@ def invoke(data_dir: Path, *args: str, env: dict | None = None, **popen) -> subp
     env = os.environ | {"LAB_DATA_DIR": str(data_dir)} | (env or {})
     return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
-
-
-def gone(pids: list[int]) -> bool:
-    """No process left (a zombie leader whose other threads still run is not gone: its threads count)."""
-    def alive(pid):
-        try:
-            return any(t.joinpath("stat").read_text().split(")")[1].split()[0] != "Z"
-                       for t in Path(f"/proc/{pid}/task").iterdir())
-        except OSError:
-            return False
-    return not any(alive(p) for p in pids)
 
 
 def mid_step(proc: subprocess.Popen) -> list[int]:
@@ -68,10 +57,10 @@ def spec_copy(lab_ready, tmp_path_factory):  # noqa: F811
 
 def test_kill_9_mid_step_leaves_no_child_and_the_rerun_cleans_up(lab_ready, tmp_path):  # noqa: F811
     proc = invoke(tmp_path, "run", str(PROFILE))
-    children = mid_step(proc)
+    children = processes(mid_step(proc))
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    wait_for(lambda: gone(children), 15, "the server and k6 to die with the harness")
+    wait_for(lambda: not still_running(children), 15, "the server and k6 to die with the harness")
     wait_for(lambda: not any(port_open(p) for p in PORTS), 15, "the server's ports to close")
     partial = [p.name for p in (tmp_path / "faults").iterdir()]
     assert partial == [f".waves.partial-{proc.pid}"], (partial, proc.stdout.read())
@@ -115,14 +104,14 @@ def test_a_path_spec_with_a_taken_name_is_refused(spec_copy, tmp_path):
 
 def test_two_ctrl_cs_50_ms_apart_still_save_what_was_measured(lab_ready, tmp_path):  # noqa: F811
     proc = invoke(tmp_path, "run", str(PROFILE), start_new_session=True)
-    children = mid_step(proc)
+    children = processes(mid_step(proc))
     time.sleep(3.5)  # k6 started 10 users at once; the first waves of 2 answer at 1 s, 2 s, 3 s
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends to the foreground group
     time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)
     code, out = finish(proc, timeout=90)
     assert code == 130, out
-    wait_for(lambda: gone(children), 15, "the server and k6 to stop")
+    wait_for(lambda: not still_running(children), 15, "the server and k6 to stop")
     step = tmp_path / "faults" / "waves"
     meta = json.loads((step / "step.json").read_text())
     assert meta["status"] == "failed" and "interrupted" in meta["reason"]

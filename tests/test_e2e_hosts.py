@@ -17,7 +17,7 @@ from harness import ROOT
 from harness.lab import netns, store
 from harness.lab.services.nginx import nginx_binary
 
-from test_e2e import descendants, finish, invoke, lab_ready, wait_for  # noqa: F401 — lab_ready: a fixture
+from test_e2e import descendants, finish, invoke, lab_ready, processes, still_running, wait_for  # noqa: F401 — lab_ready: a fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(os.geteuid() != 0, reason="hosts need root (CI runs as root)")]
 PROFILE = ROOT / "tests" / "profiles" / "hosts-scaled.toml"
@@ -87,9 +87,9 @@ def test_ctrl_c_mid_step_removes_the_hosts_and_stops_everything(lab_ready, tmp_p
     wait_for(lambda: len(netns.namespaces_of(proc.pid)) == 4, 60, "the step's hosts and switch")
     wait_for(lambda: any(d.name == "k6.log" for d in (tmp_path / PROFILE.stem).rglob("k6.log")), 60, "k6 to start")
     time.sleep(1)
-    children = descendants(proc.pid)
+    children = processes(descendants(proc.pid))
     os.killpg(proc.pid, signal.SIGINT)
     code, out = finish(proc, timeout=90)
     assert code == 130, out
     assert not netns.namespaces_of(proc.pid), out
-    wait_for(lambda: not [p for p in children if os.path.exists(f"/proc/{p}")], 15, "nginx, the service and k6 to stop")
+    wait_for(lambda: not still_running(children), 15, "nginx, the service and k6 to stop")

@@ -21,7 +21,7 @@ from harness.lab import netns, placement
 from harness.lab.units import duration_ms
 from harness.lab.services import pgbinaries, pgshm
 
-from test_e2e import descendants, finish, invoke, lab_ready, port_open, wait_for  # noqa: F401
+from test_e2e import descendants, finish, invoke, lab_ready, port_open, processes, still_running, wait_for  # noqa: F401
 
 # Alone (invoke test's last phase): no other run may overlap it, as its checks count every PostgreSQL segment of the
 # lab's database user (tests/test_e2e_postgres.py leaves some on purpose).
@@ -85,12 +85,14 @@ def recovered(lab_ready, tmp_path_factory):  # noqa: F811
         proc = invoke(data_dir, "run", str(PROFILE))
         killed.append(proc.pid)
         time.sleep(delay)
-        started = lab_processes(proc.pid)
+        started = processes(descendants(proc.pid))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         at = f"run {number} killed after {delay:.1f} s"
-        wait_for(lambda started=started: not any(command_line(p) for p in started), 30,
-                 f"the children of the {at} to die with it")
+        try:
+            wait_for(lambda started=started: not still_running(started), 30, f"the children of the {at} to die with it")
+        except AssertionError as timeout:  # name the survivors: what started them is the defect
+            raise AssertionError(f"{timeout}; still running: {still_running(started)}") from None
         wait_for(lambda: not [x for x in nothing_left(killed) if not x.startswith("/dev/shm")], 20,
                  f"the ports of the {at} to close")
         kills.append({"at": at, "code": proc.returncode})

@@ -27,9 +27,13 @@ class StepFailed(Exception):
     """The step could not be measured; its reason goes into step.json and the run goes on."""
 
 
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+def _die_with(parent: int):
+    def in_the_child() -> None:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the harness died between fork and prctl: no signal will come
+            os._exit(1)
+    return in_the_child
 
 
 def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -37,7 +41,7 @@ def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
     with open(log, "ab") as out:
         return subprocess.Popen(
             cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=_die_with_parent,
+            start_new_session=True, preexec_fn=_die_with(os.getpid()),
         )
 
 

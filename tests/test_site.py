@@ -147,6 +147,37 @@ def test_page_loads_cleanly_draws_every_chart_and_fits_the_window(page, mode, wi
     assert not problems, f"{page} at {width} px:\n  " + "\n  ".join(problems)
 
 
+# ---- the theme's files: the Korean font of the article quotes is served, and found from the compiled theme ----------
+
+THEME_URL = re.compile(r"""url\(\s*["']?([^"')]+)["']?\s*\)""")
+
+
+def missing_theme_files(site: Path) -> dict[str, list[str]]:
+    """Per compiled theme stylesheet of the site, the relative url(...)s it names that are not files of the site."""
+    missing = {}
+    for css in (site / "site_libs" / "bootstrap").glob("bootstrap*.css"):
+        local = [u for u in THEME_URL.findall(css.read_text()) if not re.match(r"^(data:|https?:|#)", u)]
+        gone = [u for u in local if not (css.parent / u.split("?")[0]).resolve().is_file()]
+        if gone:
+            missing[css.name] = gone
+    return missing
+
+
+def test_the_theme_names_the_korean_font_and_every_file_it_names_is_served(book):
+    css = "".join(c.read_text() for c in (book / "site_libs" / "bootstrap").glob("bootstrap*.css"))
+    assert "noto-sans-kr-korean-400-normal.woff2" in css, "the theme has no @font-face for the quotes' Korean font"
+    assert not missing_theme_files(book)
+
+
+def test_a_theme_url_to_a_missing_file_is_found(tmp_path):
+    theme = tmp_path / "site_libs" / "bootstrap"
+    theme.mkdir(parents=True)
+    (tmp_path / "there.woff2").write_bytes(b"")
+    (theme / "bootstrap-1.min.css").write_text('a{src:url("../../there.woff2")}b{src:url(../../gone.woff2)}'
+                                               'c{background:url(data:image/png;base64,AAAA)}')
+    assert missing_theme_files(tmp_path) == {"bootstrap-1.min.css": ["../../gone.woff2"]}
+
+
 # ---- links: every local link leads to a file of the site (a chapter's data as CSV included) ----------------------
 
 class LocalLinks(HTMLParser):

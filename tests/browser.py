@@ -75,7 +75,7 @@ class Watch:
         self.routes = {url: Path(path) for url, path in (routes or {}).items()}
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.errors.append(str(error)))
-        page.on("request", self.in_flight.add)
+        page.on("request", lambda request: self.in_flight.add(request))  # a builtin cannot be a Playwright handler
         page.on("requestfinished", self._finished)
         page.on("requestfailed", self._failed)
         page.route("**/*", self._route)

@@ -169,6 +169,23 @@ def test_the_theme_names_the_korean_font_and_every_file_it_names_is_served(book)
     assert not missing_theme_files(book)
 
 
+KOREAN_FONT_JS = """async () => { await document.fonts.ready;
+  return Array.from(document.fonts).filter(f => f.family.replace(/"/g, '') === 'Noto Sans KR').map(f => f.status); }"""
+
+
+@pytest.mark.parametrize(("page", "needed"), [("chapters/04-more-threads-more-throughput.html", True),
+                                              ("chapters/01-one-thread-one-request.html", False)])
+def test_only_a_page_with_hangul_downloads_the_korean_font_and_it_loads_offline(page, needed, sites, browser):
+    base = sites["offline"][1]
+    opened, _ = browser.open(base + page)
+    try:
+        opened.wait_for_load_state("load")
+        statuses = opened.evaluate(KOREAN_FONT_JS)
+    finally:
+        opened.context.close()
+    assert statuses == (["loaded"] if needed else ["unloaded"]), f"{page}: Noto Sans KR {statuses}"
+
+
 def test_a_theme_url_to_a_missing_file_is_found(tmp_path):
     theme = tmp_path / "site_libs" / "bootstrap"
     theme.mkdir(parents=True)

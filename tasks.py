@@ -179,7 +179,7 @@ def compare(c, chapter, data=None, keep=False):
 
     with _clear_errors():
         report, moved = compare_runs(chapter, Path(data).resolve() if data else None, keep)
-    print(report)
+        print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)
 

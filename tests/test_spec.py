@@ -349,6 +349,24 @@ def test_a_reader_that_stops_early_still_gets_the_checks_error(tmp_path):
     assert "MB free" in done.stderr and all(path.exists() for path in leftovers)
 
 
+def test_compare_into_a_reader_that_stopped_early_ends_quietly():
+    """`invoke compare chapter1 | head -1`: the reader had what it wanted; no BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from harness import ROOT
+
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        done = subprocess.run([sys.executable, "-m", "invoke", "compare", "chapter1"], cwd=ROOT, stdout=writer,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(writer)
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr
+
+
 def test_progress_lines_into_a_closed_pipe_are_dropped_and_the_program_goes_on(tmp_path):
     import os
     import subprocess

@@ -35,6 +35,18 @@ def _clear_errors():
         raise Exit(code=0) from None
 
 
+def _whole(option: str, text, least: int) -> int:
+    """An option's whole number, or a LabError naming it. (An option's default is a string: invoke would otherwise
+    convert the value itself and end a typo such as `--starts abc` in its own traceback.)"""
+    try:
+        value = int(text)
+    except ValueError:
+        raise LabError(f"{option} {text!r} is not a whole number") from None
+    if value < least:
+        raise LabError(f"{option} {value}: at least {least}")
+    return value
+
+
 @task(help={"docker": "also install the docker backend's packages (docker.io, debootstrap)"})
 def setup(c, docker=False):
     """Install the missing system packages (as root, with apt-get; else list them), build k6, the servers and the
@@ -95,13 +107,13 @@ def _spec_with_server(chapter, server, path):
     return with_own_server(load_spec(chapter), str(Path(server).expanduser().resolve()), path)
 
 
-@task(help={"starts": "how many fresh starts", "backend": "local (default) or docker"})
-def startup(c, starts=5, backend="local"):
+@task(help={"starts": "how many fresh starts (default 5)", "backend": "local (default) or docker"})
+def startup(c, starts="5", backend="local"):
     """Measure redeploy time: fresh server start to healthy Actuator, over several starts."""
     from harness.lab.bench import describe, redeploy_times
 
     with _clear_errors():
-        print(f"start-to-healthy: {describe(redeploy_times(int(starts), backend=backend))}")
+        print(f"start-to-healthy: {describe(redeploy_times(_whole('--starts', starts, 1), backend=backend))}")
 
 
 @task(help={"base": "base image with a JRE 17+: a name (default eclipse-temurin:17-jre), or `debootstrap` to build "
@@ -264,12 +276,12 @@ def render(c):
 
 
 @task(help={"port": "TCP port on 127.0.0.1 (default 4242; 0 picks a free one)"})
-def serve(c, port=4242):
+def serve(c, port="4242"):
     """Serve the rendered book over http on this machine and print its address (Ctrl-C stops)."""
     from harness.book.site import address, site_server
 
     with _clear_errors():
-        server = site_server(int(port))
+        server = site_server(_whole("--port", port, 0))
     print(f"the book: {address(server)}  (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()

@@ -1,0 +1,22 @@
+"""The command line's own edges: an option's value that cannot be used ends in one line naming it (exit 2), before
+anything starts, never in a traceback."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness import ROOT
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["startup", "--starts", "abc"], "--starts 'abc' is not a whole number"),
+    (["startup", "--starts", "0"], "--starts 0: at least 1"),
+    (["serve", "--port", "abc"], "--port 'abc' is not a whole number"),
+    (["serve", "--port", "-3"], "--port -3: at least 0"),
+])
+def test_an_unusable_number_is_named_in_one_line(args, said):
+    done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, "Traceback" in done.stderr) == (2, False), done.stderr
+    assert f"error: {said}" in done.stderr

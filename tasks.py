@@ -19,6 +19,12 @@ from invoke import Exit, task
 
 from harness import DATA, ROOT, TOOLS, LabError, silence_stdout
 
+# A terminal whose encoding has no ✓ or × (PYTHONIOENCODING=ascii, LANG=C on an old Python) shows "?" for them: a
+# status mark is not worth a UnicodeEncodeError.
+for _stream in (sys.stdout, sys.stderr):
+    if hasattr(_stream, "reconfigure"):
+        _stream.reconfigure(errors="replace")
+
 
 @contextmanager
 def _clear_errors():

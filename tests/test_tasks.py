@@ -20,3 +20,11 @@ def test_an_unusable_number_is_named_in_one_line(args, said):
     done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (done.returncode, "Traceback" in done.stderr) == (2, False), done.stderr
     assert f"error: {said}" in done.stderr
+
+
+def test_a_terminal_without_unicode_gets_the_list_with_its_marks_replaced():
+    env = {"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run([sys.executable, "-m", "invoke", "list"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert (done.returncode, "Traceback" in done.stderr) == (0, False), done.stderr
+    assert "?" in done.stdout and "chapter1" in done.stdout

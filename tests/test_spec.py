@@ -109,6 +109,22 @@ def test_unknown_experiment_and_step():
         load_spec("smoke", LIMITS).select(["zzz"])
 
 
+@pytest.mark.parametrize("name", ["...", "..", ".hidden", "x" * 101])
+def test_a_spec_file_whose_name_cannot_name_its_data_folder_is_refused(name, tmp_path):
+    """`...toml` would be chapter `..`: its steps written outside the data folder, a step named like a chapter
+    replacing that chapter's data."""
+    spec = tmp_path / f"{name}.toml"
+    spec.write_text((ROOT / "experiments" / "smoke.toml").read_text())
+    with pytest.raises(LabError, match="a spec's file name names its data folder"):
+        load_spec(str(spec), LIMITS)
+
+
+def test_a_step_id_longer_than_a_folder_name_may_be_is_refused():
+    raw = {"step": [{"id": "a" * 101}]}
+    with pytest.raises(LabError, match="at most 100"):
+        parse_spec("t", raw, ROOT / "t.toml", LIMITS)
+
+
 @pytest.mark.parametrize("text, ms", [("1s", 1000), ("5m", 300000), ("500ms", 500), ("1m30s", 90000), ("2h", 7200000)])
 def test_durations(text, ms):
     assert duration_ms(text) == ms

@@ -57,7 +57,8 @@ STEP_KEYS = {"id", "why", "findings", "kind", "starts", "same_as", "runs", "serv
 MAX_RUNS = 100
 RUN_MARK = "."  # run k > 1 of step <id> is the step <id>.<k>: a dot is in no step id, so no spec id can take it
 TOP_KEYS = {"title", "description", "defaults", "step"}
-STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+SPEC_NAME = re.compile(r"^[A-Za-z0-9][^/]{0,99}$")  # not `.`, `..` or hidden: the data folder is named after it
+STEP_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")  # a folder name: 100 characters at most
 FINDING_ID = re.compile(r"^F\d{3}-[a-z]$")
 MAX_STARTS = 100  # a redeploy step's fresh servers: seconds each; chapter 2 times 10
 _LOADING: list[Path] = []  # the specs being read now (same_as reads another spec inside one)
@@ -184,6 +185,10 @@ def spec_path(chapter: str) -> Path:
         found = path.is_file()
     except (OSError, ValueError):  # a name too long, a NUL byte: no file either
         found = False
+    if found and not SPEC_NAME.fullmatch(path.stem):
+        raise LabError(f"{path.name}: a spec's file name names its data folder: rename it to start with a letter or "
+                       f"digit, in at most 100 characters ('{path.stem[:40]}' would put steps outside the data folder "
+                       "or beside another's)")
     if found:
         return path
     if chapter.endswith(".toml"):
@@ -234,12 +239,12 @@ def parse_spec(chapter: str, raw: dict, path: Path, limits: dict) -> Spec:
     seen: set[str] = set()
     for n, table in enumerate(tables, start=1):
         step_id = table.get("id")
-        where = f"step {step_id if isinstance(step_id, str) and step_id else f'#{n}'}"
+        where = f"step {step_id[:100] if isinstance(step_id, str) and step_id else f'#{n}'}"
         _unknown(table, STEP_KEYS, where, problems)
         if step_id is None:
             problems.append(f"{where}: id is missing: every step needs one (lower-case letters, digits and '-')")
         elif not isinstance(step_id, str) or not STEP_ID.fullmatch(step_id):
-            problems.append(f"{where}: id must be lower-case letters, digits and '-' (got {step_id!r})")
+            problems.append(f"{where}: id must be lower-case letters, digits and '-', at most 100 (got {str(step_id)[:120]!r})")
         elif step_id in seen:
             problems.append(f"{where}: id is used twice")
         seen.add(str(step_id))

@@ -214,15 +214,14 @@ def withdraw(c, chapter, label, why):
 
 
 # The suite in phases, each one pytest run chosen by markers (pytest -n 2 where its tests may share the two cores):
-# the unit tests and the end-to-end tests whose checks hold on a shared machine (marked `alongside`), beside the book's
-# render and the server's JUnit tests (Maven); then what reads the render; then, alone, those that measure time or CPU
-# or sweep what killed runs left. `--dist loadfile` keeps a module's tests, and the servers its fixtures start, in one
-# worker. --fast: the unit tests, then the quiet ones among them; no render, no Maven, no real server or k6.
-SHARED = "not quiet and (not e2e or alongside)"
-PHASES = ((f"not rendered and {SHARED}", True),
-          (f"rendered and {SHARED}", True),
+# the unit tests beside the book's render and the server's JUnit tests (Maven), then what reads the render with the
+# end-to-end tests whose checks hold on a shared machine, then, alone, those that measure time or CPU or sweep what
+# killed runs left. `--dist loadfile` keeps a module's tests, and the servers its fixtures start, in one worker.
+# --fast: the unit tests, then the quiet ones among them; no render, no Maven, no real server or k6.
+PHASES = (("not e2e and not quiet and not rendered", True),
+          ("rendered or (e2e and alongside)", True),
           ("quiet or (e2e and not alongside)", False))
-FAST_PHASES = (("not e2e and not quiet and not rendered", True), ("quiet and not e2e", False))
+FAST_PHASES = (PHASES[0], ("quiet and not e2e", False))
 
 
 @task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 1.5 minutes)",

@@ -233,6 +233,9 @@ def test(c, fast=False, pytest_args=""):
     import tempfile
     import time
 
+    from harness.book.quarto import remove_kept_notebooks
+
+    junit = "JUnit (./mvnw -B -q test)"
     work = Path(tempfile.mkdtemp(prefix="lab-test-"))
     result = work / "render.json"
     env = dict(os.environ, LAB_RENDER_RESULT=str(result))
@@ -241,8 +244,8 @@ def test(c, fast=False, pytest_args=""):
     if not fast:
         jobs["render"] = subprocess.Popen([sys.executable, "tests/rendered.py", str(result)], cwd=ROOT, env=env)
         log = open(work / "junit.log", "w")
-        jobs["JUnit (./mvnw -B -q test)"] = subprocess.Popen(["./mvnw", "-B", "-q", "test"], cwd=ROOT / "sample-server",
-                                                             stdout=log, stderr=subprocess.STDOUT)
+        jobs[junit] = subprocess.Popen(["./mvnw", "-B", "-q", "test"], cwd=ROOT / "sample-server", stdout=log,
+                                       stderr=subprocess.STDOUT)
     failed = []
     try:
         for n, (markers, parallel) in enumerate(FAST_PHASES if fast else PHASES, start=1):
@@ -258,9 +261,8 @@ def test(c, fast=False, pytest_args=""):
         for job in jobs.values():
             if job.poll() is None:
                 job.kill()
-        for notebook in [*ROOT.glob("*.quarto_ipynb*"), *ROOT.glob("chapters/*.quarto_ipynb*")]:
-            notebook.unlink(missing_ok=True)
-    if "JUnit (./mvnw -B -q test)" in failed:
+        remove_kept_notebooks()
+    if junit in failed:
         print((work / "junit.log").read_text(errors="replace")[-6000:])
     print(f"invoke test: {time.monotonic() - began:.0f} s")
     if failed:

@@ -6,6 +6,7 @@ from unittest import mock
 import pytest
 
 import rendered
+from harness.book.quarto import remove_kept_notebooks
 from browser import Chromium, find_binary
 
 # The tests' PostgreSQL clusters live outside the work tree: Quarto lists every folder of the project before it renders,
@@ -84,4 +85,4 @@ def pytest_collection_modifyitems(config, items):
 def pytest_sessionfinish(session, exitstatus):
     """A render this run made itself (no `invoke test` around it) leaves no notebooks in the work tree."""
     if not hasattr(session.config, "workerinput") and not os.environ.get(rendered.RESULT_ENV):
-        rendered.remove_notebooks()
+        remove_kept_notebooks()

@@ -25,24 +25,16 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script (`invoke test`), the repository is not on the path
+from harness.book.quarto import kept_notebooks, remove_kept_notebooks  # noqa: E402
 RESULT_ENV = "LAB_RENDER_RESULT"
 TIMEOUT_S = 900
-
-
-def kept_notebooks() -> list[Path]:
-    return [*ROOT.glob("*.quarto_ipynb*"), *ROOT.glob("chapters/*.quarto_ipynb*")]
-
-
-def remove_notebooks() -> None:
-    """Quarto numbers a page's notebook after any left beside it (x.quarto_ipynb_1): none may be left."""
-    for path in kept_notebooks():
-        path.unlink(missing_ok=True)
 
 
 def render(result: Path) -> dict:
     """`invoke render`'s render, each page's executed notebook kept; its exit code, seconds, start and output (a log
     file beside `result`) written to `result` as JSON."""
-    remove_notebooks()
+    remove_kept_notebooks()
     log = result.with_suffix(".log")
     started_at, began = time.time(), time.monotonic()
     with open(log, "w") as out:

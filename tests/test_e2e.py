@@ -22,6 +22,7 @@ import pytest
 
 from harness import ROOT
 from harness.lab import store
+from harness.lab.backends.process import process_running
 from harness.lab.services.tomcat.knobs import JVM_OPTIONS
 from harness.lab.spec import load_spec
 from harness.lab.services.tomcat.process import JAR
@@ -80,23 +81,15 @@ def processes(pids: list[int]) -> list[psutil.Process]:
 
 def still_running(started: list[psutil.Process]) -> dict[int, str]:
     """Those of `started` still running, with their command lines: a zombie leader whose other threads still run
-    counts (its threads do), a reused pid does not (psutil compares start times)."""
+    counts (its threads do: /proc/<tid> reads as a process), a reused pid does not (psutil compares start times)."""
     alive = {}
     for process in started:
         try:
-            if process.is_running() and any(thread_running(process.pid, t.id) for t in process.threads()):
+            if process.is_running() and any(process_running(t.id) for t in process.threads()):
                 alive[process.pid] = " ".join(process.cmdline())[:200]
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             pass
     return alive
-
-
-def thread_running(pid: int, tid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def wait_for(predicate, timeout: float, what: str):

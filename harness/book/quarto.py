@@ -35,6 +35,17 @@ class Rendered:
     attempts: int
 
 
+def kept_notebooks() -> list:
+    """The notebooks a render with `-M keep-ipynb:true` leaves beside the pages (the tests read them)."""
+    return [*ROOT.glob("*.quarto_ipynb*"), *ROOT.glob("chapters/*.quarto_ipynb*")]
+
+
+def remove_kept_notebooks() -> None:
+    """Quarto numbers a page's notebook after any left beside it (x.quarto_ipynb_1): none may be left."""
+    for path in kept_notebooks():
+        path.unlink(missing_ok=True)
+
+
 def vanished_while_listing(tail: Sequence[str]) -> str | None:
     """The file that vanished while Quarto listed the project, when that is why the render failed; else None."""
     text = "\n".join(tail)

@@ -13,7 +13,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,17 +154,19 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
     fingerprint.stamp(meta, step, spec_file)
     began = time.monotonic()
     try:
-        local = [n for n in step.placement if not (n == SERVER and backend == "docker")]
-        with _somaxconn_for(step, meta), placement.local_cgroups(step, local) as quotas, _hosts_for(step, meta) as hosts:
-            meta |= {"placement": placement.asked(step, quotas)} if step.placement else {}
-            if step.kind == "redeploy":
-                _measure_redeploys(step, backend, writer, meta)
-            else:
-                _measure(step, backend, tool, writer, meta, dashboard, hosts,
-                         {n: Path(q["cgroup"]) for n, q in quotas.items()})
-        meta["status"] = "complete"
-        if void and (why := void(meta)):
-            meta |= {"status": "void", "reason": why}
+        with ExitStack() as measured:  # from the load's end (_measure): a signal waits until the step is judged
+            local = [n for n in step.placement if not (n == SERVER and backend == "docker")]
+            with (_somaxconn_for(step, meta), placement.local_cgroups(step, local) as quotas,
+                  _hosts_for(step, meta) as hosts):
+                meta |= {"placement": placement.asked(step, quotas)} if step.placement else {}
+                if step.kind == "redeploy":
+                    _measure_redeploys(step, backend, writer, meta)
+                else:
+                    _measure(step, backend, tool, writer, meta, dashboard, hosts,
+                             {n: Path(q["cgroup"]) for n, q in quotas.items()}, measured)
+            meta["status"] = "complete"
+            if void and (why := void(meta)):
+                meta |= {"status": "void", "reason": why}
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
     except OSError as err:  # where no narrower handler saw it: a service's config, a cluster's load …
@@ -174,10 +176,14 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
                                                f"it again"}
     except KeyboardInterrupt as err:
         interrupts.seen()
-        meta |= {"status": "failed", "reason": f"interrupted by {interrupts.interrupted_by(err)} in the middle of the step"}
+        judged = meta["status"] in ("complete", "void")  # the signal came after the load and waited for the judgement
+        if not judged:
+            meta |= {"status": "failed",
+                     "reason": f"interrupted by {interrupts.interrupted_by(err)} in the middle of the step"}
         with interrupts.saving():
-            where = _finish(writer, meta, began)
-        say(f"    interrupted: what was measured is kept as a failed step in {where}")
+            where = _finish(writer, meta, began, aside if meta["status"] == "void" else None)
+        say(f"    interrupted: the step is kept as {meta['status']} in {where}" if judged else
+            f"    interrupted: what was measured is kept as a failed step in {where}")
         raise
     with interrupts.saving():
         where = _finish(writer, meta, began, aside if meta["status"] == "void" else None)
@@ -193,10 +199,11 @@ def _finish(writer: store.StepWriter, meta: dict, began: float, aside: str | Non
 
 
 def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dict, dashboard: bool,
-             hosts: netns.Hosts | None = None, quotas: dict | None = None) -> None:
+             hosts: netns.Hosts | None, quotas: dict, measured: ExitStack) -> None:
     """The step's services in dependency order (a database, the server that connects to it, a proxy in front),
     then samplers and load; torn down in reverse. With `hosts`, each service and the load tool run on a host of
-    their own."""
+    their own. From the load's end, a signal waits on `measured` (the caller's: until the step is judged), so that a
+    kill during the tail, the checks or the teardown does not fail a measurement already made."""
     services = Deployment(step, writer.path, hosts=hosts, backend=backend)
     samplers = None
     loads: list = []  # (name, process) of the load tool: one, or load.processes k6 processes
@@ -218,6 +225,7 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
             loads = _start_load(step, tool, services.url(target(step)), writer.path, dashboard, hosts)
             pids |= {name: proc.pid for name, proc in loads}
             _wait_load(loads, tool.name, step, samplers, services, meta["expected_requests"])
+            measured.enter_context(interrupts.saving())
             meta["load_ended_ms"] = now_ms()
             meta["during_load"] = counters.during(before, counters.snapshot(services.pids(), quotas))
             meta["outside_cpu"] = counters.outside(ticks, counters.user_cpu({os.getpid(), *pids.values()}),
@@ -241,6 +249,8 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
                 _record_services(meta, services)
                 _write_tables(step, tool, writer, meta, samplers, dashboard)
                 services.write(writer)
+    if problem := tool.not_whole(writer.path, step, meta):
+        raise StepFailed(problem)
 
 
 def _note_outside(used: dict) -> None:
@@ -282,8 +292,15 @@ def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: net
         cmd, env = tool.command(step, url, workdir, dashboard, part)
         cmd = placement.command(step, tool.name, cmd)
         name = part_name(tool.name, part)
-        started.append((name, spawn(hosts.command(clients[part - 1], cmd) if hosts else cmd, _k6_env(env),
-                                    workdir / f"{name}.log")))
+        try:
+            started.append((name, spawn(hosts.command(clients[part - 1], cmd) if hosts else cmd, _k6_env(env),
+                                        workdir / f"{name}.log")))
+        except OSError as err:  # an argument list too long, a binary gone since the checks: the step fails, kept
+            if err.errno == errno.ENOSPC:
+                raise
+            for _, proc in started:
+                terminate(proc, grace_s=5)
+            raise StepFailed(f"could not start {name}: {err}") from None
     return started
 
 

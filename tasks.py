@@ -305,7 +305,8 @@ def clean(c, data=False, clusters=False):
     """Remove build output and tools (and, with --data, results); --clusters removes only unused database clusters."""
     from harness.lab.lock import holding
 
-    with _clear_errors(), holding("invoke clean"):  # never under a running run's feet
+    # Under no run's feet, whatever its data dir; unused clusters only: beside runs, each cluster's own lock decides.
+    with _clear_errors(), holding("invoke clean", tools="shared" if clusters else "exclusive"):
         _clean(data, clusters)
 
 

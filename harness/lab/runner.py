@@ -290,11 +290,10 @@ def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: net
     started = []
     for part in range(1, parts + 1):
         cmd, env = tool.command(step, url, workdir, dashboard, part)
-        cmd = placement.command(step, tool.name, cmd)
+        cmd = placement.command(step, tool.name, hosts.command(clients[part - 1], cmd) if hosts else cmd)
         name = part_name(tool.name, part)
         try:
-            started.append((name, spawn(hosts.command(clients[part - 1], cmd) if hosts else cmd, _k6_env(env),
-                                        workdir / f"{name}.log")))
+            started.append((name, spawn(cmd, _k6_env(env), workdir / f"{name}.log")))
         except OSError as err:  # an argument list too long, a binary gone since the checks: the step fails, kept
             if err.errno == errno.ENOSPC:
                 raise

@@ -50,9 +50,11 @@ class Context:
     given: dict = field(default_factory=dict)  # what the services this one depends on give it (environment)
 
     def command(self, service: str, cmd: list[str]) -> list[str]:
-        """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts."""
-        cmd = placement.command(self.step, service, cmd)
-        return self.hosts.command(service, cmd) if self.hosts is not None else cmd
+        """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts. The
+        placement wraps `ip netns exec`, not the other way: inside it /sys is remounted for the namespace, without the
+        cgroup hierarchy a quota's process must enter."""
+        on_host = self.hosts.command(service, cmd) if self.hosts is not None else cmd
+        return placement.command(self.step, service, on_host)
 
 
 class RunningService:

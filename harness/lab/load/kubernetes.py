@@ -172,8 +172,13 @@ def write_manifests(chapter: str, step_id: str, out: str | None = None, image: s
     text = yaml.dump_all(manifests(step, image or SERVER_IMAGE), Dumper=_PlainDumper, sort_keys=False)
     if out is None:
         return text
-    path = Path(out) / f"{resource_name(step)}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    folder = Path(out).expanduser()
+    path = folder / f"{resource_name(step)}.yaml"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as err:  # a file where the folder should be, or under one; no permission; a full disk
+        raise LabError(f"--out {out}: cannot write {path.name} there ({err.strerror or err}): give a folder you "
+                       f"can write") from None
     return f"wrote {path}: kubectl apply -f {path} (k6-operator installed, the server image pullable)"
 

@@ -410,6 +410,12 @@ def test_same_as_round_in_a_circle_is_a_problem(tmp_path):
         load_spec(str(tmp_path / "a.toml"), LIMITS)
 
 
+def test_a_spec_nested_too_deep_to_read_is_named(tmp_path):
+    (tmp_path / "deep.toml").write_text("x = " + "[" * 20_000 + "]" * 20_000 + "\n")
+    with pytest.raises(LabError, match=r"deep.toml: its arrays or inline tables nest too deep to read"):
+        load_spec(str(tmp_path / "deep.toml"), LIMITS)
+
+
 @pytest.mark.parametrize("raw, expected", [
     (one_step(load={"executor": "constant-vus", "duration": "23h", "graceful_stop": "2h"}),
      "the load would be scheduled for 25.0 h"),

@@ -207,6 +207,8 @@ def load_spec(chapter: str, limits: dict | None = None) -> Spec:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
         raise LabError(f"{path.name}: not valid TOML: {err}") from None
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise LabError(f"{path.name}: its arrays or inline tables nest too deep to read (a spec needs a few levels)") from None
     except (OSError, UnicodeDecodeError) as err:
         raise LabError(f"{path}: cannot be read: {err}") from None
     if path.resolve() in _LOADING:  # same_as from spec to spec back to one still being read

@@ -49,6 +49,8 @@ def folder_problem(folder: Path, where: str) -> str | None:
         if folder.exists() and not folder.is_dir():
             return f"{where} is a file, not a directory"
         existing = nearest_existing(folder)
+        if existing.is_symlink() and not existing.exists():
+            return f"{where} cannot be used: {existing} is a symbolic link to nothing (its target is missing, or links loop)"
         if not existing.is_dir():
             return f"{where} cannot be created: {existing} is a file, not a directory"
         with tempfile.TemporaryFile(dir=existing):
@@ -59,9 +61,10 @@ def folder_problem(folder: Path, where: str) -> str | None:
 
 
 def nearest_existing(path: Path) -> Path:
-    """`path`, or the nearest folder above it that exists."""
+    """`path`, or the nearest folder above it that exists (a symbolic link counts, even one that leads nowhere:
+    creating the folders below it would fail there)."""
     path = path.absolute()
-    while not path.exists() and path != path.parent:
+    while not os.path.lexists(path) and path != path.parent:
         path = path.parent
     return path
 

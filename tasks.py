@@ -196,7 +196,7 @@ def compare(c, chapter, data=None, keep=False):
     from harness.book.compare import compare as compare_runs
 
     with _clear_errors():
-        report, moved = compare_runs(chapter, Path(data).resolve() if data else None, keep)
+        report, moved = compare_runs(chapter, Path(data).expanduser().resolve() if data else None, keep)
         print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)

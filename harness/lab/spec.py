@@ -180,7 +180,7 @@ def chapters() -> list[str]:
 
 def spec_path(chapter: str) -> Path:
     """experiments/<chapter>.toml; a path to a .toml elsewhere also works (the tests' scaled profiles)."""
-    path = Path(chapter) if chapter.endswith(".toml") else EXPERIMENTS / f"{chapter}.toml"
+    path = Path(chapter).expanduser() if chapter.endswith(".toml") else EXPERIMENTS / f"{chapter}.toml"
     try:
         found = path.is_file()
     except (OSError, ValueError):  # a name too long, a NUL byte: no file either

@@ -63,7 +63,7 @@ _READING: list[Path] = []  # data roots `reading` put first
 def data_root() -> Path:
     """Where steps live; LAB_DATA_DIR moves it (tests use a temporary one so data/ stays untouched), and `reading`
     points the reading side at another for a while (a run compared with the book)."""
-    return _READING[-1] if _READING else Path(os.environ.get("LAB_DATA_DIR", DATA))
+    return _READING[-1] if _READING else Path(os.environ.get("LAB_DATA_DIR", DATA)).expanduser()  # "~/x" quoted
 
 
 @contextmanager

@@ -42,7 +42,7 @@ REQUIRED = ("schema", "data")
 
 
 def clusters_root() -> Path:
-    return Path(os.environ.get("LAB_PG_CLUSTERS") or TOOLS / "postgres" / "clusters")
+    return Path(os.environ.get("LAB_PG_CLUSTERS") or TOOLS / "postgres" / "clusters").expanduser()  # "~/x" quoted
 
 
 def sql_files(sql_dir: str, template: str) -> dict[str, Path]:

@@ -171,8 +171,10 @@ def list_(c):
     with _clear_errors():
         print(f"({marks}; blank: never run)")
         versions = fingerprint.tool_versions()
-        for chapter, steps in list_chapters():
+        for chapter, steps, broken in list_chapters():
             print(chapter)
+            if broken:
+                print(f"  ✗ its spec is broken, so none of its steps can run: {broken}")
             for s in steps:
                 state = fingerprint.state(chapter, s, None, versions)
                 what = f"{s.load['executor']:<18} {peak_vus(s.load):>6} VUs" if s.kind == "load" else f"{s.kind:<18} {s.starts:>6} starts"

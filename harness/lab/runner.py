@@ -443,13 +443,14 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def list_chapters() -> list[tuple[str, list[Step]]]:
+def list_chapters() -> list[tuple[str, list[Step], str]]:
+    """Every experiment in experiments/: (name, its steps, "") or, when its spec cannot be read, (name, [], why)."""
     from harness.lab.spec import chapters
 
     out = []
     for chapter in chapters():
         try:
-            out.append((chapter, load_spec(chapter).steps))
+            out.append((chapter, load_spec(chapter).steps, ""))
         except LabError as err:
-            say(f"{chapter}: {err}")
+            out.append((chapter, [], str(err)))
     return out

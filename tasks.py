@@ -41,6 +41,16 @@ def _clear_errors():
         raise Exit(code=0) from None
 
 
+def _folder(option: str, text: str):
+    """An option's folder as an absolute path ("~/x" expanded), or a LabError naming what no path can hold."""
+    from pathlib import Path
+
+    try:
+        return Path(text).expanduser().resolve()
+    except (ValueError, OSError, RuntimeError) as err:  # a NUL byte, a name too long, a loop of links
+        raise LabError(f"{option} {text[:80]!r} is not a usable path ({err})") from None
+
+
 def _whole(option: str, text, least: int) -> int:
     """An option's whole number, or a LabError naming it. (An option's default is a string: invoke would otherwise
     convert the value itself and end a typo such as `--starts abc` in its own traceback.)"""
@@ -193,12 +203,11 @@ def list_(c):
 def compare(c, chapter, data=None, keep=False):
     """Judge a chapter's claims on another run's data beside the book's (every kept pass pooled); exit 1 when an
     outcome moved between reproduced and not reproduced."""
-    from pathlib import Path
-
     from harness.book.compare import compare as compare_runs
+    from harness.lab.spec import known_chapter
 
     with _clear_errors():
-        report, moved = compare_runs(chapter, Path(data).expanduser().resolve() if data else None, keep)
+        report, moved = compare_runs(known_chapter(chapter), _folder("--data", data) if data else None, keep)
         print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)
@@ -210,9 +219,10 @@ def withdraw(c, chapter, label, why):
     """Withdraw one of a chapter's kept passes: a row saying why is appended to data/<chapter>/withdrawn.csv; the
     pass's own rows stay, and its verdicts no longer pool it."""
     from harness.book.passes import withdraw as withdraw_pass
+    from harness.lab.spec import known_chapter
 
     with _clear_errors():
-        print(f"withdrawn: recorded in {withdraw_pass(chapter, label, why)}")
+        print(f"withdrawn: recorded in {withdraw_pass(known_chapter(chapter), label, why)}")
 
 
 # The suite in phases, each one pytest run chosen by markers (pytest -n 2 where its tests may share the two cores):

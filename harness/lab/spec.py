@@ -178,6 +178,14 @@ def chapters() -> list[str]:
     return sorted(p.stem for p in EXPERIMENTS.glob("*.toml"))
 
 
+def known_chapter(name: str) -> str:
+    """`name` when it names one of experiments/' chapters (what `compare` and `withdraw` read the book's folders by),
+    else a LabError listing them."""
+    if name not in chapters():
+        raise LabError(f"no experiment {name!r}: known ones are {', '.join(chapters()) or 'none'}")
+    return name
+
+
 def spec_path(chapter: str) -> Path:
     """experiments/<chapter>.toml; a path to a .toml elsewhere also works (the tests' scaled profiles)."""
     path = Path(chapter).expanduser() if chapter.endswith(".toml") else EXPERIMENTS / f"{chapter}.toml"

@@ -202,6 +202,9 @@ def test_paths_from_home_are_expanded_where_a_shell_did_not(tmp_path, monkeypatc
     assert preflight.check_data_root() == tmp_path / "lab-data"
     assert pgcluster.clusters_root() == tmp_path / "clusters"
     assert spec_path("~/mine.toml") == tmp_path / "mine.toml"
+    monkeypatch.setenv("LAB_DATA_DIR", "~no-such-user-here/lab-data")  # left as is, then named
+    with pytest.raises(LabError, match="starts with ~no-such-user-here, and no user of that name has a home folder"):
+        preflight.check_data_root()
 
 
 def test_a_path_spec_may_not_mix_its_steps_into_another_specs_data(data_dir, tmp_path):

@@ -236,6 +236,6 @@ def test_a_step_the_manifests_cannot_describe_is_refused_by_name(chapter, step_i
 def test_an_out_folder_that_cannot_be_one_is_named(tmp_path, shape, why):
     (tmp_path / "taken").write_text("a file")
     out = tmp_path / "taken" if shape == "file" else tmp_path / "taken" / "deeper"
-    with pytest.raises(LabError, match=rf"--out {out}: cannot write lab-chapter7-virtual-50k.yaml there \({why}\): "
+    with pytest.raises(LabError, match=rf"--out '{out}': cannot write lab-chapter7-virtual-50k.yaml there \({why}\): "
                                        r"give a folder you can write"):
         kubernetes.write_manifests("chapter7", "virtual-50k", str(out))

@@ -44,6 +44,8 @@ def check_data_root() -> Path:
 def folder_problem(folder: Path, where: str) -> str | None:
     """Why `folder` cannot hold what the lab writes (a file, under a file, not writable), or None when it can: it is a
     directory this user can write a file into, or the nearest existing folder above it is."""
+    if str(folder).startswith("~"):  # store.home_expanded found no such user
+        return f"{where} starts with {str(folder).split('/')[0]}, and no user of that name has a home folder"
     existing = folder
     try:
         if folder.exists() and not folder.is_dir():

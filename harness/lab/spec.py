@@ -18,6 +18,7 @@ from harness.lab.placement import merge_placement
 from harness.lab.services.base import SERVER
 from harness.lab.services.graph import resolve_services, target_model
 from harness.lab.services.kinds import KINDS, SAMPLE_SERVER
+from harness.lab.store import home_expanded
 from harness.lab.typed import table_list, table_value, text_value, typed_values
 
 SYSTEM_KEYS: dict[str, tuple] = {  # (type, minimum[, maximum]): harness.lab.typed
@@ -188,7 +189,7 @@ def known_chapter(name: str) -> str:
 
 def spec_path(chapter: str) -> Path:
     """experiments/<chapter>.toml; a path to a .toml elsewhere also works (the tests' scaled profiles)."""
-    path = Path(chapter).expanduser() if chapter.endswith(".toml") else EXPERIMENTS / f"{chapter}.toml"
+    path = home_expanded(Path(chapter)) if chapter.endswith(".toml") else EXPERIMENTS / f"{chapter}.toml"
     try:
         found = path.is_file()
     except (OSError, ValueError):  # a name too long, a NUL byte: no file either

@@ -63,7 +63,16 @@ _READING: list[Path] = []  # data roots `reading` put first
 def data_root() -> Path:
     """Where steps live; LAB_DATA_DIR moves it (tests use a temporary one so data/ stays untouched), and `reading`
     points the reading side at another for a while (a run compared with the book)."""
-    return _READING[-1] if _READING else Path(os.environ.get("LAB_DATA_DIR", DATA)).expanduser()  # "~/x" quoted
+    return _READING[-1] if _READING else home_expanded(Path(os.environ.get("LAB_DATA_DIR", DATA)))
+
+
+def home_expanded(path: Path) -> Path:
+    """`path` with a leading ~ or ~user expanded (a quoted "~/x" reaches the lab as is); left as is when no such user
+    exists (preflight then names it)."""
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        return path
 
 
 @contextmanager

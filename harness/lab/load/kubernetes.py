@@ -41,6 +41,7 @@ from harness.lab.services.kinds import SAMPLE_SERVER
 from harness.lab.services.tomcat.knobs import server_env
 from harness.lab.jdk import with_jvm_options
 from harness.lab.load.options import load_plan
+from harness.lab.store import home_expanded
 from harness.lab.spec import Step, load_spec
 
 API_VERSION = "k6.io/v1alpha1"  # k6-operator's TestRun
@@ -172,13 +173,13 @@ def write_manifests(chapter: str, step_id: str, out: str | None = None, image: s
     text = yaml.dump_all(manifests(step, image or SERVER_IMAGE), Dumper=_PlainDumper, sort_keys=False)
     if out is None:
         return text
-    folder = Path(out).expanduser()
+    folder = home_expanded(Path(out))
     path = folder / f"{resource_name(step)}.yaml"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    except OSError as err:  # a file where the folder should be, or under one; no permission; a full disk
-        raise LabError(f"--out {out}: cannot write {path.name} there ({err.strerror or err}): give a folder you "
-                       f"can write") from None
+    except (OSError, ValueError) as err:  # a file where the folder should be, or under one; no permission; a NUL
+        raise LabError(f"--out {out!r}: cannot write {path.name} there ({getattr(err, 'strerror', None) or err}): "
+                       f"give a folder you can write") from None
     return f"wrote {path}: kubectl apply -f {path} (k6-operator installed, the server image pullable)"
 

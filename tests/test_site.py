@@ -33,7 +33,6 @@ from harness.book.render import VEGA_SCRIPTS, chart_html
 from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
-import rendered  # noqa: E402,I001
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
 from browser import Chromium, PageReport, find_binary  # noqa: E402
 import page_layout  # noqa: E402
@@ -59,16 +58,6 @@ REQUIRE_JS = "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js"
 
 
 # ---- fixtures: the rendered book, a browser, the site over http ------------------------------------------
-
-@pytest.fixture(scope="module")
-def book() -> Path:
-    """Renders the book once for this module and gives the _book folder."""
-    code, output, seconds, _ = rendered.needed()  # `quarto render`, once for the run (tests/rendered.py)
-    print(f"quarto render: {seconds:.0f} s")
-    if code:
-        pytest.fail(f"quarto render failed ({code}):\n{output[-4000:]}")
-    return ROOT / "_book"
-
 
 @contextlib.contextmanager
 def serve(folder: Path) -> Iterator[str]:

@@ -96,6 +96,17 @@ def test_accept_count_above_somaxconn():
     assert "cannot write /proc/sys/net/core/somaxconn" in problems_of(raw, can_raise_somaxconn=False)
 
 
+def test_every_service_that_asks_a_backlog_is_checked_against_somaxconn():
+    proxy = {"kind": "nginx", "upstream": "server", "port": 38092, "status_port": 38093, "backlog": 5000}
+    raw = one_step(services={"proxy": proxy}, load={"target": "proxy"})
+    assert "services.proxy.backlog 5000 exceeds net.core.somaxconn 4096" in problems_of(raw)
+    assert "TOMCAT_ACCEPT_COUNT" not in problems_of(raw)  # the sample server behind it asks its default 100
+    raw["step"][0]["system"] = {"raise_somaxconn": True}
+    from harness.lab.limits import backlogs
+    assert sorted(backlogs(parse(raw).steps[0])) == [("proxy", 5000, "services.proxy.backlog"),
+                                                     ("server", 100, "TOMCAT_ACCEPT_COUNT")]
+
+
 def test_all_problems_in_one_message():
     raw = {"junk": 1, "defaults": {"load": {"vus": 0}}, "step": [{"id": "a", "server": {"NOPE": 1}}]}
     message = problems_of(raw)

@@ -28,6 +28,7 @@ from harness.lab.samplers import Samplers, now_ms
 from harness.lab.services.deploy import Deployment, check_services, kind_of
 from harness.lab.services.graph import SERVER, target
 from harness.lab.jdk import jvm_options
+from harness.lab.limits import backlogs
 from harness.lab.spec import Step, load_spec
 
 LOAD_EXTRA_WAIT_S = 60  # beyond the load options' stop time before the load tool is declared stuck
@@ -424,10 +425,10 @@ def _hosts_for(step: Step, meta: dict):
 def _somaxconn_for(step: Step, meta: dict):
     """Raise net.core.somaxconn for a step that asks (validated in spec) and restore it after."""
     before = system.somaxconn()
-    accept = step.knob("TOMCAT_ACCEPT_COUNT")
-    raised = step.system["raise_somaxconn"] and accept > before
+    asked = max((backlog for _, backlog, _ in backlogs(step)), default=0)
+    raised = step.system["raise_somaxconn"] and asked > before
     if raised:
-        system.set_somaxconn(accept)
+        system.set_somaxconn(asked)
     meta["machine"]["somaxconn"] = system.somaxconn()
     if raised:
         meta["machine"]["somaxconn_before"] = before

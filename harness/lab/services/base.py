@@ -192,6 +192,16 @@ class ServiceKind:
         """Every port the service listens on, by what it is for."""
         return {}
 
+    def listen_backlog(self, service: str, knobs: dict) -> tuple[int, str] | None:
+        """The accept backlog it asks of the kernel (which net.core.somaxconn silently caps) and the setting that asks
+        it; None when it leaves the backlog to its runtime."""
+        return None
+
+    def connections_held(self, knobs: dict) -> int | None:
+        """The most client connections it holds open at once (served and queued), each an open file; None: no bound
+        of its own."""
+        return None
+
     def check_tools(self, backend: str) -> None:
         """Raise LabError (naming the package to install) before anything starts."""
 

@@ -164,6 +164,9 @@ class NginxKind(ServiceKind):
     def ports(self, knobs: dict) -> dict[str, int]:
         return {"port": knobs["port"], "status_port": knobs["status_port"]}
 
+    def listen_backlog(self, service: str, knobs: dict) -> tuple[int, str]:
+        return knobs["backlog"], f"services.{service}.backlog"
+
     def check_tools(self, backend: str) -> None:
         require("nginx", nginx_binary(), PACKAGE)
         if os.geteuid() == 0:

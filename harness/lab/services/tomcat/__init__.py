@@ -115,6 +115,12 @@ class TomcatKind(ServiceKind):
         busy = latest(rows, "tomcat.threads.busy")
         return "" if busy is None else f"busy threads {int(busy)}"
 
+    def listen_backlog(self, service: str, knobs: dict) -> tuple[int, str]:
+        return knob(knobs, "TOMCAT_ACCEPT_COUNT"), "TOMCAT_ACCEPT_COUNT"
+
+    def connections_held(self, knobs: dict) -> int:
+        return knob(knobs, "TOMCAT_MAX_CONNECTIONS") + knob(knobs, "TOMCAT_ACCEPT_COUNT")
+
     def model_server(self, knobs: dict) -> dict:
         """Tomcat's pool (none on virtual threads: every request its own thread), max-connections and accept-count,
         and its keep-alive: a kept connection holds its slot until the keep-alive timeout, which falls back to the

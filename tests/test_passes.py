@@ -234,6 +234,7 @@ def test_a_page_whose_data_is_not_a_kept_pass_says_so_and_shows_it_beside_the_bo
     assert "1 of the 3 clean passes" in note and "is not among them" in note
     table = verdict_tables.verdict_table(judged, "chapter1").data
     assert "| This data |" in table and "1 of 1" in table
+    assert "[**F002-a: " in table and "]{#verdict-f002-a}" in table  # where the answer page's links land
     passes.keep("chapter1", judged, passes.this_pass("chapter1"), [], tmp_path)
     assert "The data on this page is one of them" in verdict_tables.protocol_note("chapter1").data
     assert "This data" not in verdict_tables.verdict_table(judged, "chapter1").data

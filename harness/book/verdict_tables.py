@@ -81,6 +81,11 @@ def book_and_this(judgements: list[Judgement], chapter: str, kept: dict) -> tupl
     return book, None if passes.this_pass(chapter).label in kept else {j.rule.claim: j for j in judgements}
 
 
+def verdict_id(finding: str) -> str:
+    """The id of a finding's verdict on its chapter's page: where the answer page's "Judged in" links land."""
+    return f"verdict-{finding.lower()}"
+
+
 def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
     """Each finding's composed outcome, then its claims with their margins; the evidence folded below. The book's
     verdict pools its kept passes; the data being read, when not a kept pass, is shown beside it."""
@@ -92,7 +97,8 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
     blocks = []
     for finding, parts in by_finding.items():
         outcome, words = compose(parts)
-        blocks.append(f"**{finding}: {outcome}**" + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
+        blocks.append(f"[**{finding}: {outcome}**]{{#{verdict_id(finding)}}}"
+                      + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
                       + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
     evidence = "\n\n".join(f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
                            f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"

@@ -11,7 +11,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.chapters.ch0.gather import Answer
-from harness.book.chapters.ch0.sources import articles, chapter_name, finding_anchor
+from harness.book.chapters.ch0.sources import articles, chapter_name, verdict_link
 from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, WORDS, Judgement, Rule, compose, rules
 from harness.book.faces import CHAPTERS
 from harness.book.prose import and_list
@@ -87,7 +87,7 @@ def table_frame(answer: Answer) -> pd.DataFrame:
     for f in findings(answer):
         outcome = f"**{f.outcome}**" + (f": {'; '.join(f.missing)}" if f.missing else "")
         rows.append({"Finding": f.finding, "The article says": said(f), "Measured here": measured(f),
-                     "Outcome": outcome, "Judged in": and_list(f"@{finding_anchor(c, f.finding)}" for c in f.chapters)})
+                     "Outcome": outcome, "Judged in": and_list(verdict_link(c, f.finding) for c in f.chapters)})
     return pd.DataFrame(rows, columns=["Finding", "The article says", "Measured here", "Outcome", "Judged in"])
 
 

@@ -29,6 +29,11 @@ def number(x: float, unit: str = "") -> str:
     return text + "%" if unit == "%" else f"{text}{NBSP}{unit}" if unit else text
 
 
+def short(rule: Rule) -> str:
+    """The claim in a few plain words: its measure up to the first colon ("200 at once")."""
+    return rule.measure.split(":")[0]
+
+
 def threshold_text(rule: Rule) -> str:
     t, u = rule.threshold, rule.unit
     text = {"above": lambda: f"> {number(t, u)}", "below": lambda: f"< {number(t, u)}",
@@ -57,7 +62,7 @@ def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, J
     for j in judgements:
         n, m = passes.held(chapter, j, kept_passes=kept)
         sigma = j.measured.sigma
-        row = {"Claim": j.rule.claim, "Measured": number(j.measured.value, j.rule.unit) + (
+        row = {"Claim": f"{j.rule.claim}: {short(j.rule)}", "Measured": number(j.measured.value, j.rule.unit) + (
             f" ± {number(sigma, j.rule.unit)}" if sigma else " (exact)" if sigma == 0 else ""),
             "Claim holds when": threshold_text(j.rule),
             "Margin": "–" if j.margin_sigma is None else f"{j.margin_sigma:+.1f}σ".replace("-", MINUS),

@@ -16,7 +16,7 @@ from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, R
 from harness.book.faces import CHAPTERS
 from harness.book.prose import and_list
 from harness.book.tables import markdown_table
-from harness.book.verdict_tables import number
+from harness.book.verdict_tables import number, short
 
 NOT_JUDGED = "not judged"
 ORDER = (REPRODUCED, PARTLY, NOT_REPRODUCED, DIFFERS, INCONCLUSIVE, NOT_JUDGED)
@@ -56,11 +56,6 @@ def findings(answer: Answer) -> list[Finding]:
         found.append(Finding(finding, parts[0][1].seed, tuple(parts),
                              tuple(judged[r.claim] for _, r in parts if r.claim in judged), tuple(dict.fromkeys(absent))))
     return found
-
-
-def short(rule: Rule) -> str:
-    """The claim in a few words: its measure up to the first colon ("200 at once")."""
-    return rule.measure.split(":")[0]
 
 
 def measured(finding: Finding) -> str:

@@ -35,7 +35,7 @@ def _clear_errors():
     except LabError as err:
         raise Exit(f"error: {err}", code=2) from None
     except KeyboardInterrupt:
-        raise Exit("interrupted: children stopped, partial data kept as a failed step", code=130) from None
+        raise Exit("interrupted: children stopped, what was measured kept (the step's status is above)", code=130) from None
     except BrokenPipeError:
         silence_stdout()
         raise Exit(code=0) from None

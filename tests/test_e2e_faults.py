@@ -180,7 +180,7 @@ SERVER_PORT = 8380
 MANAGEMENT_PORT = 8381
 [[step]]
 id = "flood"
-why = "k6's CSV outgrows a 2 MB data directory"
+why = "k6 writes its CSV into a data directory that fills up"
 load = { vus = 10, executor = "constant-vus", duration = "4s" }
 """
 

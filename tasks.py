@@ -41,8 +41,8 @@ def _clear_errors():
         raise Exit(code=0) from None
 
 
-def _folder(option: str, text: str):
-    """An option's folder as an absolute path ("~/x" expanded), or a LabError naming what no path can hold."""
+def _path(option: str, text: str):
+    """An option's file or folder as an absolute path ("~/x" expanded), or a LabError naming what no path can hold."""
     from pathlib import Path
 
     try:
@@ -111,8 +111,6 @@ def _say_how_to_compare(chapter):
 
 def _spec_with_server(chapter, server, path):
     """The chapter's spec, with your jar as its server when --server names one (--path only goes with it)."""
-    from pathlib import Path
-
     from harness.lab.spec import load_spec
     from harness.lab.steps import with_own_server
 
@@ -120,7 +118,7 @@ def _spec_with_server(chapter, server, path):
         raise LabError("--path goes with --server (the path your app answers); the chapter's own steps keep theirs")
     if not server:
         return None
-    return with_own_server(load_spec(chapter), str(Path(server).expanduser().resolve()), path)
+    return with_own_server(load_spec(chapter), str(_path("--server", server)), path)
 
 
 @task(help={"starts": "how many fresh starts (default 5)", "backend": "local (default) or docker"})
@@ -175,10 +173,12 @@ def list_(c):
     another configuration than the spec's now), failed, or not there yet."""
     from harness.lab import fingerprint, store
     from harness.lab.load.options import peak_vus
+    from harness.lab.preflight import readable_data_root
     from harness.lab.runner import list_chapters
 
     marks = ", ".join(f"{mark} {status}" for status, mark in fingerprint.MARKS.items() if mark.strip())
     with _clear_errors():
+        readable_data_root()
         print(f"({marks}; blank: never run)")
         versions = fingerprint.tool_versions()
         for chapter, steps, broken in list_chapters():
@@ -207,7 +207,7 @@ def compare(c, chapter, data=None, keep=False):
     from harness.lab.spec import known_chapter
 
     with _clear_errors():
-        report, moved = compare_runs(known_chapter(chapter), _folder("--data", data) if data else None, keep)
+        report, moved = compare_runs(known_chapter(chapter), _path("--data", data) if data else None, keep)
         print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)

@@ -26,8 +26,6 @@ def chapter_module(chapter: str):
 
 def judged(chapter: str, root: Path, noise_root: Path | None = None) -> list[Judgement]:
     """The chapter's claims judged on `root`'s steps, with the stray-failure rate measured in `noise_root` (`root`)."""
-    if not (root / chapter).is_dir():
-        raise LabError(f"no {chapter} in {root}: run it there first (LAB_DATA_DIR={root} invoke run {chapter})")
     with stray_failures_of(noise_root or root), reading(root):
         return chapter_module(chapter).judge()
 
@@ -67,6 +65,8 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tupl
     """The side-by-side report and the claims whose outcome flipped; with `keep`, the run is kept as a pass. The run
     judged is `other`, or data/ itself; beside the book's pooled passes it gets a column of its own."""
     root = other or DATA
+    if not (root / chapter).is_dir():
+        raise LabError(f"no {chapter} in {root}: run it there first (LAB_DATA_DIR={root} invoke run {chapter})")
     noise_root, noise_said = noise_source(root)
     runs = judged(chapter, root, noise_root)
     if keep:

@@ -41,6 +41,20 @@ def check_data_root() -> Path:
     return root
 
 
+def readable_data_root() -> Path:
+    """The data directory, for a command that only reads it (`invoke list`): a name no folder can have (too long, a
+    home of no user) is one LabError; a missing or read-only one is fine."""
+    root = store.data_root()
+    problem = str(root).startswith("~") and f"starts with {str(root).split('/')[0]}, and no such user has a home folder"
+    try:
+        root.exists()
+    except OSError as err:
+        problem = f"cannot be read ({err.strerror or err})"
+    if problem:
+        raise LabError(f"LAB_DATA_DIR={root} {problem}: point it at a folder of steps, or unset it for data/")
+    return root
+
+
 def folder_problem(folder: Path, where: str) -> str | None:
     """Why `folder` cannot hold what the lab writes (a file, under a file, not writable), or None when it can: it is a
     directory this user can write a file into, or the nearest existing folder above it is."""

@@ -59,7 +59,7 @@ def test_run_answers_any_input_clearly(chapter, step, backend, server, path, dat
     assert code == 2 and clear(code, message), (code, message)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=20)  # each reads and checks a whole chapter's spec
 @given(chapter=st.sampled_from(NAMES), step=ODD, backend=ODD)
 def test_run_of_a_real_chapter_refuses_any_odd_step_or_backend(chapter, step, backend, data_dir):
     assume(not_a_step(step))

@@ -14,7 +14,7 @@ from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.tables import folded, markdown_table
-from harness.book.prose import MINUS, NBSP, plural
+from harness.book.prose import MINUS, NBSP, plural, with_separators
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -31,7 +31,7 @@ def number(x: float, unit: str = "") -> str:
 
 def short(rule: Rule) -> str:
     """The claim in a few plain words: its measure up to the first colon ("200 at once")."""
-    return rule.measure.split(":")[0]
+    return with_separators(rule.measure.split(":")[0])
 
 
 def threshold_text(rule: Rule) -> str:
@@ -47,11 +47,11 @@ def rules_table(chapter: str) -> Markdown:
     if not declared:
         return Markdown("*This chapter declares no rules yet.*")
     frame = pd.DataFrame([{"Claim": r.claim, "The article says": f"“{r.quote}” ({ARTICLES.get(r.seed, r.seed)})",
-                           "Measured": r.measure, "Claim holds when": threshold_text(r),
-                           "Threshold from": r.source, "k": f"{r.k:g}σ",
-                           "Window": r.window + (f" (also {r.nearby})" if r.nearby else "")}
+                           "Measured": with_separators(r.measure), "Claim holds when": threshold_text(r),
+                           "Threshold from": with_separators(r.source), "k": f"{r.k:g}σ",
+                           "Window": with_separators(r.window + (f" (also {r.nearby})" if r.nearby else ""))}
                           for r in declared.values()])
-    changed = [f"**{r.claim}** changed: {r.changed}" for r in declared.values() if r.changed]
+    changed = [f"**{r.claim}** changed: {with_separators(r.changed)}" for r in declared.values() if r.changed]
     return Markdown(markdown_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
 
 
@@ -105,10 +105,10 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
         blocks.append(f"[**{finding}: {outcome}**]{{#{verdict_id(finding)}}}"
                       + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
                       + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
-    evidence = "\n\n".join(f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
-                           f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"
-                           + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}."
-                           for j in shown)
+    evidence = "\n\n".join(with_separators(
+        f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
+        f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"
+        + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}.") for j in shown)
     return Markdown("\n\n".join(blocks) + "\n\n" + folded("The evidence behind each claim", evidence))
 
 

@@ -35,10 +35,20 @@ def _clear_errors():
     except LabError as err:
         raise Exit(f"error: {err}", code=2) from None
     except KeyboardInterrupt:
-        raise Exit("interrupted: children stopped, partial data kept as a failed step", code=130) from None
+        raise Exit("interrupted: children stopped, what was measured kept (the step's status is above)", code=130) from None
     except BrokenPipeError:
         silence_stdout()
         raise Exit(code=0) from None
+
+
+def _path(option: str, text: str):
+    """An option's file or folder as an absolute path ("~/x" expanded), or a LabError naming what no path can hold."""
+    from pathlib import Path
+
+    try:
+        return Path(text).expanduser().resolve()
+    except (ValueError, OSError, RuntimeError) as err:  # a NUL byte, a name too long, a loop of links
+        raise LabError(f"{option} {text[:80]!r} is not a usable path ({err})") from None
 
 
 def _whole(option: str, text, least: int) -> int:
@@ -101,8 +111,6 @@ def _say_how_to_compare(chapter):
 
 def _spec_with_server(chapter, server, path):
     """The chapter's spec, with your jar as its server when --server names one (--path only goes with it)."""
-    from pathlib import Path
-
     from harness.lab.spec import load_spec
     from harness.lab.steps import with_own_server
 
@@ -110,7 +118,7 @@ def _spec_with_server(chapter, server, path):
         raise LabError("--path goes with --server (the path your app answers); the chapter's own steps keep theirs")
     if not server:
         return None
-    return with_own_server(load_spec(chapter), str(Path(server).expanduser().resolve()), path)
+    return with_own_server(load_spec(chapter), str(_path("--server", server)), path)
 
 
 @task(help={"starts": "how many fresh starts (default 5)", "backend": "local (default) or docker"})
@@ -165,14 +173,18 @@ def list_(c):
     another configuration than the spec's now), failed, or not there yet."""
     from harness.lab import fingerprint, store
     from harness.lab.load.options import peak_vus
+    from harness.lab.preflight import readable_data_root
     from harness.lab.runner import list_chapters
 
     marks = ", ".join(f"{mark} {status}" for status, mark in fingerprint.MARKS.items() if mark.strip())
     with _clear_errors():
+        readable_data_root()
         print(f"({marks}; blank: never run)")
         versions = fingerprint.tool_versions()
-        for chapter, steps in list_chapters():
+        for chapter, steps, broken in list_chapters():
             print(chapter)
+            if broken:
+                print(f"  ✗ its spec is broken, so none of its steps can run: {broken}")
             for s in steps:
                 state = fingerprint.state(chapter, s, None, versions)
                 what = f"{s.load['executor']:<18} {peak_vus(s.load):>6} VUs" if s.kind == "load" else f"{s.kind:<18} {s.starts:>6} starts"
@@ -191,12 +203,11 @@ def list_(c):
 def compare(c, chapter, data=None, keep=False):
     """Judge a chapter's claims on another run's data beside the book's (every kept pass pooled); exit 1 when an
     outcome moved between reproduced and not reproduced."""
-    from pathlib import Path
-
     from harness.book.compare import compare as compare_runs
+    from harness.lab.spec import known_chapter
 
     with _clear_errors():
-        report, moved = compare_runs(chapter, Path(data).resolve() if data else None, keep)
+        report, moved = compare_runs(known_chapter(chapter), _path("--data", data) if data else None, keep)
         print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)
@@ -208,9 +219,10 @@ def withdraw(c, chapter, label, why):
     """Withdraw one of a chapter's kept passes: a row saying why is appended to data/<chapter>/withdrawn.csv; the
     pass's own rows stay, and its verdicts no longer pool it."""
     from harness.book.passes import withdraw as withdraw_pass
+    from harness.lab.spec import known_chapter
 
     with _clear_errors():
-        print(f"withdrawn: recorded in {withdraw_pass(chapter, label, why)}")
+        print(f"withdrawn: recorded in {withdraw_pass(known_chapter(chapter), label, why)}")
 
 
 # The suite in phases, each one pytest run chosen by markers (pytest -n 2 where its tests may share the two cores):
@@ -305,7 +317,8 @@ def clean(c, data=False, clusters=False):
     """Remove build output and tools (and, with --data, results); --clusters removes only unused database clusters."""
     from harness.lab.lock import holding
 
-    with _clear_errors(), holding("invoke clean"):  # never under a running run's feet
+    # Under no run's feet, whatever its data dir; unused clusters only: beside runs, each cluster's own lock decides.
+    with _clear_errors(), holding("invoke clean", tools="shared" if clusters else "exclusive"):
         _clean(data, clusters)
 
 

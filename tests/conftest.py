@@ -6,6 +6,7 @@ from unittest import mock
 import pytest
 
 import rendered
+from harness import ROOT
 from harness.book.quarto import remove_kept_notebooks
 from browser import Chromium, find_binary
 
@@ -60,6 +61,16 @@ def browser():
     chromium = Chromium(binary)
     yield chromium
     chromium.close()
+
+
+@pytest.fixture(scope="session")
+def book() -> Path:
+    """The _book folder of this run's render (`quarto render`, once for the run: tests/rendered.py)."""
+    code, output, seconds, _ = rendered.needed()
+    print(f"quarto render: {seconds:.0f} s")
+    if code:
+        pytest.fail(f"quarto render failed ({code}):\n{output[-4000:]}")
+    return ROOT / "_book"
 
 
 @pytest.fixture(scope="session")

@@ -249,11 +249,9 @@ def test_a_face_whose_verdicts_fail_still_gives_its_limits(stand_ins, data_dir, 
     assert {f.finding: f.outcome for f in ch0.findings(answer)}["F003-b"] == NOT_JUDGED
 
 
-def test_finding_links_go_to_a_section_the_chapter_has(monkeypatch):
-    monkeypatch.setattr(sources, "section_ids", lambda chapter: ("sec-chapter", "sec-f000-f-ceiling", "sec-f000-a"))
-    assert sources.finding_anchor("chapter3", "F000-a") == "sec-f000-a"
-    assert sources.finding_anchor("chapter3", "F000-f") == "sec-f000-f-ceiling"
-    assert sources.finding_anchor("chapter3", "F000-b") == "sec-chapter"
+def test_finding_links_land_on_the_findings_verdict_in_its_chapter(monkeypatch):
+    assert sources.verdict_link("chapter3", "F000-a") == "[Chapter 3](03-from-300-to-15000-users.qmd#verdict-f000-a)"
+    monkeypatch.setattr(sources, "section_ids", lambda chapter: ("sec-chapter", "sec-f000-a"))
     assert sources.anchor("chapter3", "sec-elsewhere") == "sec-chapter"
 
 

@@ -1,6 +1,7 @@
 """Results always belong to their spec, end to end with the real server and k6 (tests/profiles/faults.toml, on ports
-8380/8381): kill -9 mid-step then re-run, an edited spec re-run, two Ctrl-Cs 50 ms apart, a path spec whose name
-is taken, and the environment checked before anything starts (LAB_DATA_DIR a file, a JAVA_HOME without java)."""
+8380/8381): kill -9 mid-step then re-run, an edited spec re-run, two Ctrl-Cs 50 ms apart, a SIGTERM after the load,
+a path spec whose name is taken, the environment checked before anything starts (LAB_DATA_DIR a file, a JAVA_HOME
+without java), a request body longer than a command line's argument, and a data directory that fills mid-load."""
 from __future__ import annotations
 
 import json
@@ -140,3 +141,71 @@ def test_an_unusable_java_home_is_named_before_anything_starts(lab_ready, tmp_pa
     assert code == 2, out
     assert f"error: JAVA_HOME={java_home} " in out and "Traceback" not in out
     assert not (tmp_path / "data").exists()
+
+
+def test_a_signal_after_the_load_keeps_the_measurement(lab_ready, tmp_path):  # noqa: F811
+    """SIGTERM in the tail after k6 ended (two sampler ticks, then the teardown): the step waits for its judgement,
+    is kept complete, and the run stops."""
+    proc = invoke(tmp_path, "run", str(PROFILE))
+    k6 = processes([pid for pid in mid_step(proc) if Path(f"/proc/{pid}/comm").read_text().strip() == "k6"])
+    wait_for(lambda: not still_running(k6), 30, "k6 to end")
+    time.sleep(0.4)  # past the harness's next look at k6 (every 0.2 s); the tail lasts 2 ticks of 500 ms
+    os.kill(proc.pid, signal.SIGTERM)
+    code, out = finish(proc, timeout=90)
+    assert code == 130, out
+    meta = json.loads((tmp_path / "faults" / "waves" / "step.json").read_text())
+    assert meta["status"] == "complete", meta.get("reason")
+    assert meta["requests"]["succeeded"] == 10 and "interrupted: the step is kept as complete" in out
+
+
+def test_a_request_body_longer_than_a_command_line_argument_is_sent(lab_ready, tmp_path):  # noqa: F811
+    """The load plan reaches k6 in a file: a 140 kB body (Linux takes at most 128 kB per argument) is sent."""
+    spec = tmp_path / "body.toml"
+    spec.write_text(PROFILE.read_text() + f'\n[[defaults.load.requests]]\nname = "big"\npath = "/hello"\n'
+                                          f'body = "{"x" * 140_000}"\n')
+    code, out = finish(invoke(tmp_path / "data", "run", str(spec)), timeout=120)
+    assert code == 0, out
+    step = tmp_path / "data" / "body" / "waves"
+    meta = json.loads((step / "step.json").read_text())
+    assert meta["status"] == "complete" and meta["requests"]["succeeded"] == 10, meta["requests"]
+    assert not (step / "k6-plan.json").exists()  # step.json's config says it
+
+
+FLOOD = """title = "A data directory that fills during the load"
+[defaults.system]
+jvm = "quick"
+[defaults.server]
+SLEEP_MS = 0
+SERVER_PORT = 8380
+MANAGEMENT_PORT = 8381
+[[step]]
+id = "flood"
+why = "k6 writes its CSV into a data directory that fills up"
+load = { vus = 10, executor = "constant-vus", duration = "4s" }
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs as the data directory needs root")
+def test_a_disk_that_fills_during_the_load_fails_the_step(lab_ready, tmp_path):  # noqa: F811
+    """The data directory's disk filled (a file takes all its space) while k6 writes its CSV, freed once k6 ended:
+    the step is failed, its reason naming the disk, not complete with requests missing."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g", "tmpfs", str(data_dir)], check=True)  # room for preflight
+    try:
+        spec = tmp_path / "flood.toml"
+        spec.write_text(FLOOD)
+        proc = invoke(data_dir, "run", str(spec))
+        k6 = processes([pid for pid in mid_step(proc) if Path(f"/proc/{pid}/comm").read_text().strip() == "k6"])
+        filler = data_dir / "filler"
+        subprocess.run(["fallocate", "-l", str(shutil.disk_usage(data_dir).free), str(filler)], check=True)
+        wait_for(lambda: not still_running(k6), 60, "k6 to end")
+        filler.unlink()  # room again for the tables and step.json: what is lost is k6's output alone
+        code, out = finish(proc, timeout=120)
+        step = data_dir / "flood" / "flood"
+        meta = json.loads((step / "step.json").read_text()) if (step / "step.json").exists() else {}
+    finally:
+        subprocess.run(["umount", "-l", str(data_dir)], check=True)
+    assert code == 1, out  # a failed step, not a complete one nor a traceback
+    assert meta.get("status") == "failed" and "disk" in meta["reason"], (meta.get("reason"), out)
+    assert "Traceback" not in out

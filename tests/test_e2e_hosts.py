@@ -77,6 +77,13 @@ def test_upstream_keep_alive_removes_the_new_connections_per_second(run):
     assert edge(pooled).query("metric == 'upstream.time_wait'")["value"].max() <= 8
 
 
+def test_a_service_on_a_host_of_its_own_runs_under_its_quota(run):
+    meta = json.loads((run["steps"]["pooled"] / "step.json").read_text())
+    assert meta["status"] == "complete", meta.get("reason")
+    quota = meta["placement"]["applied"]["api"]["quota"]
+    assert (quota["cfs_quota_us"], quota["cfs_period_us"], quota["cpus"]) == (100000, 100000, 1.0)
+
+
 def test_the_hosts_are_removed_after_the_run(run):
     assert not netns.namespaces_of(run["harness"])
 

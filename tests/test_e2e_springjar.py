@@ -70,6 +70,16 @@ def test_a_jar_that_is_not_spring_boot_is_refused_before_anything_starts(tmp_pat
         with_own_server(load_spec(str(PROFILE)), str(tmp_path / "missing.jar"))
 
 
+@pytest.mark.parametrize("path", ["hello world", "/hello world", "", "/x\n"])
+def test_a_path_that_is_no_url_path_is_refused_before_anything_starts(tmp_path, path):
+    from harness.lab.spec import load_spec
+    from harness.lab.steps import with_own_server
+    from harness import LabError
+
+    with pytest.raises(LabError, match=r"  - --path must be a URL path: '/' then printable ASCII without spaces"):
+        with_own_server(load_spec(str(PROFILE)), str(tmp_path / "missing.jar"), path)
+
+
 def test_an_app_without_prometheus_is_measured_without_its_metrics_and_says_what_to_add(tmp_path, capsys):
     knobs = springjar.KIND.defaults | {"path": str(JAR), "port": 1, "management_port": 9}  # nothing listens on 9
     running = springjar.RunningJar("server", None, tmp_path / "server.log", 0.0, knobs, {}, "java")

@@ -190,6 +190,23 @@ def test_a_data_dir_that_is_a_file_is_refused(tmp_path, monkeypatch):
     assert preflight.check_data_root() == tmp_path / "new" / "data" and not (tmp_path / "new").exists()
 
 
+def test_paths_from_home_are_expanded_where_a_shell_did_not(tmp_path, monkeypatch):
+    """A quoted "~/…" reaches the lab as is: it means the home folder, not a folder named ~ in the working one."""
+    from harness.lab.services import pgcluster
+    from harness.lab.spec import spec_path
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("LAB_DATA_DIR", "~/lab-data")
+    monkeypatch.setenv("LAB_PG_CLUSTERS", "~/clusters")
+    (tmp_path / "mine.toml").write_text("")
+    assert preflight.check_data_root() == tmp_path / "lab-data"
+    assert pgcluster.clusters_root() == tmp_path / "clusters"
+    assert spec_path("~/mine.toml") == tmp_path / "mine.toml"
+    monkeypatch.setenv("LAB_DATA_DIR", "~no-such-user-here/lab-data")  # left as is, then named
+    with pytest.raises(LabError, match="starts with ~no-such-user-here, and no user of that name has a home folder"):
+        preflight.check_data_root()
+
+
 def test_a_path_spec_may_not_mix_its_steps_into_another_specs_data(data_dir, tmp_path):
     elsewhere = tmp_path / "elsewhere" / "smoke.toml"
     elsewhere.parent.mkdir()

@@ -40,6 +40,7 @@ def test_an_intact_step_reads_as_complete(smoke):
     (lambda d: shutil.copy(d.parent / "keep-alive" / "requests.parquet", d / "requests.parquet"), "requests.parquet"),
     (lambda d: (d / "k6-summary.json").write_text("{}"), "k6-summary.json"),
     (lambda d: (d / "step.json").write_text(""), "step.json is not valid JSON"),
+    (lambda d: (d / "step.json").unlink(), "its folder has no step.json"),
     # step.json's own bytes: a number edited by hand, the JSON still valid
     (lambda d: (d / "step.json").write_text((d / "step.json").read_text().replace('"complete"', '"complete" ', 1)),
      "step.json differs from what the run wrote"),

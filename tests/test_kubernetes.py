@@ -154,7 +154,8 @@ def test_every_step_makes_one_runner_per_process_and_valid_kubernetes_resources(
         assert testrun["spec"]["parallelism"] == step.load.get("processes", 1)
         assert testrun["spec"]["script"]["configMap"] == {"name": config_map["metadata"]["name"], "file": "lab.js"}
         env = {e["name"]: e["value"] for e in testrun["spec"]["runner"]["env"]}
-        assert json.loads(env["LAB_PLAN"]) == load_plan(step.load)  # what `invoke run` gives k6
+        assert json.loads(config_map["data"]["plan.json"]) == load_plan(step.load)  # what `invoke run` gives k6
+        assert env["LAB_PLAN_FILE"] == "/test/plan.json"  # where k6-operator mounts the ConfigMap
         assert env["TARGET"] == f"http://{service['metadata']['name']}:{step.port}"
         labels = deployment["spec"]["template"]["metadata"]["labels"]
         assert deployment["spec"]["selector"]["matchLabels"] == labels == service["spec"]["selector"]
@@ -229,3 +230,12 @@ def test_the_yaml_round_trips_and_names_the_step(tmp_path):
 def test_a_step_the_manifests_cannot_describe_is_refused_by_name(chapter, step_id, why):
     with pytest.raises(LabError, match=f"{chapter} step {step_id}: no manifests: .*{re.escape(why)}"):
         kubernetes.write_manifests(chapter, step_id)
+
+
+@pytest.mark.parametrize("shape, why", [("file", "File exists"), ("under a file", "Not a directory")])
+def test_an_out_folder_that_cannot_be_one_is_named(tmp_path, shape, why):
+    (tmp_path / "taken").write_text("a file")
+    out = tmp_path / "taken" if shape == "file" else tmp_path / "taken" / "deeper"
+    with pytest.raises(LabError, match=rf"--out '{out}': cannot write lab-chapter7-virtual-50k.yaml there \({why}\): "
+                                       r"give a folder you can write"):
+        kubernetes.write_manifests("chapter7", "virtual-50k", str(out))

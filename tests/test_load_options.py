@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT, LabError
-from harness.lab.load.k6 import k6_command, summary_counts
+from harness.lab.load.k6 import k6_command, summaries_not_whole, summary_counts
 from harness.lab.load.options import load_plan
 from harness.lab.spec import load_spec, parse_spec
 from harness.models import NoPrediction, expected_step_ms, predict
@@ -114,7 +114,9 @@ def test_ramping_arrival_rate_asks_the_area_under_its_rate():
     ({"vus": 5, "spike_mode": "batch", "requests": [{"path": "/a"}, {"path": "/b"}]}, "sends one request per user"),
     ({"vus": 5, "requests": []}, "load.requests is empty"),
     ({"vus": 5, "requests": ["/a"]}, "load.requests[1] must be a table"),
-    ({"vus": 5, "requests": [{"path": "a"}]}, "load.requests[1]: path must be a string starting with '/'"),
+    ({"vus": 5, "requests": [{"path": "a"}]}, "load.requests[1]: path must be a URL path: '/' then printable"),
+    ({"vus": 5, "requests": [{"path": "/a\tb"}]}, "load.requests[1]: path must be a URL path"),
+    ({"vus": 5, "requests": [{"path": "/é"}]}, "(percent-encode the rest), got '/é'"),
     ({"vus": 5, "requests": [{"path": "/a", "method": "FETCH"}]}, "load.requests[1]: method must be one of GET"),
     ({"vus": 5, "requests": [{"path": "/a", "verb": "GET"}]}, "load.requests[1]: unknown key 'verb'"),
     ({"vus": 5, "requests": [{"path": "/a/${id}"}]}, "load.requests[1]: ${id} is set by no earlier request's extract (known: iter, vu)"),
@@ -221,11 +223,27 @@ def test_k6_gets_the_plan_and_lingers_only_for_the_dashboard(tmp_path):
     step = step_of(**RAMP_RATE)
     cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path)
     values = dict(cmd[i + 1].split("=", 1) for i, c in enumerate(cmd) if c == "-e")
-    assert json.loads(values["LAB_PLAN"]) == load_plan(step.load)
+    assert json.loads(Path(values["LAB_PLAN_FILE"]).read_text()) == load_plan(step.load)  # a file: no argv limit
+    assert Path(values["LAB_PLAN_FILE"]).parent == tmp_path.resolve()
     assert values["TARGET"] == "http://127.0.0.1:18080" and "LAB_LINGER_MS" not in values
     assert cmd[-1].endswith("experiments/k6/lab.js") and Path(cmd[-1]).exists()
     cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path, dashboard=True)
     assert "LAB_LINGER_MS=1500" in cmd and env["K6_WEB_DASHBOARD_PERIOD"] == "1000ms"
+
+
+def test_k6_output_is_whole_only_when_its_summaries_count_what_the_recording_holds(tmp_path):
+    assert "k6-summary.json is missing" in summaries_not_whole(tmp_path, 1, 0)
+    (tmp_path / "k6-summary.json").write_text("")  # what a full disk leaves
+    assert "k6-summary.json is missing or unreadable (JSONDecodeError" in summaries_not_whole(tmp_path, 1, 0)
+    (tmp_path / "k6-summary.json").write_text(json.dumps({"metrics": {"lab_request_started": {"count": 6}}}))
+    assert summaries_not_whole(tmp_path, 1, 6) == ""
+    assert summaries_not_whole(tmp_path, 1, 5) == ("k6.csv held 5 requests where k6's summary counted 6 started: "
+                                                  "its output is not whole (a full disk?)")
+    assert "k6-summary-2.json is missing" in summaries_not_whole(tmp_path, 2, 6)  # one per process
+    (tmp_path / "k6-summary-2.json").write_text(json.dumps({"metrics": {}}))  # a process that started none
+    assert summaries_not_whole(tmp_path, 2, 6) == ""
+    (tmp_path / "k6-summary-2.json").write_text("[]")
+    assert "k6-summary-2.json is missing or unreadable (TypeError" in summaries_not_whole(tmp_path, 2, 6)
 
 
 def test_summary_counts(tmp_path):

@@ -36,7 +36,7 @@ def test_knobs_have_their_defaults_and_the_service_can_be_the_load_target():
 def test_bad_knobs_are_listed_together():
     text = problems_of({"api": {**API, "threads": 4, "io_threads": -1, "address": "10.0.0.1"}})
     assert "services.api: unknown knob 'threads'" in text and "services.api.io_threads must be ≥ 0" in text
-    assert "services.api.address must be a loopback address, got '10.0.0.1'" in text
+    assert "services.api.address must be an IPv4 loopback address (127.0.0.0/8: the lab's load, samplers and URLs are IPv4), got '10.0.0.1'" in text
     text = problems_of({"api": {**API, "management_port": 38232}})
     assert "port and management_port must differ" in text
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FROZEN_DATA
-from harness import ROOT, LabError
+from harness import DATA, ROOT, LabError
 from harness.book import passes
 from harness.book.claims import INCONCLUSIVE, REPRODUCED, Measured, Rule, judge
 from harness.lab.protocol import Protocol, checked, protocol
@@ -234,6 +234,7 @@ def test_a_page_whose_data_is_not_a_kept_pass_says_so_and_shows_it_beside_the_bo
     assert "1 of the 3 clean passes" in note and "is not among them" in note
     table = verdict_tables.verdict_table(judged, "chapter1").data
     assert "| This data |" in table and "1 of 1" in table
+    assert "[**F002-a: " in table and "]{#verdict-f002-a}" in table  # where the answer page's links land
     passes.keep("chapter1", judged, passes.this_pass("chapter1"), [], tmp_path)
     assert "The data on this page is one of them" in verdict_tables.protocol_note("chapter1").data
     assert "This data" not in verdict_tables.verdict_table(judged, "chapter1").data
@@ -255,4 +256,14 @@ def test_invoke_compare_puts_a_run_beside_the_books_pooled_passes_and_keeps_only
     passes.keep("chapter1", ch1.judge(), passes.Pass("elsewhere 2026-11-28 10:00", "elsewhere", "x", "s"), [], tmp_path)
     report, moved = compare("chapter1")
     assert "the book (1 pass pooled)" in report and "this run" in report.splitlines()[0] and moved == []
-    assert len(report.splitlines()) == 1 + len(ch1.judge())
+    assert len(report.splitlines()) == 2 + len(ch1.judge())
+    assert report.splitlines()[-1].startswith("stray failures: this run's own (")  # data/ has chapters 2, 3 and 7
+
+
+def test_a_readers_run_without_a_noise_of_its_own_is_judged_with_the_books_saying_so(tmp_path):
+    from harness.book.compare import compare
+
+    shutil.copytree(DATA / "chapter1", tmp_path / "chapter1", ignore=shutil.ignore_patterns("*.csv"))
+    report, _ = compare("chapter1", tmp_path)
+    assert ("stray failures: the book's (data/): this run's folder has no step of chapter2, chapter3, chapter7 whose "
+            "model predicts every answer") in report

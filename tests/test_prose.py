@@ -43,3 +43,12 @@ def test_ranges_share_their_unit():
 
 def test_small_counts_in_words_large_ones_in_digits():
     assert [words(0), words(9), words(1000), words(2.5)] == ["no", "nine", "1,000", "2.5"]
+
+
+def test_bare_counts_in_a_text_written_elsewhere_get_separators_and_nothing_else_changes():
+    from harness.book.prose import with_separators
+
+    assert with_separators("at most 8293 connections (8192 + 100 + 1), 20000 users") == \
+        "at most 8,293 connections (8,192 + 100 + 1), 20,000 users"
+    same = "in 2023, on 2026-11-27, v1.8.1, step f-10k-cv, 1234.5 ms, 1,200 users, F000-c.2a, port:8080, #4096"
+    assert with_separators(same) == same

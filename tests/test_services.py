@@ -1,6 +1,7 @@
 """Services as kinds (harness.lab.services): `[services.<name>]` validation, start order, nginx's generated config and
 its stub_status parser, and the checks made before anything starts. No process is started here (see
 tests/test_e2e_services.py for nginx in front of the real sample server)."""
+import os
 import time
 from pathlib import Path
 
@@ -114,7 +115,8 @@ def test_return_mode_needs_no_upstream():
     ({"proxy": {**PROXY, "keepalive": 4, "connection_header": "close"}}, {}, "keepalive 4 needs proxy_http_version"),
     ({"proxy": {**PROXY, "port": 8081}}, {}, "services.proxy.port 8081 is also [server] MANAGEMENT_PORT"),
     ({"proxy": {**PROXY, "status_port": 38092}}, {}, "port and status_port must differ"),
-    ({"proxy": {**PROXY, "address": "10.0.0.1"}}, {}, "services.proxy.address must be a loopback address"),
+    ({"proxy": {**PROXY, "address": "10.0.0.1"}}, {}, "services.proxy.address must be an IPv4 loopback address"),
+    ({"proxy": {**PROXY, "address": "::1"}}, {}, "services.proxy.address must be an IPv4 loopback address (127.0.0.0/8: the lab's load, samplers and URLs are IPv4), got '::1'"),
     ({"ss": PROXY}, {}, "service name 'ss' must be"),
     ({"proxy": PROXY}, {"target": "nginx"}, "load.target must be 'server' or one of the step's services (proxy), got 'nginx'"),
     ({}, {"target": "proxy"}, "load.target must be 'server' or one of the step's services (none declared)"),
@@ -147,6 +149,7 @@ def test_generated_config_proxies_with_keepalive_and_serves_stub_status(tmp_path
                  "server 127.0.0.1:38080;", "keepalive 8;", "proxy_http_version 1.1;", 'proxy_set_header Connection "";',
                  "listen 127.0.0.1:38092 backlog=511;", "listen 127.0.0.1:38093;", "stub_status;"):
         assert line in conf, line
+    assert ("user www-data www-data;" in conf) == (os.geteuid() == 0)  # not nobody, PostgreSQL's user
     edge = parse(spec_with({"edge": {**PROXY, "mode": "return"}})).steps[0].services["edge"]
     conf = nginx.render_config("edge", edge, None, tmp_path)
     assert 'return 200 "ok\\n";' in conf and "upstream" not in conf and "proxy_pass" not in conf

@@ -33,7 +33,6 @@ from harness.book.render import VEGA_SCRIPTS, chart_html
 from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
-import rendered  # noqa: E402,I001
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
 from browser import Chromium, PageReport, find_binary  # noqa: E402
 import page_layout  # noqa: E402
@@ -59,16 +58,6 @@ REQUIRE_JS = "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js"
 
 
 # ---- fixtures: the rendered book, a browser, the site over http ------------------------------------------
-
-@pytest.fixture(scope="module")
-def book() -> Path:
-    """Renders the book once for this module and gives the _book folder."""
-    code, output, seconds, _ = rendered.needed()  # `quarto render`, once for the run (tests/rendered.py)
-    print(f"quarto render: {seconds:.0f} s")
-    if code:
-        pytest.fail(f"quarto render failed ({code}):\n{output[-4000:]}")
-    return ROOT / "_book"
-
 
 @contextlib.contextmanager
 def serve(folder: Path) -> Iterator[str]:
@@ -213,13 +202,17 @@ class LocalLinks(HTMLParser):
 
 
 def broken_links(site: Path, page: str) -> list[str]:
+    """Links to a file the site does not have, or to an id (…html#x) that the page they name does not hold."""
     parser = LocalLinks()
     parser.feed((site / page).read_text())
     folder = (site / page).parent
     broken = []
     for target in parser.targets:
         path = folder / target.split("#")[0].split("?")[0]
+        fragment = target.partition("#")[2]
         if not (path / "index.html" if target.endswith("/") else path).exists():
+            broken.append(target)
+        elif fragment and path.suffix == ".html" and f'id="{fragment}"' not in path.read_text():
             broken.append(target)
     return broken
 
@@ -233,9 +226,11 @@ def test_every_local_link_leads_to_a_file_of_the_site(page, book):
 def test_the_link_check_finds_a_missing_file(tmp_path):
     (tmp_path / "chapters").mkdir()
     (tmp_path / "chapters" / "data.csv").write_text("a\n")
+    (tmp_path / "chapters" / "other.html").write_text('<p id="there">here</p>')
     (tmp_path / "chapters" / "page.html").write_text('<a href="data.csv">ok</a> <a href="gone.csv#x">gone</a> '
-                                                    '<a href="#top">anchor</a> <a href="https://example.org/">away</a>')
-    assert broken_links(tmp_path, "chapters/page.html") == ["gone.csv#x"]
+                                                    '<a href="#top">anchor</a> <a href="https://example.org/">away</a> '
+                                                    '<a href="other.html#there">ok</a> <a href="other.html#nowhere">no</a>')
+    assert broken_links(tmp_path, "chapters/page.html") == ["gone.csv#x", "other.html#nowhere"]
 
 
 # ---- the sidebar's chapter numbers -------------------------------------------------------------------------

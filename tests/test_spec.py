@@ -57,12 +57,14 @@ def test_defaults_merge_into_steps():
     (one_step(load={"executor": "constant-vus"}), "load.duration is required with constant-vus"),
     (one_step(load={"duration": "1s"}), "load.duration does not apply to per-vu-iterations"),
     (one_step(load={"request_timeout": "soon"}), "load.request_timeout: 'soon' is not a duration"),
-    (one_step(load={"path": "hello"}), "load.path must start with '/'"),
+    (one_step(load={"path": "hello"}), "load.path must be a URL path: '/' then printable ASCII without spaces"),
+    (one_step(load={"path": "/hello world"}), "load.path must be a URL path: '/' then printable ASCII without spaces (percent-encode the rest), got '/hello world'"),
     (one_step(load={"tool": "gatling"}), "load.tool must be one of k6, ab, wrk"),
     (one_step(load={"tool": "ab"}), "ab can only run shared-iterations"),
     (one_step(load={"tool": "ab", "executor": "shared-iterations", "iterations": 20, "request_timeout": "1500ms"}),
      "ab takes whole seconds"),
-    (one_step(server={"SERVER_ADDRESS": "10.0.0.5"}), "SERVER_ADDRESS must be a loopback address"),
+    (one_step(server={"SERVER_ADDRESS": "10.0.0.5"}), "SERVER_ADDRESS must be an IPv4 loopback address"),
+    (one_step(server={"SERVER_ADDRESS": "::1"}), "SERVER_ADDRESS must be an IPv4 loopback address (127.0.0.0/8: the lab's load, samplers and URLs are IPv4), got '::1'"),
     (one_step(server={"SERVER_PORT": 8081}), "SERVER_PORT and MANAGEMENT_PORT must differ"),
     (one_step(server={"TOMCAT_MAX_THREADS": 2, "TOMCAT_MIN_SPARE_THREADS": 5}), "MIN_SPARE_THREADS 5 exceeds"),
     (one_step(findings=["F0-a"]), "findings must be a list of IDs"),
@@ -92,6 +94,17 @@ def test_accept_count_above_somaxconn():
     raw["step"][0]["system"] = {"raise_somaxconn": True}
     assert parse(raw).steps[0].system["raise_somaxconn"]
     assert "cannot write /proc/sys/net/core/somaxconn" in problems_of(raw, can_raise_somaxconn=False)
+
+
+def test_every_service_that_asks_a_backlog_is_checked_against_somaxconn():
+    proxy = {"kind": "nginx", "upstream": "server", "port": 38092, "status_port": 38093, "backlog": 5000}
+    raw = one_step(services={"proxy": proxy}, load={"target": "proxy"})
+    assert "services.proxy.backlog 5000 exceeds net.core.somaxconn 4096" in problems_of(raw)
+    assert "TOMCAT_ACCEPT_COUNT" not in problems_of(raw)  # the sample server behind it asks its default 100
+    raw["step"][0]["system"] = {"raise_somaxconn": True}
+    from harness.lab.limits import backlogs
+    assert sorted(backlogs(parse(raw).steps[0])) == [("proxy", 5000, "services.proxy.backlog"),
+                                                     ("server", 100, "TOMCAT_ACCEPT_COUNT")]
 
 
 def test_all_problems_in_one_message():
@@ -408,6 +421,12 @@ def test_same_as_round_in_a_circle_is_a_problem(tmp_path):
         load_spec(str(tmp_path / "a.toml"), LIMITS)
 
 
+def test_a_spec_nested_too_deep_to_read_is_named(tmp_path):
+    (tmp_path / "deep.toml").write_text("x = " + "[" * 20_000 + "]" * 20_000 + "\n")
+    with pytest.raises(LabError, match=r"deep.toml: its arrays or inline tables nest too deep to read"):
+        load_spec(str(tmp_path / "deep.toml"), LIMITS)
+
+
 @pytest.mark.parametrize("raw, expected", [
     (one_step(load={"executor": "constant-vus", "duration": "23h", "graceful_stop": "2h"}),
      "the load would be scheduled for 25.0 h"),
@@ -460,3 +479,14 @@ def test_every_spec_of_the_book_and_its_tests_is_valid(path):
     from harness.lab.spec import ANY_MACHINE
 
     assert load_spec(path, ANY_MACHINE).steps
+
+
+def test_invoke_list_names_a_broken_spec_in_its_place(tmp_path, monkeypatch):
+    from harness.lab import runner, spec
+
+    (tmp_path / "a.toml").write_text('[[step]]\nid = "x"\n')
+    (tmp_path / "b.toml").write_text('[[step]]\nid = "x"\nload = { vus = -1 }\n')
+    monkeypatch.setattr(spec, "EXPERIMENTS", tmp_path)
+    listed = runner.list_chapters()
+    assert [(name, [s.id for s in steps]) for name, steps, _ in listed] == [("a", ["x"]), ("b", [])]
+    assert listed[0][2] == "" and "vus" in listed[1][2]

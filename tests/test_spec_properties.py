@@ -190,13 +190,20 @@ def _environment(kind: str, base: Path) -> str:
         return str(base / "ro" / "data")
     if kind == "too long a name":
         return str(base / ("x" * 300))
+    links = {"a dangling link": "nowhere", "a link loop": "loop", "under a dangling link": "nowhere",
+             "a link to a directory": str(base)}
+    if kind in links:
+        (base / "link").unlink(missing_ok=True)
+        (base / "link").symlink_to(base / "link" if links[kind] == "loop" else links[kind])
+        return str(base / "link" / "data") if kind == "under a dangling link" else str(base / "link")
     if kind.startswith("text:"):
         return f"{base}/{kind.removeprefix('text:')}"
     return {"empty": "", "blank": "  ", "relative": "relative-data", "a directory": str(base)}[kind]
 
 
 KINDS = ["empty", "blank", "a file", "under a file", "a missing parent", "a read-only directory",
-         "a read-only directory of ours", "too long a name", "relative", "a directory"]
+         "a read-only directory of ours", "too long a name", "relative", "a directory", "a dangling link", "a link loop",
+         "under a dangling link", "a link to a directory"]
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)
@@ -215,9 +222,11 @@ def test_a_data_directory_is_usable_or_refused_clearly(kind, tmp_path_factory):
         except LabError as err:
             assert "LAB_DATA_DIR" in str(err)
         else:
-            assert kind in ("relative", "a directory", "a missing parent", "a read-only directory of ours") or \
-                kind.startswith("text:")
+            assert kind in ("relative", "a directory", "a missing parent", "a read-only directory of ours",
+                            "a link to a directory") or kind.startswith("text:")
             assert root == Path(os.environ["LAB_DATA_DIR"])
+            root.mkdir(parents=True, exist_ok=True)  # accepted means usable: what a run does first with it
+            (root / ".probe").write_text("")
     finally:
         os.chdir(cwd)
         if (base / "ro").exists():
@@ -233,6 +242,9 @@ def test_a_data_directory_is_usable_or_refused_clearly(kind, tmp_path_factory):
     ("empty", "LAB_DATA_DIR is set but empty"), ("a file", "is a file, not a directory"),
     ("under a file", "cannot be created"), ("a read-only directory", "is not writable"),
     ("too long a name", "is not writable"),
+    ("a dangling link", "cannot be used: .*/link is a symbolic link to nothing"),
+    ("a link loop", "cannot be used: .*/link is a symbolic link to nothing \\(its target is missing, or links loop\\)"),
+    ("under a dangling link", "LAB_DATA_DIR=.*/link/data cannot be used: .*/link is a symbolic link to nothing"),
 ])
 def test_each_unusable_data_directory_has_its_reason(kind, expected, tmp_path, monkeypatch):
     monkeypatch.setenv("LAB_DATA_DIR", _environment(kind, tmp_path))

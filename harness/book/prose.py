@@ -9,6 +9,8 @@ Charts use the same conventions through their formats (harness.book.chart_style:
 """
 from __future__ import annotations
 
+import re
+
 WORDS = dict(enumerate(["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]))
 MINUS = "\u2212"  # "−", not the hyphen "-"
 NBSP = "\u00a0"  # between a number and its unit
@@ -24,6 +26,17 @@ def number(value: float, decimals: int = 0) -> str:
 def count(n: float) -> str:
     """A count: 8293 → "8,293" (a whole float too: 8293.0 → "8,293")."""
     return number(n, 0)
+
+
+# A whole number of four digits or more standing alone in a text (not part of a word, an id, a decimal, a version or a
+# date), other than a year (1900-2099, which are never separated): what `with_separators` formats.
+BARE_NUMBER = re.compile(r"(?<![\w.,/:#\u2212-])(?!(?:19|20)\d\d\b)\d{4,}(?![\w.,]?\d)")
+
+
+def with_separators(text: str) -> str:
+    """A text written elsewhere (a claims file's rule, kept byte for byte in its digest) with its bare counts in the
+    book's format: "at most 8293 connections" → "at most 8,293 connections"; years and ids stay as they are."""
+    return BARE_NUMBER.sub(lambda m: count(int(m.group())), text)
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:

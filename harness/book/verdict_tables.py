@@ -14,7 +14,7 @@ from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.tables import folded, markdown_table
-from harness.book.prose import MINUS, NBSP, plural
+from harness.book.prose import MINUS, NBSP, plural, with_separators
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -27,6 +27,11 @@ def number(x: float, unit: str = "") -> str:
     text = f"{size:,.0f}" if size >= 100 else f"{size:,.3g}" if size >= 1 else f"{size:.3g}"
     text = (MINUS if x < 0 and float(text.replace(",", "")) != 0 else "") + text  # prose's true minus, no "−0"
     return text + "%" if unit == "%" else f"{text}{NBSP}{unit}" if unit else text
+
+
+def short(rule: Rule) -> str:
+    """The claim in a few plain words: its measure up to the first colon ("200 at once")."""
+    return with_separators(rule.measure.split(":")[0])
 
 
 def threshold_text(rule: Rule) -> str:
@@ -42,11 +47,11 @@ def rules_table(chapter: str) -> Markdown:
     if not declared:
         return Markdown("*This chapter declares no rules yet.*")
     frame = pd.DataFrame([{"Claim": r.claim, "The article says": f"“{r.quote}” ({ARTICLES.get(r.seed, r.seed)})",
-                           "Measured": r.measure, "Claim holds when": threshold_text(r),
-                           "Threshold from": r.source, "k": f"{r.k:g}σ",
-                           "Window": r.window + (f" (also {r.nearby})" if r.nearby else "")}
+                           "Measured": with_separators(r.measure), "Claim holds when": threshold_text(r),
+                           "Threshold from": with_separators(r.source), "k": f"{r.k:g}σ",
+                           "Window": with_separators(r.window + (f" (also {r.nearby})" if r.nearby else ""))}
                           for r in declared.values()])
-    changed = [f"**{r.claim}** changed: {r.changed}" for r in declared.values() if r.changed]
+    changed = [f"**{r.claim}** changed: {with_separators(r.changed)}" for r in declared.values() if r.changed]
     return Markdown(markdown_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
 
 
@@ -57,7 +62,7 @@ def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, J
     for j in judgements:
         n, m = passes.held(chapter, j, kept_passes=kept)
         sigma = j.measured.sigma
-        row = {"Claim": j.rule.claim, "Measured": number(j.measured.value, j.rule.unit) + (
+        row = {"Claim": f"{j.rule.claim}: {short(j.rule)}", "Measured": number(j.measured.value, j.rule.unit) + (
             f" ± {number(sigma, j.rule.unit)}" if sigma else " (exact)" if sigma == 0 else ""),
             "Claim holds when": threshold_text(j.rule),
             "Margin": "–" if j.margin_sigma is None else f"{j.margin_sigma:+.1f}σ".replace("-", MINUS),
@@ -81,6 +86,11 @@ def book_and_this(judgements: list[Judgement], chapter: str, kept: dict) -> tupl
     return book, None if passes.this_pass(chapter).label in kept else {j.rule.claim: j for j in judgements}
 
 
+def verdict_id(finding: str) -> str:
+    """The id of a finding's verdict on its chapter's page: where the answer page's "Judged in" links land."""
+    return f"verdict-{finding.lower()}"
+
+
 def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
     """Each finding's composed outcome, then its claims with their margins; the evidence folded below. The book's
     verdict pools its kept passes; the data being read, when not a kept pass, is shown beside it."""
@@ -92,12 +102,13 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
     blocks = []
     for finding, parts in by_finding.items():
         outcome, words = compose(parts)
-        blocks.append(f"**{finding}: {outcome}**" + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
+        blocks.append(f"[**{finding}: {outcome}**]{{#{verdict_id(finding)}}}"
+                      + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
                       + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
-    evidence = "\n\n".join(f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
-                           f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"
-                           + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}."
-                           for j in shown)
+    evidence = "\n\n".join(with_separators(
+        f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
+        f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"
+        + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}.") for j in shown)
     return Markdown("\n\n".join(blocks) + "\n\n" + folded("The evidence behind each claim", evidence))
 
 

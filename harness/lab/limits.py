@@ -7,6 +7,7 @@ from __future__ import annotations
 from harness.lab import system
 from harness.lab.load.options import peak_vus
 from harness.lab.placement import check_placement
+from harness.lab.services.kinds import KINDS
 from harness.lab.units import memory_bytes
 
 FD_RESERVE = 200  # file descriptors a process needs besides its sockets (jars, logs, epoll, pipes)
@@ -35,24 +36,33 @@ def check_limits(step, limits: dict, where: str, problems: list[str]) -> None:
             f"{where}: {vus} VUs need {-(-vus // processes)} sockets in each of {processes} k6 process(es), but the "
             f"open-files limit is {limits['nofile']} (usable ≈ {usable}); lower load.vus or raise load.processes"
         )
-    held = min(vus, step.knob("TOMCAT_MAX_CONNECTIONS") + step.knob("TOMCAT_ACCEPT_COUNT"))
-    if held > usable and not step.system["allow_fd_exhaustion"]:
-        problems.append(
-            f"{where}: the server would hold up to {held} connections but its open-files limit is "
-            f"{limits['nofile']}; lower the load or set system.allow_fd_exhaustion = true to probe that limit"
-        )
-    accept = step.knob("TOMCAT_ACCEPT_COUNT")
-    if accept > limits["somaxconn"]:
+    for name, knobs in step.services.items():
+        bound = KINDS[knobs["kind"]].connections_held(knobs)
+        if bound is not None and min(vus, bound) > usable and not step.system["allow_fd_exhaustion"]:
+            problems.append(
+                f"{where}: the {name} would hold up to {min(vus, bound)} connections but its open-files limit is "
+                f"{limits['nofile']}; lower the load or set system.allow_fd_exhaustion = true to probe that limit"
+            )
+    for name, backlog, setting in backlogs(step):
+        if backlog <= limits["somaxconn"]:
+            continue
         if not step.system["raise_somaxconn"]:
             problems.append(
-                f"{where}: TOMCAT_ACCEPT_COUNT {accept} exceeds net.core.somaxconn {limits['somaxconn']}, "
+                f"{where}: {setting} {backlog} exceeds net.core.somaxconn {limits['somaxconn']}, "
                 "which would silently cap the backlog; set system.raise_somaxconn = true or lower it"
             )
         elif not limits["can_raise_somaxconn"]:
             problems.append(
-                f"{where}: TOMCAT_ACCEPT_COUNT {accept} needs net.core.somaxconn ≥ {accept} (now "
+                f"{where}: {setting} {backlog} needs net.core.somaxconn ≥ {backlog} (now "
                 f"{limits['somaxconn']}) and this user cannot write /proc/sys/net/core/somaxconn (run as root)"
             )
+
+
+def backlogs(step) -> list[tuple[str, int, str]]:
+    """(service, the accept backlog it asks of the kernel, the setting that asks it) for each of the step's services
+    that asks one: what net.core.somaxconn must reach (each kind says, harness.lab.services)."""
+    asked = [(name, KINDS[knobs["kind"]].listen_backlog(name, knobs)) for name, knobs in step.services.items()]
+    return [(name, *found) for name, found in asked if found is not None]
 
 
 def check_container(container: dict, limits: dict, where: str, problems: list[str]) -> None:

@@ -41,14 +41,32 @@ def check_data_root() -> Path:
     return root
 
 
+def readable_data_root() -> Path:
+    """The data directory, for a command that only reads it (`invoke list`): a name no folder can have (too long, a
+    home of no user) is one LabError; a missing or read-only one is fine."""
+    root = store.data_root()
+    problem = str(root).startswith("~") and f"starts with {str(root).split('/')[0]}, and no such user has a home folder"
+    try:
+        root.exists()
+    except OSError as err:
+        problem = f"cannot be read ({err.strerror or err})"
+    if problem:
+        raise LabError(f"LAB_DATA_DIR={root} {problem}: point it at a folder of steps, or unset it for data/")
+    return root
+
+
 def folder_problem(folder: Path, where: str) -> str | None:
     """Why `folder` cannot hold what the lab writes (a file, under a file, not writable), or None when it can: it is a
     directory this user can write a file into, or the nearest existing folder above it is."""
+    if str(folder).startswith("~"):  # store.home_expanded found no such user
+        return f"{where} starts with {str(folder).split('/')[0]}, and no user of that name has a home folder"
     existing = folder
     try:
         if folder.exists() and not folder.is_dir():
             return f"{where} is a file, not a directory"
         existing = nearest_existing(folder)
+        if existing.is_symlink() and not existing.exists():
+            return f"{where} cannot be used: {existing} is a symbolic link to nothing (its target is missing, or links loop)"
         if not existing.is_dir():
             return f"{where} cannot be created: {existing} is a file, not a directory"
         with tempfile.TemporaryFile(dir=existing):
@@ -59,9 +77,10 @@ def folder_problem(folder: Path, where: str) -> str | None:
 
 
 def nearest_existing(path: Path) -> Path:
-    """`path`, or the nearest folder above it that exists."""
+    """`path`, or the nearest folder above it that exists (a symbolic link counts, even one that leads nowhere:
+    creating the folders below it would fail there)."""
     path = path.absolute()
-    while not path.exists() and path != path.parent:
+    while not os.path.lexists(path) and path != path.parent:
         path = path.parent
     return path
 

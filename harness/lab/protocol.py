@@ -56,6 +56,8 @@ def protocol(chapter: str) -> Protocol | None:
         table = tomllib.loads(path.read_text()).get("protocol")
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise LabError(f"{path} is not valid TOML: {err}") from None
+    except RecursionError:
+        raise LabError(f"{path}: its arrays or inline tables nest too deep to read") from None
     if table is None:
         raise LabError(f"{path} declares claims but no [protocol] (passes, void_outside_cpu, reruns, statistic)")
     return checked(chapter, table, str(path))

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +29,10 @@ from harness.lab.samplers import Samplers, now_ms
 from harness.lab.services.deploy import Deployment, check_services, kind_of
 from harness.lab.services.graph import SERVER, target
 from harness.lab.jdk import jvm_options
+from harness.lab.limits import backlogs
 from harness.lab.spec import Step, load_spec
 
+DISK_FULL_BYTES = 2**20  # less free space than this where a step is written: the disk is full
 LOAD_EXTRA_WAIT_S = 60  # beyond the load options' stop time before the load tool is declared stuck
 TAIL_SAMPLES = 2  # sampler ticks kept running after k6 ends, to see connections drain
 
@@ -154,17 +157,19 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
     fingerprint.stamp(meta, step, spec_file)
     began = time.monotonic()
     try:
-        local = [n for n in step.placement if not (n == SERVER and backend == "docker")]
-        with _somaxconn_for(step, meta), placement.local_cgroups(step, local) as quotas, _hosts_for(step, meta) as hosts:
-            meta |= {"placement": placement.asked(step, quotas)} if step.placement else {}
-            if step.kind == "redeploy":
-                _measure_redeploys(step, backend, writer, meta)
-            else:
-                _measure(step, backend, tool, writer, meta, dashboard, hosts,
-                         {n: Path(q["cgroup"]) for n, q in quotas.items()})
-        meta["status"] = "complete"
-        if void and (why := void(meta)):
-            meta |= {"status": "void", "reason": why}
+        with ExitStack() as measured:  # from the load's end (_measure): a signal waits until the step is judged
+            local = [n for n in step.placement if not (n == SERVER and backend == "docker")]
+            with (_somaxconn_for(step, meta), placement.local_cgroups(step, local) as quotas,
+                  _hosts_for(step, meta) as hosts):
+                meta |= {"placement": placement.asked(step, quotas)} if step.placement else {}
+                if step.kind == "redeploy":
+                    _measure_redeploys(step, backend, writer, meta)
+                else:
+                    _measure(step, backend, tool, writer, meta, dashboard, hosts,
+                             {n: Path(q["cgroup"]) for n, q in quotas.items()}, measured)
+            meta["status"] = "complete"
+            if void and (why := void(meta)):
+                meta |= {"status": "void", "reason": why}
     except StepFailed as err:
         meta |= {"status": "failed", "reason": str(err)}
     except OSError as err:  # where no narrower handler saw it: a service's config, a cluster's load …
@@ -174,10 +179,14 @@ def run_step(step: Step, backend: str, tool, dashboard: bool = False, spec_file:
                                                f"it again"}
     except KeyboardInterrupt as err:
         interrupts.seen()
-        meta |= {"status": "failed", "reason": f"interrupted by {interrupts.interrupted_by(err)} in the middle of the step"}
+        judged = meta["status"] in ("complete", "void")  # the signal came after the load and waited for the judgement
+        if not judged:
+            meta |= {"status": "failed",
+                     "reason": f"interrupted by {interrupts.interrupted_by(err)} in the middle of the step"}
         with interrupts.saving():
-            where = _finish(writer, meta, began)
-        say(f"    interrupted: what was measured is kept as a failed step in {where}")
+            where = _finish(writer, meta, began, aside if meta["status"] == "void" else None)
+        say(f"    interrupted: the step is kept as {meta['status']} in {where}" if judged else
+            f"    interrupted: what was measured is kept as a failed step in {where}")
         raise
     with interrupts.saving():
         where = _finish(writer, meta, began, aside if meta["status"] == "void" else None)
@@ -193,10 +202,11 @@ def _finish(writer: store.StepWriter, meta: dict, began: float, aside: str | Non
 
 
 def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dict, dashboard: bool,
-             hosts: netns.Hosts | None = None, quotas: dict | None = None) -> None:
+             hosts: netns.Hosts | None, quotas: dict, measured: ExitStack) -> None:
     """The step's services in dependency order (a database, the server that connects to it, a proxy in front),
     then samplers and load; torn down in reverse. With `hosts`, each service and the load tool run on a host of
-    their own."""
+    their own. From the load's end, a signal waits on `measured` (the caller's: until the step is judged), so that a
+    kill during the tail, the checks or the teardown does not fail a measurement already made."""
     services = Deployment(step, writer.path, hosts=hosts, backend=backend)
     samplers = None
     loads: list = []  # (name, process) of the load tool: one, or load.processes k6 processes
@@ -218,6 +228,7 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
             loads = _start_load(step, tool, services.url(target(step)), writer.path, dashboard, hosts)
             pids |= {name: proc.pid for name, proc in loads}
             _wait_load(loads, tool.name, step, samplers, services, meta["expected_requests"])
+            measured.enter_context(interrupts.saving())
             meta["load_ended_ms"] = now_ms()
             meta["during_load"] = counters.during(before, counters.snapshot(services.pids(), quotas))
             meta["outside_cpu"] = counters.outside(ticks, counters.user_cpu({os.getpid(), *pids.values()}),
@@ -230,7 +241,8 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
         services.check_alive()
         for name, proc in loads:
             if proc.returncode not in (0, 99):  # k6's 99: thresholds crossed, still a valid measurement
-                raise StepFailed(f"{name} exited with code {proc.returncode}: see {name}.log.gz")
+                raise StepFailed(f"{name} exited with code {proc.returncode}: see {name}.log.gz"
+                                 + _if_disk_full(writer.path))
     finally:
         with interrupts.saving():  # a second Ctrl-C must not abandon the save
             for _, proc in loads:
@@ -241,6 +253,17 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
                 _record_services(meta, services)
                 _write_tables(step, tool, writer, meta, samplers, dashboard)
                 services.write(writer)
+    if problem := tool.not_whole(writer.path, step, meta):
+        raise StepFailed(problem)
+
+
+def _if_disk_full(path: Path) -> str:
+    """"; the disk holding <path> is full" when almost no space is left there (what the load tool wrote is then cut
+    short), else ""."""
+    try:
+        return f"; the disk holding {path} is full" if shutil.disk_usage(path).free < DISK_FULL_BYTES else ""
+    except OSError:
+        return ""
 
 
 def _note_outside(used: dict) -> None:
@@ -280,10 +303,16 @@ def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: net
     started = []
     for part in range(1, parts + 1):
         cmd, env = tool.command(step, url, workdir, dashboard, part)
-        cmd = placement.command(step, tool.name, cmd)
+        cmd = placement.command(step, tool.name, hosts.command(clients[part - 1], cmd) if hosts else cmd)
         name = part_name(tool.name, part)
-        started.append((name, spawn(hosts.command(clients[part - 1], cmd) if hosts else cmd, _k6_env(env),
-                                    workdir / f"{name}.log")))
+        try:
+            started.append((name, spawn(cmd, _k6_env(env), workdir / f"{name}.log")))
+        except OSError as err:  # an argument list too long, a binary gone since the checks: the step fails, kept
+            if err.errno == errno.ENOSPC:
+                raise
+            for _, proc in started:
+                terminate(proc, grace_s=5)
+            raise StepFailed(f"could not start {name}: {err}") from None
     return started
 
 
@@ -408,10 +437,10 @@ def _hosts_for(step: Step, meta: dict):
 def _somaxconn_for(step: Step, meta: dict):
     """Raise net.core.somaxconn for a step that asks (validated in spec) and restore it after."""
     before = system.somaxconn()
-    accept = step.knob("TOMCAT_ACCEPT_COUNT")
-    raised = step.system["raise_somaxconn"] and accept > before
+    asked = max((backlog for _, backlog, _ in backlogs(step)), default=0)
+    raised = step.system["raise_somaxconn"] and asked > before
     if raised:
-        system.set_somaxconn(accept)
+        system.set_somaxconn(asked)
     meta["machine"]["somaxconn"] = system.somaxconn()
     if raised:
         meta["machine"]["somaxconn_before"] = before
@@ -427,13 +456,14 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def list_chapters() -> list[tuple[str, list[Step]]]:
+def list_chapters() -> list[tuple[str, list[Step], str]]:
+    """Every experiment in experiments/: (name, its steps, "") or, when its spec cannot be read, (name, [], why)."""
     from harness.lab.spec import chapters
 
     out = []
     for chapter in chapters():
         try:
-            out.append((chapter, load_spec(chapter).steps))
+            out.append((chapter, load_spec(chapter).steps, ""))
         except LabError as err:
-            say(f"{chapter}: {err}")
+            out.append((chapter, [], str(err)))
     return out

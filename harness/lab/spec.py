@@ -18,6 +18,7 @@ from harness.lab.placement import merge_placement
 from harness.lab.services.base import SERVER
 from harness.lab.services.graph import resolve_services, target_model
 from harness.lab.services.kinds import KINDS, SAMPLE_SERVER
+from harness.lab.store import home_expanded
 from harness.lab.typed import table_list, table_value, text_value, typed_values
 
 SYSTEM_KEYS: dict[str, tuple] = {  # (type, minimum[, maximum]): harness.lab.typed
@@ -178,9 +179,17 @@ def chapters() -> list[str]:
     return sorted(p.stem for p in EXPERIMENTS.glob("*.toml"))
 
 
+def known_chapter(name: str) -> str:
+    """`name` when it names one of experiments/' chapters (what `compare` and `withdraw` read the book's folders by),
+    else a LabError listing them."""
+    if name not in chapters():
+        raise LabError(f"no experiment {name!r}: known ones are {', '.join(chapters()) or 'none'}")
+    return name
+
+
 def spec_path(chapter: str) -> Path:
     """experiments/<chapter>.toml; a path to a .toml elsewhere also works (the tests' scaled profiles)."""
-    path = Path(chapter) if chapter.endswith(".toml") else EXPERIMENTS / f"{chapter}.toml"
+    path = home_expanded(Path(chapter)) if chapter.endswith(".toml") else EXPERIMENTS / f"{chapter}.toml"
     try:
         found = path.is_file()
     except (OSError, ValueError):  # a name too long, a NUL byte: no file either
@@ -207,6 +216,8 @@ def load_spec(chapter: str, limits: dict | None = None) -> Spec:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
         raise LabError(f"{path.name}: not valid TOML: {err}") from None
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise LabError(f"{path.name}: its arrays or inline tables nest too deep to read (a spec needs a few levels)") from None
     except (OSError, UnicodeDecodeError) as err:
         raise LabError(f"{path}: cannot be read: {err}") from None
     if path.resolve() in _LOADING:  # same_as from spec to spec back to one still being read

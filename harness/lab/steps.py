@@ -10,6 +10,7 @@ from pathlib import Path
 from harness import LabError
 from harness.lab.services.base import SERVER
 from harness.lab.services.graph import recorded, target_model
+from harness.lab.load.options import path_problem
 from harness.lab.services.kinds import KINDS
 from harness.lab.spec import SAMPLE, Spec, Step
 
@@ -18,7 +19,7 @@ def with_own_server(spec: Spec, jar: str, path: str | None = None) -> Spec:
     """`spec` with your Spring Boot jar as the service `server` of every step that runs the sample server (kind
     spring-jar, listening where the step's [server] says), the load sent to `path` when given, and its results kept
     apart from the chapter's own (data/<chapter>@<jar name>/). Problems are listed at once, before anything starts."""
-    problems: list[str] = []
+    problems: list[str] = [f"--path {problem}"] if path is not None and (problem := path_problem(path)) else []
     steps = []
     for step in spec.steps:
         if SERVER not in step.services:
@@ -27,8 +28,8 @@ def with_own_server(spec: Spec, jar: str, path: str | None = None) -> Spec:
         values = {"path": jar, "port": step.port, "management_port": step.management_port, "address": step.address}
         knobs = KINDS["spring-jar"].resolve(SERVER, values, f"--server {jar}", problems)
         load = dict(step.load) | ({"path": path} if path and step.load else {})
-        if path and len(step.load.get("requests") or []) > 1:
-            problems.append(f"step {step.id}: --path cannot replace a scenario of several requests (load.requests)")
+        if path and step.load.get("requests"):
+            problems.append(f"step {step.id}: --path cannot replace the paths of a scenario (load.requests)")
         services = step.services | {SERVER: {"kind": "spring-jar", **knobs}}
         steps.append(replace(step, chapter=f"{spec.chapter}@{Path(jar).stem}", services=services, load=load,
                              target_model=target_model(services, load)))

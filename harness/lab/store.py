@@ -63,7 +63,16 @@ _READING: list[Path] = []  # data roots `reading` put first
 def data_root() -> Path:
     """Where steps live; LAB_DATA_DIR moves it (tests use a temporary one so data/ stays untouched), and `reading`
     points the reading side at another for a while (a run compared with the book)."""
-    return _READING[-1] if _READING else Path(os.environ.get("LAB_DATA_DIR", DATA))
+    return _READING[-1] if _READING else home_expanded(Path(os.environ.get("LAB_DATA_DIR", DATA)))
+
+
+def home_expanded(path: Path) -> Path:
+    """`path` with a leading ~ or ~user expanded (a quoted "~/x" reaches the lab as is); left as is when no such user
+    exists (preflight then names it)."""
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        return path
 
 
 @contextmanager
@@ -88,6 +97,8 @@ def read_meta(chapter: str, step_id: str) -> dict | None:
     unreadable step.json) comes back with status "broken" and the reason, naming the file."""
     path = step_dir(chapter, step_id) / STEP_FILE
     if not path.exists():
+        if path.parent.is_dir():  # a run writes step.json before it moves a step into place: this one lost it
+            return {"id": step_id, "status": BROKEN, "reason": f"its folder has no {STEP_FILE} (deleted, or copied in part)"}
         return None
     meta, unreadable = integrity.read_step_json(path)
     if meta is None:
@@ -249,12 +260,12 @@ def complete_steps(chapter: str) -> dict[str, dict]:
     step's files are not what its run wrote: nothing is judged from data that changed after it was measured."""
     root = data_root() / chapter
     metas, broken = {}, []
-    for path in sorted(root.glob(f"*/{STEP_FILE}")):
-        meta = read_meta(chapter, path.parent.name)
+    for folder in sorted(p for p in root.glob("[!.]*") if p.is_dir()):  # not the partial, failed or void ones
+        meta = read_meta(chapter, folder.name)
         if meta["status"] == BROKEN:
-            broken.append(f"  - {root / path.parent.name}: {meta['reason']}")
+            broken.append(f"  - {folder}: {meta['reason']}")
         elif meta.get("status") == "complete":
-            metas[path.parent.name] = meta
+            metas[folder.name] = meta
     if broken:
         raise BrokenData(f"{len(broken)} step(s) of {chapter} are broken, so nothing is read from them:\n"
                          + "\n".join(broken) + f"\nre-run them (`invoke run {chapter}` measures broken steps again) or "

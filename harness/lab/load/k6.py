@@ -1,7 +1,9 @@
 """k6 for a step, and its output as a recording (harness.lab.load.recording: per request or per second).
 
-The lab script (experiments/k6/lab.js) takes the step's load plan and target from -e variables. k6 writes one
-CSV row per metric sample; recording.py streams them into one row per request or per-second series.
+The lab script (experiments/k6/lab.js) reads the step's load plan from a file (k6-plan.json in the step's folder:
+a command line holds at most 128 kB per argument, and `ps` shows it to every user) and takes the target from a -e
+variable. k6 writes one CSV row per metric sample; recording.py streams them into one row per request or per-second
+series.
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ DASHBOARD_PERIOD_MS = 1000  # with the default 10 s, k6 skips the report of a st
 # is streamed and deleted once aggregated (gzipped only when it could not be read, to keep for a look).
 CSV_FILE = "k6.csv"
 SUMMARY_FILE = "k6-summary.json"
+PLAN_FILE = "k6-plan.json"  # options.load_plan, for lab.js's open(); deleted with the CSV
 
 
 def local_k6() -> Path:
@@ -99,9 +102,12 @@ def source_args(step: Step, part: int, parts: int) -> list[str]:
 
 def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool = False,
                part: int = 1) -> tuple[list[str], dict]:
-    """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target;
-    with load.processes > 1, the execution segment of process `part` and files of its own."""
-    params = {"LAB_PLAN": json.dumps(load_plan(step.load), separators=(",", ":")), "TARGET": target}
+    """The k6 command line and the environment additions for a step: its load plan (options.load_plan, written to
+    PLAN_FILE in `workdir`) and target; with load.processes > 1, the execution segment of process `part` and files of
+    its own."""
+    plan = workdir / PLAN_FILE
+    plan.write_text(json.dumps(load_plan(step.load), separators=(",", ":")))
+    params = {"LAB_PLAN_FILE": str(plan.resolve()), "TARGET": target}
     if dashboard:  # k6's dashboard drops the last unfinished period: the script lingers past the last response
         params["LAB_LINGER_MS"] = DASHBOARD_PERIOD_MS * 3 // 2
     parts = step.load.get("processes", 1)
@@ -132,6 +138,23 @@ def summary_counts(summary_path: Path) -> dict:
         dropped += int(metrics.get("dropped_iterations", {}).get("count", 0))
         extract_failed += int(metrics.get("lab_extract_failed", {}).get("count", 0))
     return {"dropped_iterations": dropped} | ({"extract_failed": extract_failed} if extract_failed else {})
+
+
+def summaries_not_whole(workdir: Path, parts: int, issued: int) -> str:
+    """Why k6's output is not whole ("" when it is): each process's summary readable, and the recording holding
+    every request the summaries counted (`lab_request_started`). A disk that fills during the load truncates k6.csv
+    and leaves the summary empty, while k6 itself exits 0."""
+    started = 0
+    for part in range(1, parts + 1):
+        path = workdir / part_name(SUMMARY_FILE, part)
+        try:
+            started += int(json.loads(path.read_text())["metrics"].get("lab_request_started", {}).get("count", 0))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            return f"k6's summary {path.name} is missing or unreadable ({type(err).__name__}: {err}); a full disk?"
+    if issued != started:
+        return (f"k6.csv held {issued:,} requests where k6's summary counted {started:,} started: its output is not "
+                f"whole (a full disk?)")
+    return ""
 
 
 def request_counts(recorded: Recording | pd.DataFrame, asked: int) -> dict:
@@ -200,11 +223,16 @@ class K6Tool(LoadTool):
     def command(self, step: Step, target: str, workdir: Path, dashboard: bool, part: int = 1) -> tuple[list[str], dict]:
         return k6_command(self.binary, step, target, workdir, dashboard, part)
 
+    def not_whole(self, workdir: Path, step: Step, meta: dict) -> str:
+        return (super().not_whole(workdir, step, meta)
+                or summaries_not_whole(workdir, step.load.get("processes", 1), meta["requests"]["issued"]))
+
     def collect(self, workdir: Path, step: Step | None = None) -> Recording | None:
         """The step's recording from k6's CSV (then deleted: the tables hold what it said); None if k6 wrote none.
         An unreadable CSV is kept, gzipped, in the step directory."""
         if step is not None:
             merge_parts(workdir, step.load.get("processes", 1), peak_vus(step.load))
+        (workdir / PLAN_FILE).unlink(missing_ok=True)  # step.json's config says the same
         csv_path = next((p for p in (workdir / CSV_FILE, workdir / f"{CSV_FILE}.gz") if p.exists()), None)
         if csv_path is None:
             return None

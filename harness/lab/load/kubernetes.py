@@ -1,11 +1,12 @@
 """A step's load and server as Kubernetes manifests, for k6-operator (chapter 7: past one machine).
 
 `invoke manifests <chapter> --step <id>` writes, for one step of a spec:
-- a ConfigMap holding experiments/k6/lab.js, the lab's one load script;
+- a ConfigMap holding experiments/k6/lab.js, the lab's one load script, and the step's load plan (plan.json);
 - a TestRun (k6-operator's custom resource, apiVersion k6.io/v1alpha1): `parallelism` = the step's
   load.processes, which k6-operator turns into as many runner pods, each with its equal execution segment (the
-  split `load.processes` makes here); the script from the ConfigMap; the step's load plan and target as the runners'
-  environment (LAB_PLAN, TARGET: what `invoke run` passes to k6), and k6's CSV output in the runner;
+  split `load.processes` makes here); the script and plan from the ConfigMap (k6-operator mounts it at /test); the
+  plan's path and the target as the runners' environment (LAB_PLAN_FILE, TARGET: what `invoke run` passes to k6),
+  and k6's CSV output in the runner;
 - the sample server as a Deployment (one replica: one server is what the book measures) with the step's server
   settings as its environment, JAVA_TOOL_OPTIONS as on both backends, and the step's [container] cpus and memory as
   its resources (requests = limits, so the scheduler gives it what the step asked), behind a Service;
@@ -40,10 +41,13 @@ from harness.lab.services.kinds import SAMPLE_SERVER
 from harness.lab.services.tomcat.knobs import server_env
 from harness.lab.jdk import with_jvm_options
 from harness.lab.load.options import load_plan
+from harness.lab.store import home_expanded
 from harness.lab.spec import Step, load_spec
 
 API_VERSION = "k6.io/v1alpha1"  # k6-operator's TestRun
 SCRIPT_FILE = "lab.js"
+PLAN_FILE = "plan.json"
+SCRIPT_DIR = "/test"  # where k6-operator mounts the script's ConfigMap in each runner
 RUNNER_DIR = "/home/k6"  # the k6 image's working directory, where the runner writes its files
 SERVER_IMAGE = "concurrency-lab/sample-server:latest"  # `invoke image`; push it where the cluster pulls from
 SERVER_PORT_NAME = "http"
@@ -80,13 +84,14 @@ def unsupported(step: Step) -> list[str]:
 
 def script_config_map(step: Step) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": resource_name(step, "-script")},
-            "data": {SCRIPT_FILE: (EXPERIMENTS / "k6" / SCRIPT_FILE).read_text()}}
+            "data": {SCRIPT_FILE: (EXPERIMENTS / "k6" / SCRIPT_FILE).read_text(),
+                     PLAN_FILE: json.dumps(load_plan(step.load), separators=(",", ":"))}}
 
 
 def testrun(step: Step) -> dict:
     """k6-operator's TestRun for the step's load: one runner pod per process, the load plan as the lab passes it."""
     target = f"http://{resource_name(step, '-server')}:{step.port}"
-    env = {"LAB_PLAN": json.dumps(load_plan(step.load), separators=(",", ":")), "TARGET": target,
+    env = {"LAB_PLAN_FILE": f"{SCRIPT_DIR}/{PLAN_FILE}", "TARGET": target,
            "K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}
     arguments = f"--out csv={RUNNER_DIR}/k6.csv --summary-export {RUNNER_DIR}/k6-summary.json"
     return {
@@ -168,8 +173,13 @@ def write_manifests(chapter: str, step_id: str, out: str | None = None, image: s
     text = yaml.dump_all(manifests(step, image or SERVER_IMAGE), Dumper=_PlainDumper, sort_keys=False)
     if out is None:
         return text
-    path = Path(out) / f"{resource_name(step)}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    folder = home_expanded(Path(out))
+    path = folder / f"{resource_name(step)}.yaml"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except (OSError, ValueError) as err:  # a file where the folder should be, or under one; no permission; a NUL
+        raise LabError(f"--out {out!r}: cannot write {path.name} there ({getattr(err, 'strerror', None) or err}): "
+                       f"give a folder you can write") from None
     return f"wrote {path}: kubectl apply -f {path} (k6-operator installed, the server image pullable)"
 

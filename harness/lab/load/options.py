@@ -13,7 +13,7 @@ does not wait for (k6's http.asyncRequest: a browser's event stream held open wh
 `batch_vus` k6 VUs carry the `vus` users, each VU opening its share as one `http.batch`, so that thousands of
 users are in flight within a second or two instead of k6's VU start-up time.
 
-`load_plan(load)` is the whole k6 configuration of a step as one JSON-able value (passed as `-e LAB_PLAN`):
+`load_plan(load)` is the whole k6 configuration of a step as one JSON-able value (written to the file lab.js opens):
 the script builds nothing from anything else but the target URL.
 """
 from __future__ import annotations
@@ -97,6 +97,7 @@ BUILTIN_VARS = ("vu", "iter")  # ${vu}: k6's VU id in the test, ${iter}: its ite
 VAR = re.compile(r"\$\{([^}]*)\}")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FIELD_PATH = re.compile(r"^[^.\s]+(\.[^.\s]+)*$")
+URL_PATH = re.compile(r"/[!-~]*")  # printable ASCII from "!" to "~": no space, no control character
 SCENARIO = "lab"
 # vu and iter tag every sample so the recording can rebuild one row per request (with the `req` metadata).
 SYSTEM_TAGS = ["status", "method", "url", "name", "error", "error_code", "scenario", "expected_response", "vu", "iter"]
@@ -148,8 +149,8 @@ def _check(load: dict, values: dict, where: str, problems: list[str]) -> None:
                         f"{load['pre_allocated_vus']}; k6 refuses that")
     _check_tool(load, where, problems)
     _check_spike_mode(load, where, problems)
-    if not str(load["path"]).startswith("/"):
-        problems.append(f"{where}: load.path must start with '/', got {load['path']!r}")
+    if problem := path_problem(load["path"]):
+        problems.append(f"{where}: load.path {problem}")
     if "requests" in values and "path" in values:
         problems.append(f"{where}: load.path and load.requests both given: a scenario names its own paths")
 
@@ -269,8 +270,8 @@ def _requests(tables, load: dict, where: str, problems: list[str]) -> list[dict]
 
 def _check_request(request: dict, at: str, known: set[str], problems: list[str]) -> None:
     path, method = request["path"], request["method"]
-    if not isinstance(path, str) or not path.startswith("/"):
-        problems.append(f"{at}: path must be a string starting with '/', got {path!r}")
+    if problem := path_problem(path):
+        problems.append(f"{at}: path {problem}")
     if not isinstance(request["name"], str) or not request["name"]:
         problems.append(f"{at}: name must be a non-empty string, got {request['name']!r}")
     if method not in METHODS:
@@ -307,6 +308,14 @@ def _check_request(request: dict, at: str, known: set[str], problems: list[str])
     texts = [t for t in (path, request["body"], *headers.values()) if isinstance(t, str)]
     for var in sorted({v for t in texts for v in VAR.findall(t)} - known):
         problems.append(f"{at}: ${{{var}}} is set by no earlier request's extract (known: {', '.join(sorted(known))})")
+
+
+def path_problem(path) -> str:
+    """Why `path` cannot be a request's path ("" when it can): '/' and then printable ASCII without spaces, as a
+    request line carries it (k6 would send a space as is, and the server answer 400)."""
+    if isinstance(path, str) and URL_PATH.fullmatch(path):
+        return ""
+    return f"must be a URL path: '/' then printable ASCII without spaces (percent-encode the rest), got {path!r}"
 
 
 # ---- what a resolved load asks for ---------------------------------------------------------------------------

@@ -26,3 +26,10 @@ class LoadTool:
     def collect(self, workdir: Path, step=None):
         """The step's recording (harness.lab.load.recording.Recording, or ab's rows), None when it wrote nothing."""
         raise NotImplementedError
+
+    def not_whole(self, workdir: Path, step, meta: dict) -> str:
+        """Why the step's output is not whole ("" when it is), after the runner wrote its tables: a complete step
+        has its recording."""
+        if "recording" in meta:
+            return ""
+        return meta.get("reason") or f"{self.name} wrote no recording: see {self.name}.log.gz"

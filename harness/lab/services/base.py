@@ -50,9 +50,11 @@ class Context:
     given: dict = field(default_factory=dict)  # what the services this one depends on give it (environment)
 
     def command(self, service: str, cmd: list[str]) -> list[str]:
-        """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts."""
-        cmd = placement.command(self.step, service, cmd)
-        return self.hosts.command(service, cmd) if self.hosts is not None else cmd
+        """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts. The
+        placement wraps `ip netns exec`, not the other way: inside it /sys is remounted for the namespace, without the
+        cgroup hierarchy a quota's process must enter."""
+        on_host = self.hosts.command(service, cmd) if self.hosts is not None else cmd
+        return placement.command(self.step, service, on_host)
 
 
 class RunningService:
@@ -190,6 +192,16 @@ class ServiceKind:
         """Every port the service listens on, by what it is for."""
         return {}
 
+    def listen_backlog(self, service: str, knobs: dict) -> tuple[int, str] | None:
+        """The accept backlog it asks of the kernel (which net.core.somaxconn silently caps) and the setting that asks
+        it; None when it leaves the backlog to its runtime."""
+        return None
+
+    def connections_held(self, knobs: dict) -> int | None:
+        """The most client connections it holds open at once (served and queued), each an open file; None: no bound
+        of its own."""
+        return None
+
     def check_tools(self, backend: str) -> None:
         """Raise LabError (naming the package to install) before anything starts."""
 
@@ -315,16 +327,24 @@ def typed_knobs(knobs: Knobs, values: dict, where: str, problems: list[str]) -> 
 def check_listening(knobs: dict, port_names: tuple[str, ...], where: str, problems: list[str]) -> None:
     """A service's `address` must be a loopback one (the lab sends its traffic nowhere else) and its ports (the knobs
     `port_names`) distinct and ≤ 65535."""
-    try:
-        loopback = ipaddress.ip_address(knobs["address"]).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        problems.append(f"{where}.address must be a loopback address, got {knobs['address']!r}")
+    if problem := loopback_problem(knobs["address"]):
+        problems.append(f"{where}.address {problem}")
     ports = [knobs[name] for name in port_names]
     if max(ports) > 65535 or len(set(ports)) < len(ports):
         problems.append(f"{where}: {' and '.join(port_names)} must differ and be ≤ 65535, got "
                         f"{', '.join(map(str, ports))}")
+
+
+def loopback_problem(address) -> str:
+    """Why a service cannot listen on `address` ("" when it can): an IPv4 loopback address (127.0.0.0/8), the only
+    place the lab sends traffic to; its load, samplers and URLs are IPv4 (::1 would pass the loopback test and then
+    be refused by every IPv4 socket, as a port in use)."""
+    try:
+        if ipaddress.IPv4Address(address).is_loopback:
+            return ""
+    except ValueError:
+        pass
+    return f"must be an IPv4 loopback address (127.0.0.0/8: the lab's load, samplers and URLs are IPv4), got {address!r}"
 
 
 def port_in_use(address: str, port: int) -> bool:

@@ -40,6 +40,9 @@ class NettyKind(JarServiceKind):
     defaults = {"address": "127.0.0.1", "port": 8280, "management_port": 8281, "io_threads": 0, "executor_threads": 0,
                 "backlog": 128}
 
+    def listen_backlog(self, service: str, knobs: dict) -> tuple[int, str]:
+        return knobs["backlog"], f"services.{service}.backlog"
+
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningNetty:
         return RunningNetty(service, *self.spawn_jar(service, service_env(knobs), ctx), knobs)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from harness import ROOT, TOOLS, LabError
 from harness.lab.services import pgauth, pgbinaries
+from harness.lab.store import home_expanded
 from harness.lab.services.pgauth import LAB_USER, PG_HBA, SUPERUSER, Credentials, scram_verifier
 
 # Bump when making or loading a cluster changes: every cluster is rebuilt (outdated ones are replaced). 2: password
@@ -42,7 +43,7 @@ REQUIRED = ("schema", "data")
 
 
 def clusters_root() -> Path:
-    return Path(os.environ.get("LAB_PG_CLUSTERS") or TOOLS / "postgres" / "clusters")
+    return home_expanded(Path(os.environ.get("LAB_PG_CLUSTERS") or TOOLS / "postgres" / "clusters"))
 
 
 def sql_files(sql_dir: str, template: str) -> dict[str, Path]:

@@ -11,12 +11,12 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.chapters.ch0.gather import Answer
-from harness.book.chapters.ch0.sources import articles, chapter_name, finding_anchor
+from harness.book.chapters.ch0.sources import articles, chapter_name, verdict_link
 from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, WORDS, Judgement, Rule, compose, rules
 from harness.book.faces import CHAPTERS
 from harness.book.prose import and_list
 from harness.book.tables import markdown_table
-from harness.book.verdict_tables import number
+from harness.book.verdict_tables import number, short
 
 NOT_JUDGED = "not judged"
 ORDER = (REPRODUCED, PARTLY, NOT_REPRODUCED, DIFFERS, INCONCLUSIVE, NOT_JUDGED)
@@ -58,11 +58,6 @@ def findings(answer: Answer) -> list[Finding]:
     return found
 
 
-def short(rule: Rule) -> str:
-    """The claim in a few words: its measure up to the first colon ("200 at once")."""
-    return rule.measure.split(":")[0]
-
-
 def measured(finding: Finding) -> str:
     """Each judged claim in a few words, its measured value and whether it held: "200 at once: 0 answers (yes); …",
     then how many claims are not judged (their chapter's reason is in the Outcome column)."""
@@ -87,7 +82,7 @@ def table_frame(answer: Answer) -> pd.DataFrame:
     for f in findings(answer):
         outcome = f"**{f.outcome}**" + (f": {'; '.join(f.missing)}" if f.missing else "")
         rows.append({"Finding": f.finding, "The article says": said(f), "Measured here": measured(f),
-                     "Outcome": outcome, "Judged in": and_list(f"@{finding_anchor(c, f.finding)}" for c in f.chapters)})
+                     "Outcome": outcome, "Judged in": and_list(verdict_link(c, f.finding) for c in f.chapters)})
     return pd.DataFrame(rows, columns=["Finding", "The article says", "Measured here", "Outcome", "Judged in"])
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import DATA, ROOT, LabError
+from harness.book.verdict_tables import verdict_id
 
 ARTICLES_CSV = DATA / "articles.csv"  # the articles' facts; not a measurement: always the committed file
 CHAPTERS_DIR = ROOT / "chapters"
@@ -73,10 +74,10 @@ def anchor(chapter: str, wanted: str) -> str:
     return wanted if wanted in section_ids(chapter) else chapter_section(chapter)
 
 
-def finding_anchor(chapter: str, finding: str) -> str:
-    """The section of the chapter that judges a finding (an id `sec-f000-a` or starting so), else the chapter."""
-    wanted = f"sec-{finding.lower()}"
-    return next((s for s in section_ids(chapter) if s == wanted or s.startswith(wanted + "-")), chapter_section(chapter))
+def verdict_link(chapter: str, finding: str) -> str:
+    """A link to the finding's verdict on the chapter's page (harness.book.verdict_tables.verdict_id), from a page
+    beside it in chapters/: "[Chapter 3](03-from-300-to-15000-users.qmd#verdict-f000-a)"."""
+    return f"[{chapter_name(chapter)}]({chapter_page(chapter).name}#{verdict_id(finding)})"
 
 
 def chapter_name(chapter: str) -> str:

@@ -13,13 +13,12 @@ accept-count and the keep-alive that decide who gets in (harness.models.spike).
 """
 from __future__ import annotations
 
-import ipaddress
 
 from harness import SERVER_DIR, LabError
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command, with_jvm_options
 from harness.lab.samplers import ActuatorSampler
-from harness.lab.services.base import Context, RunningService, ServiceKind, latest, spawn_java
+from harness.lab.services.base import Context, RunningService, ServiceKind, latest, loopback_problem, spawn_java
 from harness.lab.services.tomcat import container, process
 from harness.lab.services.tomcat.knobs import JVM_OPTIONS, SERVER_DEFAULTS, SERVER_KEYS, knob, server_env, virtual
 from harness.lab.services.tomcat.process import RunningServer
@@ -41,14 +40,8 @@ class TomcatKind(ServiceKind):
     artifacts = (SERVER_DIR / "target",)
 
     def check(self, service: str, knobs: dict, where: str, problems: list[str]) -> None:
-        address = knob(knobs, "SERVER_ADDRESS")
-        try:
-            loopback = ipaddress.ip_address(address).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            problems.append(f"{where}: SERVER_ADDRESS must be a loopback address (load goes to this machine only), "
-                            f"got {address!r}")
+        if problem := loopback_problem(knob(knobs, "SERVER_ADDRESS")):
+            problems.append(f"{where}: SERVER_ADDRESS {problem}")
         ports = [knob(knobs, k) for k in PORT_SETTINGS.values()]
         if any(p > 65535 for p in ports):
             problems.append(f"{where}: ports must be ≤ 65535, got {ports}")
@@ -121,6 +114,12 @@ class TomcatKind(ServiceKind):
     def live(self, rows: list[dict]) -> str:
         busy = latest(rows, "tomcat.threads.busy")
         return "" if busy is None else f"busy threads {int(busy)}"
+
+    def listen_backlog(self, service: str, knobs: dict) -> tuple[int, str]:
+        return knob(knobs, "TOMCAT_ACCEPT_COUNT"), "TOMCAT_ACCEPT_COUNT"
+
+    def connections_held(self, knobs: dict) -> int:
+        return knob(knobs, "TOMCAT_MAX_CONNECTIONS") + knob(knobs, "TOMCAT_ACCEPT_COUNT")
 
     def model_server(self, knobs: dict) -> dict:
         """Tomcat's pool (none on virtual threads: every request its own thread), max-connections and accept-count,

@@ -1,0 +1,124 @@
+"""The whole command line fuzzed (issue 42): every task's options with values a clumsy or hostile user types, under odd
+data directories. The property: the task ends with one clear line (`error: …`, exit 2), a plain failure (exit 1), or
+success; never a traceback. The tasks run in this process, called as invoke calls them, with nothing that would start
+a server or a load: a value that would pass every check (a real chapter with no step named) is left out."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import invoke
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+import tasks
+from harness.book import passes
+from harness.lab.spec import chapters, load_spec, ANY_MACHINE
+
+NAMES = sorted(chapters())
+STEP_IDS = {s.id for name in NAMES for s in load_spec(name, ANY_MACHINE).steps}
+ODD = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(["", " ", "-1", "0", "1.5", "1e9", "99999999999999999999", "..", "../..", "/", "~", "~/x", ".toml",
+                     "..toml", "...toml", "x.toml", "chapter1.toml", "a" * 300, "é", "chapter3@x", "-", "--force",
+                     "\t", "nul\x00", "smoke;rm", "/dev/null", "/proc/self", "http://example.org"]),
+)
+CHAPTERS = st.one_of(ODD, st.sampled_from(NAMES))
+FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def answer(task, *args, **options) -> tuple[int, str]:
+    """(exit code, message) of one task as invoke runs it; any other exception is the defect the property looks for."""
+    try:
+        task(invoke.Context(), *args, **options)
+    except invoke.exceptions.Exit as done:
+        return done.code, str(done.message or "")
+    return 0, ""
+
+
+def clear(code: int, message: str) -> bool:
+    """One of the three endings: success, a failure (exit 1), or one error whose first line names the problem."""
+    return code in (0, 1) or (code == 2 and message.startswith("error: ") and len(message.strip()) > len("error: "))
+
+
+def not_a_step(step: str) -> bool:
+    return step not in STEP_IDS
+
+
+@FUZZ
+@given(chapter=ODD, step=ODD, backend=st.one_of(st.just("local"), ODD), server=st.none() | ODD, path=st.none() | ODD)
+def test_run_answers_any_input_clearly(chapter, step, backend, server, path, data_dir):
+    assume(chapter not in NAMES and not Path(chapter).is_file())  # a real spec would start its steps
+    code, message = answer(tasks.run, chapter, step=[step], backend=backend, server=server, path=path)
+    assert code == 2 and clear(code, message), (code, message)
+
+
+@settings(FUZZ, max_examples=20)  # each reads and checks a whole chapter's spec
+@given(chapter=st.sampled_from(NAMES), step=ODD, backend=ODD)
+def test_run_of_a_real_chapter_refuses_any_odd_step_or_backend(chapter, step, backend, data_dir):
+    assume(not_a_step(step))
+    code, message = answer(tasks.run, chapter, step=[step], backend=backend)
+    assert code == 2 and clear(code, message), (code, message)
+
+
+@FUZZ
+@given(starts=ODD)
+def test_startup_refuses_any_count_that_is_no_whole_number_of_starts(starts):
+    try:
+        assume(int(starts) < 1)  # a real count would start servers
+    except ValueError:
+        pass
+    code, message = answer(tasks.startup, starts=starts)
+    assert code == 2 and clear(code, message), (code, message)
+
+
+@FUZZ
+@given(port=ODD)
+def test_serve_refuses_any_port_it_cannot_serve_on(port):
+    try:
+        assume(not 0 <= int(port) <= 65535)  # a real port would serve until Ctrl-C
+    except ValueError:
+        pass
+    code, message = answer(tasks.serve, port=port)
+    assert code == 2 and clear(code, message), (code, message)
+
+
+@FUZZ
+@given(chapter=CHAPTERS, step=st.one_of(ODD, st.sampled_from(sorted(STEP_IDS))), out=st.none() | ODD,
+       image=st.none() | ODD)
+def test_manifests_answers_any_input_clearly(chapter, step, out, image, tmp_path_factory):
+    assume(out is None or ".." not in out)
+    where = None if out is None else f"{tmp_path_factory.mktemp('out')}/{out}"  # never outside the test's folder
+    code, message = answer(tasks.manifests, chapter, step, out=where, image=image)
+    assert clear(code, message), (code, message)
+
+
+@FUZZ
+@given(chapter=CHAPTERS, data=ODD)
+def test_compare_answers_any_input_clearly(chapter, data, tmp_path_factory):
+    assume(".." not in data)
+    code, message = answer(tasks.compare, chapter, data=f"{tmp_path_factory.mktemp('other')}/{data}")
+    assert clear(code, message), (code, message)
+
+
+@FUZZ
+@given(chapter=CHAPTERS, label=ODD, why=ODD)
+def test_withdraw_refuses_any_pass_that_was_not_kept(chapter, label, why, tmp_path, monkeypatch):
+    monkeypatch.setattr(passes, "DATA", tmp_path)  # the book's own history is never written by a test
+    code, message = answer(tasks.withdraw, chapter, label, why)
+    assert code == 2 and clear(code, message), (code, message)
+
+
+@settings(FUZZ, max_examples=8)  # each lists every experiment's steps
+@given(root=ODD)
+def test_list_answers_under_any_data_directory(root, tmp_path_factory, monkeypatch):
+    assume(".." not in root and "\x00" not in root)  # no environment variable holds a NUL
+    monkeypatch.setenv("LAB_DATA_DIR", f"{tmp_path_factory.mktemp('list')}/{root}")
+    code, message = answer(tasks.list_)
+    assert clear(code, message), (code, message)

@@ -46,7 +46,9 @@ def _path(option: str, text: str):
     from pathlib import Path
 
     try:
-        return Path(text).expanduser().resolve()
+        path = Path(text).expanduser().resolve()
+        path.exists()  # raises for a name too long
+        return path
     except (ValueError, OSError, RuntimeError) as err:  # a NUL byte, a name too long, a loop of links
         raise LabError(f"{option} {text[:80]!r} is not a usable path ({err})") from None
 
@@ -174,7 +176,7 @@ def list_(c):
     from harness.lab import fingerprint, store
     from harness.lab.load.options import peak_vus
     from harness.lab.preflight import readable_data_root
-    from harness.lab.runner import list_chapters
+    from harness.lab.spec import list_chapters
 
     marks = ", ".join(f"{mark} {status}" for status, mark in fingerprint.MARKS.items() if mark.strip())
     with _clear_errors():

@@ -168,7 +168,7 @@ def test_findings_are_composed_from_every_chapters_claims(stand_ins, data_dir):
     every = {rule.finding for chapter in CHAPTERS for rule in rules(chapter).values()}
     assert len(table.splitlines()) == 2 + len(every) == 2 + 31
     row = finding_row(table, "F002-d")  # judged by chapter 1 (d.0) and chapter 7 (d.1–d.3)
-    assert "**reproduced**" in row and "@sec-one-thread-one-request and @sec-past-thread-per-request" in row
+    assert "**reproduced**" in row and "[Chapter 1](01-one-thread-one-request.qmd#verdict-f002-d) and [Chapter 7](07-past-thread-per-request.qmd#verdict-f002-d)" in row
     quote = rules("chapter1")["F002-d.0a"].quote
     assert f"“{quote}” ([Choo 2021](https://joshchoo.com/writing/thread-pool-concurrency))" in row
     rule = rules("chapter3")["F000-a.1a"]

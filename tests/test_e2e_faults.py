@@ -1,7 +1,7 @@
 """Results always belong to their spec, end to end with the real server and k6 (tests/profiles/faults.toml, on ports
 8380/8381): kill -9 mid-step then re-run, an edited spec re-run, two Ctrl-Cs 50 ms apart, a SIGTERM after the load,
 a path spec whose name is taken, the environment checked before anything starts (LAB_DATA_DIR a file, a JAVA_HOME
-without java), a request body longer than a command line's argument, and a data directory that fills mid-load."""
+without java), and a data directory that fills mid-load."""
 from __future__ import annotations
 
 import json
@@ -156,19 +156,6 @@ def test_a_signal_after_the_load_keeps_the_measurement(lab_ready, tmp_path):  # 
     meta = json.loads((tmp_path / "faults" / "waves" / "step.json").read_text())
     assert meta["status"] == "complete", meta.get("reason")
     assert meta["requests"]["succeeded"] == 10 and "interrupted: the step is kept as complete" in out
-
-
-def test_a_request_body_longer_than_a_command_line_argument_is_sent(lab_ready, tmp_path):  # noqa: F811
-    """The load plan reaches k6 in a file: a 140 kB body (Linux takes at most 128 kB per argument) is sent."""
-    spec = tmp_path / "body.toml"
-    spec.write_text(PROFILE.read_text() + f'\n[[defaults.load.requests]]\nname = "big"\npath = "/hello"\n'
-                                          f'body = "{"x" * 140_000}"\n')
-    code, out = finish(invoke(tmp_path / "data", "run", str(spec)), timeout=120)
-    assert code == 0, out
-    step = tmp_path / "data" / "body" / "waves"
-    meta = json.loads((step / "step.json").read_text())
-    assert meta["status"] == "complete" and meta["requests"]["succeeded"] == 10, meta["requests"]
-    assert not (step / "k6-plan.json").exists()  # step.json's config says it
 
 
 FLOOD = """title = "A data directory that fills during the load"

@@ -156,7 +156,7 @@ LAB_LAYERS = [
     ("backends", "store", "samplers", "kernel", "typed", "units", "system", "netns", "placement", "interrupts", "build",
      "jdk", "downloads", "histogram", "integrity"),
     ("services", "load.options"),  # the kinds of service and the load's options: what a spec is written in
-    ("spec", "limits"),  # a spec read and checked against the machine's limits
+    ("spec", "limits", "load.plan"),  # a spec read and checked against the machine's limits and k6's command line
 ]
 
 

@@ -223,8 +223,7 @@ def test_k6_gets_the_plan_and_lingers_only_for_the_dashboard(tmp_path):
     step = step_of(**RAMP_RATE)
     cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path)
     values = dict(cmd[i + 1].split("=", 1) for i, c in enumerate(cmd) if c == "-e")
-    assert json.loads(Path(values["LAB_PLAN_FILE"]).read_text()) == load_plan(step.load)  # a file: no argv limit
-    assert Path(values["LAB_PLAN_FILE"]).parent == tmp_path.resolve()
+    assert json.loads(values["LAB_PLAN"]) == load_plan(step.load)
     assert values["TARGET"] == "http://127.0.0.1:18080" and "LAB_LINGER_MS" not in values
     assert cmd[-1].endswith("experiments/k6/lab.js") and Path(cmd[-1]).exists()
     cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path, dashboard=True)
@@ -244,6 +243,20 @@ def test_k6_output_is_whole_only_when_its_summaries_count_what_the_recording_hol
     assert summaries_not_whole(tmp_path, 2, 6) == ""
     (tmp_path / "k6-summary-2.json").write_text("[]")
     assert "k6-summary-2.json is missing or unreadable (TypeError" in summaries_not_whole(tmp_path, 2, 6)
+
+
+def test_a_plan_longer_than_one_command_line_argument_is_refused_with_the_spec():
+    """k6 gets the plan as one argument (-e LAB_PLAN=…), and Linux refuses one longer than 128 KiB at exec."""
+    def problems(body: str) -> str:
+        raw = {"step": [{"id": "s", "load": {"vus": 1, "requests": [{"path": "/hello", "body": body}]}}]}
+        try:
+            parse_spec("t", raw, Path("t.toml"), LIMITS)
+        except LabError as err:
+            return str(err)
+        return ""
+    assert "the load plan is 137 KiB, and k6 gets it as one command-line argument, which holds at most 128 KiB: " \
+           "shorten the requests' bodies or headers" in problems("x" * 140_000)
+    assert problems("x" * 100_000) == ""
 
 
 def test_summary_counts(tmp_path):

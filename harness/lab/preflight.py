@@ -41,6 +41,14 @@ def check_data_root() -> Path:
     return root
 
 
+def disk_full_note(path: Path) -> str:
+    """"; the disk holding <path> is full" when less than 1 MiB is left there (what a tool wrote is then cut short)."""
+    try:
+        return f"; the disk holding {path} is full" if shutil.disk_usage(path).free < 2**20 else ""
+    except OSError:
+        return ""
+
+
 def readable_data_root() -> Path:
     """The data directory, for a command that only reads it (`invoke list`): a name no folder can have (too long, a
     home of no user) is one LabError; a missing or read-only one is fine."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -32,7 +31,6 @@ from harness.lab.jdk import jvm_options
 from harness.lab.limits import backlogs
 from harness.lab.spec import Step, load_spec
 
-DISK_FULL_BYTES = 2**20  # less free space than this where a step is written: the disk is full
 LOAD_EXTRA_WAIT_S = 60  # beyond the load options' stop time before the load tool is declared stuck
 TAIL_SAMPLES = 2  # sampler ticks kept running after k6 ends, to see connections drain
 
@@ -242,7 +240,7 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
         for name, proc in loads:
             if proc.returncode not in (0, 99):  # k6's 99: thresholds crossed, still a valid measurement
                 raise StepFailed(f"{name} exited with code {proc.returncode}: see {name}.log.gz"
-                                 + _if_disk_full(writer.path))
+                                 + preflight.disk_full_note(writer.path))
     finally:
         with interrupts.saving():  # a second Ctrl-C must not abandon the save
             for _, proc in loads:
@@ -255,15 +253,6 @@ def _measure(step: Step, backend: str, tool, writer: store.StepWriter, meta: dic
                 services.write(writer)
     if problem := tool.not_whole(writer.path, step, meta):
         raise StepFailed(problem)
-
-
-def _if_disk_full(path: Path) -> str:
-    """"; the disk holding <path> is full" when almost no space is left there (what the load tool wrote is then cut
-    short), else ""."""
-    try:
-        return f"; the disk holding {path} is full" if shutil.disk_usage(path).free < DISK_FULL_BYTES else ""
-    except OSError:
-        return ""
 
 
 def _note_outside(used: dict) -> None:
@@ -454,16 +443,3 @@ def _somaxconn_for(step: Step, meta: dict):
 def _clock(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else f"{seconds // 60}:{seconds % 60:02d}"
-
-
-def list_chapters() -> list[tuple[str, list[Step], str]]:
-    """Every experiment in experiments/: (name, its steps, "") or, when its spec cannot be read, (name, [], why)."""
-    from harness.lab.spec import chapters
-
-    out = []
-    for chapter in chapters():
-        try:
-            out.append((chapter, load_spec(chapter).steps, ""))
-        except LabError as err:
-            out.append((chapter, [], str(err)))
-    return out

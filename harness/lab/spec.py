@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness import EXPERIMENTS, LabError
 from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
+from harness.lab.load.plan import plan_problem
 from harness.lab.limits import FD_RESERVE, check_limits, machine_limits  # noqa: F401 — FD_RESERVE: the models'
 from harness.lab.placement import merge_placement
 from harness.lab.services.base import SERVER
@@ -362,7 +363,10 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     why = text_value(table, "why", "", where, problems)
     kind, starts = _check_kind(table, where, problems)
     placement = merge_placement(base["placement"], table.get("placement", {}), where, problems)
+    known = len(problems)
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
+    if load and len(problems) == known and load.get("tool", "k6") == "k6" and (problem := plan_problem(load)):
+        problems.append(f"{where}: {problem}")
     if LOAD_TOOL in placement:  # `load`: whichever tool the step runs (k6, ab, wrk), under its own name from here on
         placement[load.get("tool", "k6")] = placement.pop(LOAD_TOOL)
     SAMPLE.check(SERVER, merged["server"], where, problems)
@@ -392,3 +396,14 @@ def _check_kind(table: dict, where: str, problems: list[str]) -> tuple[str, int]
     if kind == "redeploy" and "load" in table:
         problems.append(f"{where}: a redeploy step sends no load; remove its [load] table")
     return kind, starts if isinstance(starts, int) else 0
+
+
+def list_chapters() -> list[tuple[str, list[Step], str]]:
+    """Every experiment in experiments/: (name, its steps, "") or, when its spec cannot be read, (name, [], why)."""
+    out = []
+    for chapter in chapters():
+        try:
+            out.append((chapter, load_spec(chapter).steps, ""))
+        except LabError as err:
+            out.append((chapter, [], str(err)))
+    return out

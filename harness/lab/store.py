@@ -67,8 +67,7 @@ def data_root() -> Path:
 
 
 def home_expanded(path: Path) -> Path:
-    """`path` with a leading ~ or ~user expanded (a quoted "~/x" reaches the lab as is); left as is when no such user
-    exists (preflight then names it)."""
+    """`path` with a leading ~ or ~user expanded (a quoted "~/x" reaches the lab as is); as is for no such user."""
     try:
         return path.expanduser()
     except RuntimeError:
@@ -97,9 +96,8 @@ def read_meta(chapter: str, step_id: str) -> dict | None:
     unreadable step.json) comes back with status "broken" and the reason, naming the file."""
     path = step_dir(chapter, step_id) / STEP_FILE
     if not path.exists():
-        if path.parent.is_dir():  # a run writes step.json before it moves a step into place: this one lost it
-            return {"id": step_id, "status": BROKEN, "reason": f"its folder has no {STEP_FILE} (deleted, or copied in part)"}
-        return None
+        return {"id": step_id, "status": BROKEN, "reason": f"its folder has no {STEP_FILE} (deleted, or copied in part)"
+                } if path.parent.is_dir() else None  # a run writes step.json before it moves a step into place
     meta, unreadable = integrity.read_step_json(path)
     if meta is None:
         return {"id": step_id, "status": BROKEN, "reason": unreadable}

@@ -1,9 +1,8 @@
 """k6 for a step, and its output as a recording (harness.lab.load.recording: per request or per second).
 
-The lab script (experiments/k6/lab.js) reads the step's load plan from a file (k6-plan.json in the step's folder:
-a command line holds at most 128 kB per argument, and `ps` shows it to every user) and takes the target from a -e
-variable. k6 writes one CSV row per metric sample; recording.py streams them into one row per request or per-second
-series.
+The lab script (experiments/k6/lab.js) takes the step's load plan and target from -e variables (a plan longer than
+one argument may be is refused with the spec: harness.lab.load.plan). k6 writes one CSV row per metric sample;
+recording.py streams them into one row per request or per-second series.
 """
 from __future__ import annotations
 
@@ -18,7 +17,8 @@ import pandas as pd
 
 from harness.lab.load.tool import LoadTool
 from harness import EXPERIMENTS, TOOLS, LabError
-from harness.lab.load.options import load_plan, peak_vus
+from harness.lab.load.options import peak_vus
+from harness.lab.load.plan import PLAN_VARIABLE, plan_text
 from harness.lab.load.recording import (  # noqa: F401 (read_requests, PHASES: the k6 reader's API, kept here)
     INTERRUPTED_CODE,
     INTERRUPTED_ERROR,
@@ -50,7 +50,6 @@ DASHBOARD_PERIOD_MS = 1000  # with the default 10 s, k6 skips the report of a st
 # is streamed and deleted once aggregated (gzipped only when it could not be read, to keep for a look).
 CSV_FILE = "k6.csv"
 SUMMARY_FILE = "k6-summary.json"
-PLAN_FILE = "k6-plan.json"  # options.load_plan, for lab.js's open(); deleted with the CSV
 
 
 def local_k6() -> Path:
@@ -102,12 +101,9 @@ def source_args(step: Step, part: int, parts: int) -> list[str]:
 
 def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool = False,
                part: int = 1) -> tuple[list[str], dict]:
-    """The k6 command line and the environment additions for a step: its load plan (options.load_plan, written to
-    PLAN_FILE in `workdir`) and target; with load.processes > 1, the execution segment of process `part` and files of
-    its own."""
-    plan = workdir / PLAN_FILE
-    plan.write_text(json.dumps(load_plan(step.load), separators=(",", ":")))
-    params = {"LAB_PLAN_FILE": str(plan.resolve()), "TARGET": target}
+    """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target;
+    with load.processes > 1, the execution segment of process `part` and files of its own."""
+    params = {PLAN_VARIABLE: plan_text(step.load), "TARGET": target}
     if dashboard:  # k6's dashboard drops the last unfinished period: the script lingers past the last response
         params["LAB_LINGER_MS"] = DASHBOARD_PERIOD_MS * 3 // 2
     parts = step.load.get("processes", 1)
@@ -232,7 +228,6 @@ class K6Tool(LoadTool):
         An unreadable CSV is kept, gzipped, in the step directory."""
         if step is not None:
             merge_parts(workdir, step.load.get("processes", 1), peak_vus(step.load))
-        (workdir / PLAN_FILE).unlink(missing_ok=True)  # step.json's config says the same
         csv_path = next((p for p in (workdir / CSV_FILE, workdir / f"{CSV_FILE}.gz") if p.exists()), None)
         if csv_path is None:
             return None

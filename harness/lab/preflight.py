@@ -49,11 +49,18 @@ def disk_full_note(path: Path) -> str:
         return ""
 
 
+def no_home(path: Path) -> str:
+    """Why a path that still starts with ~ names no folder ("" for any other): store.home_expanded found no such
+    user."""
+    head = str(path).split("/")[0]
+    return f"starts with {head}, and no user of that name has a home folder" if head.startswith("~") else ""
+
+
 def readable_data_root() -> Path:
     """The data directory, for a command that only reads it (`invoke list`): a name no folder can have (too long, a
     home of no user) is one LabError; a missing or read-only one is fine."""
     root = store.data_root()
-    problem = str(root).startswith("~") and f"starts with {str(root).split('/')[0]}, and no such user has a home folder"
+    problem = no_home(root)
     try:
         root.exists()
     except OSError as err:
@@ -66,8 +73,8 @@ def readable_data_root() -> Path:
 def folder_problem(folder: Path, where: str) -> str | None:
     """Why `folder` cannot hold what the lab writes (a file, under a file, not writable), or None when it can: it is a
     directory this user can write a file into, or the nearest existing folder above it is."""
-    if str(folder).startswith("~"):  # store.home_expanded found no such user
-        return f"{where} starts with {str(folder).split('/')[0]}, and no user of that name has a home folder"
+    if no_home(folder):
+        return f"{where} {no_home(folder)}"
     existing = folder
     try:
         if folder.exists() and not folder.is_dir():

@@ -31,18 +31,18 @@ def invoke(data_dir: Path, *args: str, env: dict | None = None, **popen) -> subp
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
 
 
-def mid_step(proc: subprocess.Popen) -> list[int]:
-    """Wait until the server and k6 both run (not just a sampler's `ss`); their pids."""
-    def both():
+def mid_step(proc: subprocess.Popen, names: tuple[str, ...] = ("java", "k6")) -> list[int]:
+    """Wait until the server and k6 (or the programs named) all run, not just a sampler's `ss`; their pids."""
+    def running():
         found = {}
         for pid in lab_children(proc.pid):
             try:
                 command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
             except OSError:
                 continue
-            found.update({name: pid for name in ("java", "k6") if command.endswith(name.encode())})
-        return len(found) == 2 and list(found.values())
-    return wait_for(both, 90, "the server and k6")
+            found.update({name: pid for name in names if command.endswith(name.encode())})
+        return len(found) == len(names) and list(found.values())
+    return wait_for(running, 90, " and ".join(names))
 
 
 @pytest.fixture(scope="module")
@@ -183,14 +183,19 @@ def test_a_disk_that_fills_during_the_load_fails_the_step(lab_ready, tmp_path): 
         spec = tmp_path / "flood.toml"
         spec.write_text(FLOOD)
         proc = invoke(data_dir, "run", str(spec))
+        # Most of the room goes once the server runs (preflight has passed): zeroing 2 GB took longer than k6's
+        # whole load on a busy CI machine. The last 64 MB go once k6 runs, written until the disk says it is full
+        # (dd then ends with ENOSPC), as k6 keeps writing meanwhile.
+        mid_step(proc, ("java",))
+        subprocess.run(["fallocate", "-l", str(shutil.disk_usage(data_dir).free - 64 * 2**20), str(data_dir / "bulk")],
+                       check=True)
         k6 = processes([pid for pid in mid_step(proc) if Path(f"/proc/{pid}/comm").read_text().strip() == "k6"])
         filler = data_dir / "filler"
-        # Written until the disk says it is full (dd then ends with ENOSPC): k6 keeps writing meanwhile, so a size
-        # asked in advance (fallocate of the free space) can find less room than it asked for.
         subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=1M", "status=none"], check=False)
         assert shutil.disk_usage(data_dir).free < 2**20
         wait_for(lambda: not still_running(k6), 60, "k6 to end")
-        filler.unlink()  # room again for the tables and step.json: what is lost is k6's output alone
+        filler.unlink()
+        (data_dir / "bulk").unlink()  # room again for the tables and step.json: what is lost is k6's output alone
         code, out = finish(proc, timeout=120)
         step = data_dir / "flood" / "flood"
         meta = json.loads((step / "step.json").read_text()) if (step / "step.json").exists() else {}

@@ -138,3 +138,34 @@ def test_every_threshold_names_its_source():
         assert bool(rule.window) == bool(rule.nearby), f"{claim}: a window is read with its nearby windows"
         assert rule.k == 3, f"{claim}: k = 3 throughout (issue 28)"
         assert rule.measure.strip() and rule.unit.strip(), f"{claim}: say what is measured and in which unit"
+
+
+# A claim's words may say how many runs a step has: "k6-c500 and ab-c500 (5 runs each)", "(sweep-800, 5 runs)".
+STEP_ID = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+"
+RUNS_AFTER = re.compile(rf"((?:{STEP_ID})(?:(?:, |,? and ){STEP_ID})*) \((?:[^()]*?, )?(\d+) runs(?: each)?\)")
+RUNS_INSIDE = re.compile(rf"\(({STEP_ID}), (\d+) runs\)")
+
+
+def runs_said(text: str) -> list[tuple[str, int]]:
+    """(step id, runs) for each number of runs a claim's words give a step."""
+    found = [*RUNS_AFTER.finditer(text), *RUNS_INSIDE.finditer(text)]
+    return [(step, int(m.group(2))) for m in found for step in re.findall(STEP_ID, m.group(1))]
+
+
+def test_the_runs_a_claims_words_give_a_step_are_the_runs_its_spec_asks():
+    """Chapter 1's rules said "3 runs each" of k6-c500 and ab-c500 beside a Runs column of 5 (issue 41)."""
+    wrong = []
+    for rule in declared().values():
+        chapter = next(p.stem for p in claims.CLAIMS_DIR.glob("*.toml") if rule.claim in claims.rules(p.stem))
+        spec = tomllib.loads((ROOT / "experiments" / f"{chapter}.toml").read_text())
+        runs = {step["id"]: step.get("runs", 1) for step in spec.get("step", [])}
+        wrong += [(rule.claim, step, n, runs[step]) for step, n in runs_said(rule.measure) if runs.get(step, n) != n]
+    assert not wrong, f"(claim, step, runs its words say, runs the spec asks): {wrong}"
+
+
+def test_runs_said_reads_the_ways_the_claims_write_them():
+    assert runs_said("on k6-c100 and ab-c100 (3 runs each), k6-c500 and ab-c500 (5 runs each), as") == \
+        [("k6-c100", 3), ("ab-c100", 3), ("k6-c500", 5), ("ab-c500", 5)]
+    assert runs_said("of k6-c500 and ab-c500 (5000 requests each, 5 runs) less") == [("k6-c500", 5), ("ab-c500", 5)]
+    assert runs_said("at 800 users (sweep-800, 5 runs) over") == [("sweep-800", 5)]
+    assert runs_said("TPS of threads-100, threads-150 (3 runs each) and") == [("threads-100", 3), ("threads-150", 3)]

@@ -199,7 +199,7 @@ def list_(c):
                 print(f"  half-written {path.name} (pid {pid}): the next `invoke run {chapter}` removes it if that run is gone")
 
 
-@task(help={"chapter": "a chapter: chapter1 … chapter7",
+@task(help={"chapter": "a chapter: chapter1 … chapter7, or chapterN@app: as run on your own server (--server app.jar)",
             "data": "another data directory to judge beside the committed one (e.g. where you ran the chapter)",
             "keep": "keep the run as one of the book's passes (a clean pass only): appended to data/<chapter>/passes.csv"})
 def compare(c, chapter, data=None, keep=False):
@@ -209,7 +209,8 @@ def compare(c, chapter, data=None, keep=False):
     from harness.lab.spec import known_chapter
 
     with _clear_errors():
-        report, moved = compare_runs(known_chapter(chapter), _path("--data", data) if data else None, keep)
+        base, at, server = chapter.partition("@")  # chapter3@app: chapter 3 run on your own server (--server app.jar)
+        report, moved = compare_runs(known_chapter(base) + at + server, _path("--data", data) if data else None, keep)
         print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)

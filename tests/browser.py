@@ -7,15 +7,20 @@ every other external request fails and is reported.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import mimetypes
 import shutil
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from playwright.sync_api import Error, Page, sync_playwright
+
+from harness.book.site import address, site_server
 
 BINARIES = ("chromium", "chromium-browser", "google-chrome")
 # Names resolve nowhere but 127.0.0.1: a request that slips past the routes below still cannot leave the machine.
@@ -31,6 +36,20 @@ STATUS_JS = """selector => Array.from(document.querySelectorAll(selector)).map(f
 # Where the text column, the charts and their legends sit, and what sticks out of the window (page_layout.py).
 LAYOUT_JS = (Path(__file__).parent / "page_layout.js").read_text().strip()
 LOCAL_HOSTS = ("127.0.0.1",)
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """`folder` over http on 127.0.0.1 (a free port), as `invoke serve` serves the book; a base URL ending in "/"."""
+    server = site_server(0, folder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield address(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def find_binary() -> str | None:

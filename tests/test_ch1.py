@@ -232,9 +232,10 @@ def test_the_whole_run_shortfall_is_the_files(reference):
 
 def test_the_pool_limit_for_the_answer_page(reference):
     (limit,) = ch1.limits()
-    assert limit.order == 1 and limit.unit == "requests/s" and limit.chapter == "chapter1"
-    assert f"{limit.value:,.0f} requests per second" in limit.sentence
-    assert 0.8 * 500 < limit.value < 1.05 * 500  # 100 threads, 0.2 s a request: the model's 500/s
+    assert limit.order == 1 and limit.unit == "requests in service at once" and limit.chapter == "chapter1"
+    assert limit.value == ch1.pool_of(ch1.load()).threads  # the title's unit: requests at once, the pool's threads
+    assert f"{limit.rate:,.0f} requests per second" in limit.sentence
+    assert 0.8 * 500 < limit.rate < 1.05 * 500  # 100 threads, 0.2 s a request: the model's 500/s
 
 
 def test_the_busy_threads_are_actuators(reference):
@@ -245,3 +246,25 @@ def test_the_busy_threads_are_actuators(reference):
             samples = pd.read_parquet(store.data_root() / "chapter1" / name / "actuator.parquet")
             peaks.append(samples.loc[samples["metric"] == "tomcat.threads.busy", "value"].max())
     assert (b.full_low, b.full_high) == (min(peaks), max(peaks))
+
+
+def test_the_repeats_sentence_names_each_c_with_its_own_number_of_runs():
+    from harness.book.chapters.ch1.values import repeats_text
+
+    assert repeats_text({1: 1, 10: 1, 100: 3, 500: 5}) == "C = 100 run three times each, and those at C = 500 five times"
+    assert repeats_text({500: 3, 100: 3}) == "C = 100 and 500 run three times each"
+    assert repeats_text({1: 1}) == ""
+
+
+def test_the_repeats_sentence_agrees_with_the_runs_in_the_data():
+    """§1.2 once said C = 100 and 500 ran five times each while C = 100 ran three (issue 41): the sentence now
+    comes from each C's runs in the committed data."""
+    from harness.book.prose import words
+
+    data = ch1.load()
+    text = ch1.setup(data).repeats
+    for step, meta in data.steps.items():
+        n = len(data.runs.get(step, [meta]))
+        if n > 1:
+            clients = runs.clients_of(meta)
+            assert f"{clients} run {words(n)} times" in text or f"{clients} {words(n)} times" in text, (step, n, text)

@@ -68,3 +68,15 @@ def test_the_bursts_first_requests_are_the_request_files(page):
     assert page["b"].difference_low <= first_pair + 1e-9 and first_pair <= page["b"].difference_high + 1e-9
     assert page["b"].failed == sum(m["requests"]["failed"] for s in ("burst-spare-10", "burst-spare-400")
                                    for m in data.runs[s])
+
+
+def test_the_cpu_limit_reads_in_requests_at_once_with_its_rate_beside():
+    """The answer page's unit (issue 41): the CPU's limit is the requests in service at once that keep it busy, the
+    plateau's rate times the time each spends in service (Little's law), with that rate beside it."""
+    from harness.book.chapters import ch4
+
+    (limit,) = ch4.limits()
+    assert limit.unit == "requests in service at once" and limit.rate > 0
+    assert f"about {limit.value:,.1f} requests are in service at once" in limit.sentence
+    assert f"answered {limit.rate:,.0f} requests per second" in limit.sentence
+    assert 1 < limit.value < 100  # a few requests keep one core busy: 40 ms of waiting on a few ms of CPU

@@ -88,7 +88,8 @@ def test_the_limit_is_the_pools_measured_throughput_with_its_section(chapter):
     _, runs, _ = chapter
     (limit,) = ch5.limits()
     tps = runs.loc[runs["step"] == values.SMALL_POOL, "tps"].mean()
-    assert limit.value == pytest.approx(tps, abs=0.05) and limit.unit == "requests/s"
+    assert limit.rate == pytest.approx(tps, abs=0.05) and limit.unit == "requests holding a connection at once"
+    assert f"HikariCP's {limit.value:,.0f} connections" in limit.sentence
     assert f"{tps:,.1f} requests a second" in limit.sentence and "HikariCP" in limit.name
     assert "{#" + limit.anchor + "}" in QMD.read_text()
 

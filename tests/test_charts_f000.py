@@ -109,7 +109,17 @@ def test_completions_chart_already_draws_5_s_waves():
     assert measured[measured.step == "a-300-pv"].set_index("t_s")["requests"].to_dict() == {5.0: 200, 10.0: 100}
 
 
-@pytest.mark.parametrize("build", [failures_chart, connections_chart], ids=["failures", "connections"])
+def test_each_panel_is_titled_with_its_step_and_what_it_is_for():
+    """Issue 41: panels titled "a-300-pv" alone meant nothing to a reader; the header says what the step is for."""
+    data = chapter(["a-300-pv", "b-1000-pv"])
+    header = completions_chart(data, bucket_ms=5000).to_dict(validate=True)["facet"]["row"]["header"]
+    for step in ("a-300-pv", "b-1000-pv"):
+        assert json.dumps(f"{step}: {data.steps[step]['why']}") in header["labelExpr"]
+    assert header["labelExpr"].endswith("datum.value") and header["labelLimit"] > 0
+
+
+@pytest.mark.parametrize("build", [failures_chart, connections_chart, completions_chart],
+                         ids=["failures", "connections", "completions"])
 def test_charts_run_in_vega(build, tmp_path):
     result = run_vega(build(SMOKE).to_dict(), tmp_path)
     assert result["warnings"] == [] and result["marks"] > 0

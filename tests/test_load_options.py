@@ -261,12 +261,14 @@ def test_a_plan_longer_than_one_command_line_argument_is_refused_with_the_spec()
 
 def test_summary_counts(tmp_path):
     summary = tmp_path / "k6-summary.json"
-    assert summary_counts(summary) == {"dropped_iterations": 0}  # no summary written
+    assert summary_counts(tmp_path, 1) == {"dropped_iterations": 0}  # no summary written
     summary.write_text(json.dumps({"metrics": {"dropped_iterations": {"count": 42, "rate": 1.4},
                                                "lab_extract_failed": {"count": 3, "rate": 0.1}}}))
-    assert summary_counts(summary) == {"dropped_iterations": 42, "extract_failed": 3}
+    assert summary_counts(tmp_path, 1) == {"dropped_iterations": 42, "extract_failed": 3}
+    (tmp_path / "k6-summary-2.json").write_text(json.dumps({"metrics": {"dropped_iterations": {"count": 8}}}))
+    assert summary_counts(tmp_path, 2) == {"dropped_iterations": 50, "extract_failed": 3}  # every process's
     summary.write_text(json.dumps({"metrics": {"http_reqs": {"count": 10}}}))
-    assert summary_counts(summary) == {"dropped_iterations": 0}
+    assert summary_counts(tmp_path, 1) == {"dropped_iterations": 0}
 
 
 def test_models_do_not_crash_on_new_profiles():

@@ -267,3 +267,23 @@ def test_a_readers_run_without_a_noise_of_its_own_is_judged_with_the_books_sayin
     report, _ = compare("chapter1", tmp_path)
     assert ("stray failures: the book's (data/): this run's folder has no step of chapter2, chapter3, chapter7 whose "
             "model predicts every answer") in report
+
+
+def test_a_chapter_run_on_a_readers_own_server_is_compared_by_its_folders_name_and_never_kept(tmp_path):
+    """`invoke run chapter1 --server app.jar` writes chapter1@app/; `invoke compare chapter1@app` judges it with
+    chapter 1's rules beside the book (issue 43): here a copy of the book's own chapter 1 under that name."""
+    from harness.book.chapters import ch1
+    from harness.book.compare import compare
+
+    shutil.copytree(DATA / "chapter1", tmp_path / "chapter1@app", ignore=shutil.ignore_patterns("*.csv"))
+    report, moved = compare("chapter1@app", tmp_path)
+    lines = report.splitlines()
+    claims = {j.rule.claim for j in ch1.judge()}
+    assert "chapter1@app" in lines[0] and len(lines) == 2 + len(claims) + bool(moved)
+    assert lines[1 + len(claims)].startswith("stray failures: the book's (data/)")  # it has no chapter 2 of its own
+    assert {line.split()[0] for line in lines[1:1 + len(claims)]} == claims
+    with pytest.raises(LabError, match="never kept"):
+        compare("chapter1@app", tmp_path, keep=True)
+    with pytest.raises(LabError, match="no chapter1@other in"):
+        compare("chapter1@other", tmp_path)
+    assert not list(tmp_path.glob("lab-compare-*"))  # nothing left in the folder

@@ -45,10 +45,37 @@ def test_small_counts_in_words_large_ones_in_digits():
     assert [words(0), words(9), words(1000), words(2.5)] == ["no", "nine", "1,000", "2.5"]
 
 
-def test_bare_counts_in_a_text_written_elsewhere_get_separators_and_nothing_else_changes():
-    from harness.book.prose import with_separators
+def test_a_text_written_elsewhere_gets_the_books_number_style_and_nothing_else_changes():
+    from harness.book.prose import in_book_style
 
-    assert with_separators("at most 8293 connections (8192 + 100 + 1), 20000 users") == \
+    assert in_book_style("at most 8293 connections (8192 + 100 + 1), 20000 users") == \
         "at most 8,293 connections (8,192 + 100 + 1), 20,000 users"
-    same = "in 2023, on 2026-11-27, v1.8.1, step f-10k-cv, 1234.5 ms, 1,200 users, F000-c.2a, port:8080, #4096"
-    assert with_separators(same) == same
+    assert in_book_style("pool 10 against 20 (+37 %); 98.25\u00a0% at 150") == "pool 10 against 20 (+37%); 98.25% at 150"
+    assert in_book_style("TPS of max-connections-4000, -6000, -8000 (3 runs each); mc-8000, -6000; 3 runs") == \
+        "TPS of max-connections-4000, max-connections-6000, max-connections-8000 (3 runs each); mc-8000, mc-6000; 3 runs"
+    same = ("in 2023, on 2026-11-27, v1.8.1, step f-10k-cv, 1234.5 ms, 1,200 users, F000-c.2a, port:8080, #4096, "
+            "up to 5 % of a core, a-300-pv, 1-5 s")
+    assert in_book_style(same) == same.replace("5 %", "5%")
+
+
+def test_a_signed_number_always_shows_its_sign_but_zero_has_none():
+    from harness.book.prose import signed
+
+    assert [signed(34242.2, 1), signed(-27), signed(2503), signed(0.04, 1), signed(-0.04, 1)] == \
+        ["+34,242.2", "\u221227", "+2,503", "0.0", "0.0"]
+
+
+def test_every_no_or_not_every_follows_the_counts():
+    from harness.book.prose import every
+
+    assert every([2000, 2000], 2000, "user") == "every user was answered"
+    assert every([1303, 2000], 2000, "user") == "not every user was answered"
+    assert every([0, 0], 2000, "user") == "no user was answered"
+    assert every([5], 5, "request", "came back") == "every request came back"
+
+
+def test_all_or_how_many_of_them_follows_the_count():
+    from harness.book.prose import of_all
+
+    assert of_all(1000, 1000, "threads") == "all 1,000 threads"
+    assert of_all(900, 1000, "threads") == "900 of the 1,000 threads"

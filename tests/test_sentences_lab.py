@@ -84,7 +84,7 @@ def test_ceiling_sentences_fall_back_to_spring_defaults(smoke):
             meta["config"]["server"].pop(knob, None)
         return meta
     text = ceiling_sentences(with_steps(smoke, unset))
-    assert "max-connections 8192, accept-count 100:" in text
+    assert "max-connections 8,192, accept-count 100:" in text  # the book's number format
     assert "max-connections 4, accept-count 6:" in ceiling_sentences(smoke)
 
 

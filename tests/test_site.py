@@ -15,10 +15,8 @@ Quarto these tests skip, unless LAB_REQUIRE_QUARTO=1.
 """
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
@@ -30,11 +28,10 @@ import pytest
 from harness import ROOT
 from harness.book.charts import scrolling
 from harness.book.render import VEGA_SCRIPTS, chart_html
-from harness.book.site import address, site_server
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
-from browser import Chromium, PageReport, find_binary  # noqa: E402
+from browser import Chromium, PageReport, find_binary, serve  # noqa: E402
 import page_layout  # noqa: E402
 
 PAGES = [html_path(chapter) for chapter in book_chapters()]
@@ -58,20 +55,6 @@ REQUIRE_JS = "https://cdn.jsdelivr.net/npm/requirejs@2.3.6/require.min.js"
 
 
 # ---- fixtures: the rendered book, a browser, the site over http ------------------------------------------
-
-@contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """`folder` over http on 127.0.0.1 (a free port), as `invoke serve` serves the book; a base URL ending in "/"."""
-    server = site_server(0, folder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield address(server)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
 
 def online_copy(site: Path, copy: Path) -> Path:
     """A copy of the site whose pages have no integrity="…" attributes (the site itself is left alone)."""

@@ -13,6 +13,7 @@ Chapters import these from here or from harness.book.charts (which uses them). T
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -114,6 +115,14 @@ def legend_highlight() -> alt.Parameter:
 
 def faded_unless(selection: alt.Parameter) -> dict:
     return alt.condition(selection, alt.value(1.0), alt.value(0.15))
+
+
+def step_header(whys: dict[str, str]) -> alt.Header:
+    """A small multiple's panel title: its step and what the step is for ("a-300-pv: 300 users, 200 threads: …"),
+    not the bare id, cut with an ellipsis where longer than the chart is wide."""
+    cases = "".join(f"datum.value === {json.dumps(step)} ? {json.dumps(f'{step}: {why}' if why else step)} : "
+                    for step, why in whys.items())
+    return alt.Header(labelOrient="top", labelAnchor="start", labelLimit=WIDTH, labelExpr=cases + "datum.value")
 
 
 def log_scale(values, margin: float = 1.25) -> alt.Scale:

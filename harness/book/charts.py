@@ -24,6 +24,7 @@ from harness.book.chart_style import (  # noqa: F401 - THEME and scrolling: chap
     log_scale,
     scrolling,
     series_color,
+    step_header,
     tip,
 )
 from harness.book.verdict import failure_kinds
@@ -71,7 +72,8 @@ def thin_samples(frame: pd.DataFrame, bucket_ms: int) -> pd.DataFrame:
 
 def by_step(layers: alt.LayerChart, data: ChapterData) -> alt.FacetChart:
     """Small multiples: one row per step, sharing the time axis."""
-    row = alt.Row("step:N", sort=step_order(data), title=None, header=alt.Header(labelOrient="top"))
+    whys = {step: data.steps[step].get("why", "") for step in step_order(data)}
+    row = alt.Row("step:N", sort=step_order(data), title=None, header=step_header(whys))
     return layers.properties(width=WIDTH, height=ROW_HEIGHT).facet(row=row)
 
 

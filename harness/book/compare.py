@@ -3,9 +3,14 @@ directory (a reader's run) with the same rules and prints each claim's outcome b
 pooled (harness.book.passes), or, before any pass is kept, the committed data/ alone (said so). It fails when an
 outcome moved between reproduced and not reproduced. `--keep` keeps the run as one of the book's passes: only a clean
 pass (every step complete at one committed commit) is kept, appended to data/<chapter>/passes.csv.
+
+`invoke compare chapterN@app` judges the chapter as run on a reader's own server (`invoke run chapterN --server
+app.jar` writes <data>/chapterN@app/) by the same rules, beside the book's; never kept: the book's passes are its
+sample server's.
 """
 from __future__ import annotations
 
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,33 +29,32 @@ def chapter_module(chapter: str):
     return module
 
 
-def judged(chapter: str, root: Path, noise_root: Path | None = None) -> list[Judgement]:
-    """The chapter's claims judged on `root`'s steps, with the stray-failure rate measured in `noise_root` (`root`)."""
-    with stray_failures_of(noise_root or root), reading(root):
-        return chapter_module(chapter).judge()
+def judged(chapter: str, root: Path) -> tuple[list[Judgement], str]:
+    """The chapter's claims judged on `root`'s steps, and where their stray-failure rate came from, in words."""
+    with stray_failures_of(root) as said, reading(root):
+        return chapter_module(chapter).judge(), said
 
 
 @contextmanager
 def stray_failures_of(root: Path):
-    """Judge with the stray-failure rate of `root`'s steps: harness.book.noise keeps one per process (the book's,
-    when a page judges), so it is measured again here, and forgotten after."""
+    """Judge with the stray-failure rate of `root`'s steps, or the book's (data/) where they measure none; yields
+    which, in words. harness.book.noise keeps one rate per process (the book's, when a page judges), so it is
+    measured here, once, and forgotten after."""
     noise.stray_failures.cache_clear()
-    with reading(root):
-        noise.stray_failures()
     try:
-        yield
+        with reading(root):
+            failed, requests = noise.stray_failures()
+        if requests or root == DATA:
+            said = f"stray failures: this run's own ({failed:,} in {requests:,} requests)"
+        else:
+            noise.stray_failures.cache_clear()
+            with reading(DATA):
+                noise.stray_failures()
+            said = (f"stray failures: the book's (data/): this run's folder has no step of "
+                    f"{', '.join(noise.CLEAN_CHAPTERS)} whose model predicts every answer")
+        yield said
     finally:
         noise.stray_failures.cache_clear()
-
-
-def noise_source(root: Path) -> tuple[Path, str]:
-    """Where a run's stray-failure rate comes from: its own steps when they measure one, else the book's data/."""
-    with stray_failures_of(root), reading(root):
-        failed, requests = noise.stray_failures()
-    if requests or root == DATA:
-        return root, f"stray failures: this run's own ({failed:,} in {requests:,} requests)"
-    return DATA, (f"stray failures: the book's (data/): this run's folder has no step of "
-                  f"{', '.join(noise.CLEAN_CHAPTERS)} whose model predicts every answer")
 
 
 def the_book(chapter: str, kept: dict) -> tuple[list[Judgement], str]:
@@ -58,17 +62,18 @@ def the_book(chapter: str, kept: dict) -> tuple[list[Judgement], str]:
     if kept:
         n = len(kept)
         return passes.pooled(chapter, kept_passes=kept), f"the book ({n} {'pass' if n == 1 else 'passes'} pooled)"
-    return judged(chapter, DATA), "the book (data/, no kept pass yet)"
+    return judged(chapter, DATA)[0], "the book (data/, no kept pass yet)"
 
 
 def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tuple[str, list[str]]:
     """The side-by-side report and the claims whose outcome flipped; with `keep`, the run is kept as a pass. The run
     judged is `other`, or data/ itself; beside the book's pooled passes it gets a column of its own."""
     root = other or DATA
+    if "@" in chapter:
+        return compare_own_server(chapter, root, keep)
     if not (root / chapter).is_dir():
         raise LabError(f"no {chapter} in {root}: run it there first (LAB_DATA_DIR={root} invoke run {chapter})")
-    noise_root, noise_said = noise_source(root)
-    runs = judged(chapter, root, noise_root)
+    runs, noise_said = judged(chapter, root)
     if keep:
         with reading(root):
             one, problems = passes.this_pass(chapter), passes.pass_problems(chapter, root)
@@ -91,3 +96,18 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tupl
     if keep:
         lines.append(f"kept in {path}")
     return "\n".join(lines), moved
+
+
+def compare_own_server(folder: str, root: Path, keep: bool) -> tuple[str, list[str]]:
+    """A chapter run on a reader's own server (`folder`: chapterN@app in `root`) judged beside the book: the chapter's
+    code reads it under the chapter's own name, through a link in a folder of its own."""
+    chapter = folder.partition("@")[0]
+    if keep:
+        raise LabError(f"{folder} ran on your own server: it is compared with the book, never kept as one of its "
+                       f"passes (those are the sample server's); drop --keep")
+    if not (root / folder).is_dir():
+        raise LabError(f"no {folder} in {root}: run it there first (invoke run {chapter} --server <your jar>)")
+    with tempfile.TemporaryDirectory(prefix="lab-compare-") as tmp:
+        (Path(tmp) / chapter).symlink_to((root / folder).resolve(), target_is_directory=True)
+        report, moved = compare(chapter, Path(tmp))
+    return report.replace("this run", folder, 1), moved  # the column's header names the folder

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The answer page's unit, the title's: a limit on throughput is read as the requests it lets be in service at once.
+IN_SERVICE = "requests in service at once"
 CHAPTERS = ("chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
 
 
@@ -16,8 +18,9 @@ class Limit:
 
     order: int  # where it binds as users grow: 1 first (the thread pool) … (open files, memory per connection)
     name: str  # "the thread pool", "the connection ceiling", "the database pool" …
-    value: float  # its number, from data
-    unit: str  # "requests/s", "connections", "users" …
+    value: float  # its number, from data: how many requests (or connections) it holds at once, where it can say
+    unit: str  # "requests in service at once", "connections", "KiB per connection" …
     sentence: str  # one sentence saying what binds and how, the number in it (computed, never typed)
     chapter: str  # "chapter3"
     anchor: str  # the section that shows the evidence: "sec-the-ceiling"
+    rate: float | None = None  # the requests a second it allows, where `value` counts requests at once (Little's law)

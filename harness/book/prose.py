@@ -29,19 +29,44 @@ def count(n: float) -> str:
 
 
 # A whole number of four digits or more standing alone in a text (not part of a word, an id, a decimal, a version or a
-# date), other than a year (1900-2099, which are never separated): what `with_separators` formats.
+# date), other than a year (1900-2099, which are never separated): what `in_book_style` formats.
 BARE_NUMBER = re.compile(r"(?<![\w.,/:#\u2212-])(?!(?:19|20)\d\d\b)\d{4,}(?![\w.,]?\d)")
+SPACED_PERCENT = re.compile(r"(?<=\d)[ \u00a0\u202f]%")
+# "max-connections-4000, -6000, -8000": a list of step names that share a stem, the stem written once.
+ELIDED_STEPS = re.compile(r"\b([a-z][\w]*(?:-[a-z]\w*)*-)(\d+)((?:, -\d+)+)")
 
 
-def with_separators(text: str) -> str:
-    """A text written elsewhere (a claims file's rule, kept byte for byte in its digest) with its bare counts in the
-    book's format: "at most 8293 connections" → "at most 8,293 connections"; years and ids stay as they are."""
-    return BARE_NUMBER.sub(lambda m: count(int(m.group())), text)
+def in_book_style(text: str) -> str:
+    """A text written elsewhere (a claims file's rule, kept byte for byte in its digest) in the book's number format:
+    bare counts with separators ("at most 8293 connections" → "8,293"), no space before a percent sign ("37 %" →
+    "37%"), and step names in full where the text elides their stem ("max-connections-4000, -6000" →
+    "max-connections-4000, max-connections-6000", whose "-6000" would read as a minus). Years and ids stay as they are."""
+    text = ELIDED_STEPS.sub(lambda m: m.group(1) + m.group(2) + m.group(3).replace(", -", ", " + m.group(1)), text)
+    return SPACED_PERCENT.sub("%", BARE_NUMBER.sub(lambda m: count(int(m.group())), text))
+
+
+def signed(value: float, decimals: int = 0) -> str:
+    """+1,234.5 or −27: a difference or a margin with its sign always shown (none on a value that rounds to zero)."""
+    text = number(value, decimals)
+    return text if text.startswith(MINUS) or float(text.replace(",", "")) == 0 else "+" + text
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
     """A count with its noun: 1 run, 3 runs, 1,000 runs (`nouns` where adding an s is wrong)."""
     return f"{count(n)} {noun if n == 1 else nouns or noun + 's'}"
+
+
+def every(counts, total: int, noun: str, verb: str = "was answered") -> str:
+    """Whether each run got all of `total`, in words that follow the counts: "every user was answered" when every
+    count is the total, "no user was answered" when every one is 0, "not every user was answered" otherwise."""
+    counts = list(counts)
+    which = "every" if all(c == total for c in counts) else "no" if not any(counts) else "not every"
+    return f"{which} {noun} {verb}"
+
+
+def of_all(n: int, total: int, nouns: str) -> str:
+    """"all 1,000 threads" when `n` reached `total`, "900 of the 1,000 threads" when it did not."""
+    return f"all {count(total)} {nouns}" if n >= total else f"{count(n)} of the {count(total)} {nouns}"
 
 
 def words(n: float) -> str:

@@ -8,7 +8,7 @@ from IPython.display import Markdown
 
 from harness.book.analysis import spike_start_ms
 from harness.book.charts import step_order
-from harness.book.prose import words
+from harness.book.prose import count, in_book_style, words
 from harness.book.steps import kinds_text, step_run, wave_counts
 from harness.book.tables import people_table
 from harness.lab.load.options import peak_vus
@@ -58,7 +58,7 @@ def steps_table(data: ChapterData) -> Markdown:
         rows.append({
             "step": name, "why": meta.get("why", ""),
             "load": f"{load_words(load)}, keep-alive {'on' if load.get('connection_reuse') else 'off'}",
-            "server": ", ".join(f"{k}={v}" for k, v in meta["config"]["server"].items()) or "Spring Boot defaults",
+            "server": ", ".join(f"`{k}={v}`" for k, v in meta["config"]["server"].items()) or "Spring Boot defaults",
             "asked": counts["asked"], "issued": counts["issued"], "answered": counts.get("succeeded"), "failed": counts.get("failed"),
         })
     return people_table(pd.DataFrame(rows))
@@ -94,13 +94,16 @@ def ceiling_sentences(data: ChapterData) -> str:
         model = meta["model"]
         if "ceiling" not in model:
             continue
+        m = {key: count(value) if isinstance(value, int | float) else value for key, value in model.items()}
+        knob = {name: in_book_style(str(server_knob(meta, name))) for name in ("TOMCAT_MAX_CONNECTIONS",
+                                                                          "TOMCAT_ACCEPT_COUNT")}
         room = ("so every user is held from the start" if model["over_ceiling"] == 0 else
-                f"so {model['over_ceiling']} of the {model['requests']} users find no room at first")
+                f"so {m['over_ceiling']} of the {m['requests']} users find no room at first")
         lines.append(
-            f"- `{name}`: {model['threads']} threads at {model['service_ms']} ms per request, max-connections "
-            f"{server_knob(meta, 'TOMCAT_MAX_CONNECTIONS')}, accept-count {server_knob(meta, 'TOMCAT_ACCEPT_COUNT')}: "
-            f"a ceiling of **{model['ceiling']}** connections, {room}; the simulation predicts "
-            f"{model['succeeded']} responses and {model['failed']} failures.")
+            f"- `{name}`: {m['threads']} threads at {m['service_ms']} ms per request, max-connections "
+            f"{knob['TOMCAT_MAX_CONNECTIONS']}, accept-count {knob['TOMCAT_ACCEPT_COUNT']}: "
+            f"a ceiling of **{m['ceiling']}** connections, {room}; the simulation predicts "
+            f"{m['succeeded']} responses and {m['failed']} failures.")
     return "\n".join(lines)
 
 

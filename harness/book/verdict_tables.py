@@ -13,8 +13,9 @@ from harness.book.claims import INCONCLUSIVE, PARTLY, Judgement, Rule, compose, 
 from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
-from harness.book.tables import folded, markdown_table
-from harness.book.prose import MINUS, NBSP, plural, with_separators
+from harness.book.downloads import data_links, step_records
+from harness.book.tables import card_table, folded
+from harness.book.prose import MINUS, NBSP, in_book_style, plural, signed
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -31,7 +32,7 @@ def number(x: float, unit: str = "") -> str:
 
 def short(rule: Rule) -> str:
     """The claim in a few plain words: its measure up to the first colon ("200 at once")."""
-    return with_separators(rule.measure.split(":")[0])
+    return in_book_style(rule.measure.split(":")[0])
 
 
 def threshold_text(rule: Rule) -> str:
@@ -47,12 +48,12 @@ def rules_table(chapter: str) -> Markdown:
     if not declared:
         return Markdown("*This chapter declares no rules yet.*")
     frame = pd.DataFrame([{"Claim": r.claim, "The article says": f"“{r.quote}” ({ARTICLES.get(r.seed, r.seed)})",
-                           "Measured": with_separators(r.measure), "Claim holds when": threshold_text(r),
-                           "Threshold from": with_separators(r.source), "k": f"{r.k:g}σ",
-                           "Window": with_separators(r.window + (f" (also {r.nearby})" if r.nearby else ""))}
+                           "Measured": in_book_style(r.measure), "Claim holds when": threshold_text(r),
+                           "Threshold from": in_book_style(r.source), "k": f"{r.k:g}σ",
+                           "Window": in_book_style(r.window + (f" (also {r.nearby})" if r.nearby else ""))}
                           for r in declared.values()])
-    changed = [f"**{r.claim}** changed: {with_separators(r.changed)}" for r in declared.values() if r.changed]
-    return Markdown(markdown_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
+    changed = [f"**{r.claim}** changed: {in_book_style(r.changed)}" for r in declared.values() if r.changed]
+    return Markdown(card_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
 
 
 def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, Judgement] | None = None,
@@ -65,10 +66,10 @@ def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, J
         row = {"Claim": f"{j.rule.claim}: {short(j.rule)}", "Measured": number(j.measured.value, j.rule.unit) + (
             f" ± {number(sigma, j.rule.unit)}" if sigma else " (exact)" if sigma == 0 else ""),
             "Claim holds when": threshold_text(j.rule),
-            "Margin": "–" if j.margin_sigma is None else f"{j.margin_sigma:+.1f}σ".replace("-", MINUS),
+            "Margin": "–" if j.margin_sigma is None else signed(j.margin_sigma, 1) + "σ",
             "Runs": f"{j.measured.runs} in {j.measured.passes} passes" if j.measured.passes > 1 else j.measured.runs,
             "Held": f"{n} of {m}" if m else "–",
-            "Outcome": f"**{j.outcome}**" + (f": {j.why}" if j.why else "")}
+            "Outcome": f"**{j.outcome}**" + (f": {in_book_style(j.why)}" if j.why else "")}
         if this_data is not None:
             mine = this_data.get(j.rule.claim)
             row["This data"] = f"{number(mine.measured.value, mine.rule.unit)}: {mine.outcome}" if mine else "–"
@@ -103,13 +104,27 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
     for finding, parts in by_finding.items():
         outcome, words = compose(parts)
         blocks.append(f"[**{finding}: {outcome}**]{{#{verdict_id(finding)}}}"
-                      + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
-                      + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
-    evidence = "\n\n".join(with_separators(
+                      + (f" ({in_book_style(words)})" if outcome in (PARTLY, INCONCLUSIVE) else "")
+                      + "\n\n" + card_table(claim_rows(parts, chapter, this_data, kept)))
+    evidence = "\n\n".join(in_book_style(
         f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
         f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"
         + (f". {j.measured.note}" if j.measured.note else "") + f". Threshold: {j.rule.source}.") for j in shown)
-    return Markdown("\n\n".join(blocks) + "\n\n" + folded("The evidence behind each claim", evidence))
+    downloads = data_links(chapter, {"claims": claim_values(shown), "steps": step_records(chapter)}).data
+    return Markdown("\n\n".join(blocks) + "\n\n" + folded("The evidence behind each claim", evidence)
+                    + "\n\n" + downloads)
+
+
+def claim_values(judgements: list[Judgement]) -> pd.DataFrame:
+    """The verdict rows as numbers, for a reader's own analysis: each claim's measured mean and σ, threshold, margin,
+    runs, passes and outcome."""
+    def bounds(rule: Rule) -> tuple:
+        return tuple(rule.threshold) if rule.shape == "band" else (rule.threshold, None)
+    return pd.DataFrame([{"claim": j.rule.claim, "finding": j.rule.finding, "measure": j.rule.measure,
+                          "value": j.measured.value, "sigma": j.measured.sigma, "unit": j.rule.unit,
+                          "holds_when": j.rule.shape, "threshold": bounds(j.rule)[0], "threshold_high": bounds(j.rule)[1],
+                          "margin_sigma": j.margin_sigma, "runs": j.measured.runs, "passes": j.measured.passes,
+                          "outcome": j.outcome} for j in judgements])
 
 
 def protocol_note(chapter: str) -> Markdown:
@@ -138,7 +153,7 @@ def protocol_note(chapter: str) -> Markdown:
     lines = [f"**The protocol.** This chapter has {stands}. {where} A run is void when other processes took more "
              f"than {rule.void_outside_cpu:.0%} of the machine's CPUs during its load; it is measured again at once, up "
              f"to {rule.reruns} times, and both are kept. A claim's rule covers its statistic's code "
-             f"({', '.join(f'`{p}`' for p in rule.statistic)}); the rules' digest is {passes.rules_digest(chapter)}, "
+             f"({', '.join(f'`{p}`' for p in rule.statistic)}); the rules' digest is `{passes.rules_digest(chapter)}`, "
              "and a pass is pooled only with passes judged under the same digest."]
     if rule.changed:
         lines.append(f"The protocol changed: {rule.changed}")

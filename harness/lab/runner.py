@@ -346,7 +346,8 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
         recorded = None
     if recorded is not None:
         meta["recording"] = write_recording(writer, recorded)
-        meta["requests"] = request_counts(recorded, step.requests_asked) | summary_counts(writer.path / "k6-summary.json")
+        meta["requests"] = (request_counts(recorded, step.requests_asked)
+                            | summary_counts(writer.path, step.load.get("processes", 1)))
     if samplers is not None:
         for name in ("ss", "process", "cpu"):
             writer.table(name, samplers.rows(name))

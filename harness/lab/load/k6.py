@@ -120,33 +120,43 @@ def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool
     return cmd + [str(SCRIPT)], env
 
 
-def summary_counts(summary_path: Path) -> dict:
-    """Totals from k6's end-of-test summaries (--summary-export; one per k6 process: k6-summary.json, k6-summary-2.json
-    …) for step.json's `requests`: dropped_iterations (an open-model step that dropped some has not measured what it
-    asked), and extract_failed when a scenario's value to extract was missing. Zero when k6 wrote no summary."""
-    dropped = extract_failed = 0
-    stem, _, suffix = summary_path.name.partition(".")
-    for path in sorted(summary_path.parent.glob(f"{stem}*.{suffix}")):
+def summary_metrics(workdir: Path, parts: int) -> tuple[list[dict], str]:
+    """Each k6 process's end-of-test metrics (--summary-export: k6-summary.json, k6-summary-2.json …), and why not all
+    of them could be read ("" when they could): a full disk leaves a summary empty while k6 itself exits 0."""
+    found = []
+    for part in range(1, parts + 1):
+        path = workdir / part_name(SUMMARY_FILE, part)
         try:
-            metrics = json.loads(path.read_text()).get("metrics", {})
-        except (OSError, ValueError):
-            continue
-        dropped += int(metrics.get("dropped_iterations", {}).get("count", 0))
-        extract_failed += int(metrics.get("lab_extract_failed", {}).get("count", 0))
-    return {"dropped_iterations": dropped} | ({"extract_failed": extract_failed} if extract_failed else {})
+            metrics = json.loads(path.read_text())["metrics"]
+            metrics.get("lab_request_started")  # a mapping, or AttributeError
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            return found, f"k6's summary {path.name} is missing or unreadable ({type(err).__name__}: {err}); a full disk?"
+        found.append(metrics)
+    return found, ""
+
+
+def total(metrics: list[dict], name: str) -> int:
+    """A counter summed over the k6 processes' summaries (0 where a summary has none)."""
+    return sum(int((m.get(name) or {}).get("count", 0)) for m in metrics)
+
+
+def summary_counts(workdir: Path, parts: int) -> dict:
+    """Totals from k6's summaries for step.json's `requests`: dropped_iterations (an open-model step that dropped some
+    has not measured what it asked), and extract_failed when a scenario's value to extract was missing. Zero where k6
+    wrote no summary."""
+    metrics, _ = summary_metrics(workdir, parts)
+    failed = total(metrics, "lab_extract_failed")
+    return {"dropped_iterations": total(metrics, "dropped_iterations")} | ({"extract_failed": failed} if failed else {})
 
 
 def summaries_not_whole(workdir: Path, parts: int, issued: int) -> str:
     """Why k6's output is not whole ("" when it is): each process's summary readable, and the recording holding
     every request the summaries counted (`lab_request_started`). A disk that fills during the load truncates k6.csv
     and leaves the summary empty, while k6 itself exits 0."""
-    started = 0
-    for part in range(1, parts + 1):
-        path = workdir / part_name(SUMMARY_FILE, part)
-        try:
-            started += int(json.loads(path.read_text())["metrics"].get("lab_request_started", {}).get("count", 0))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            return f"k6's summary {path.name} is missing or unreadable ({type(err).__name__}: {err}); a full disk?"
+    metrics, problem = summary_metrics(workdir, parts)
+    started = total(metrics, "lab_request_started")
+    if problem:
+        return problem
     if issued != started:
         return (f"k6.csv held {issued:,} requests where k6's summary counted {started:,} started: its output is not "
                 f"whole (a full disk?)")

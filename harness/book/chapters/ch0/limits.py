@@ -12,9 +12,12 @@ from harness.book.verdict_tables import number
 
 
 def limit_item(limit: Limit) -> str:
-    """One limit as a list item: its name and number in bold, the chapter's sentence, the link to its section."""
+    """One limit as a list item: its name and number in bold (requests at once, as the title asks, and the rate they
+    allow beside where the limit has one), the chapter's sentence, the link to its section."""
     name = limit.name[:1].upper() + limit.name[1:]
-    return f"**{name}: {number(limit.value, limit.unit)}.** {limit.sentence} (@{anchor(limit.chapter, limit.anchor)})"
+    rate = f", {number(limit.rate, 'requests/s')}" if limit.rate is not None else ""
+    return (f"**{name}: {number(limit.value, limit.unit)}{rate}.** {limit.sentence} "
+            f"(@{anchor(limit.chapter, limit.anchor)})")
 
 
 def limits_list(answer: Answer) -> Markdown:

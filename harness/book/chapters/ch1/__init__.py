@@ -22,7 +22,7 @@ from harness.book.chapters.ch1.runs import CHAPTER, pool_of, steps_with
 from harness.book.chapters.ch1.values import busy, lesson, little, pace, premise, queue, rates, setup, steady_plateau
 from harness.book.chapters.ch1.words import tail_words
 from harness.book.claims import Judgement
-from harness.book.faces import Limit
+from harness.book.faces import IN_SERVICE, Limit
 from harness.book.verdict_tables import finding_outcomes
 from harness.lab import store
 from harness.lab.store import ChapterData
@@ -60,4 +60,4 @@ def limits() -> list[Limit]:
     sentence = (f"With {pool.threads:,} threads and requests that hold one for {pool.mean_service_ms / 1000:g} s on "
                 f"average, the server answered {plateau:,.0f} requests per second however many clients beyond "
                 f"{pool.threads:,} were waiting: threads ÷ time held = {pool.model_rps(pool.threads):,.0f}.")
-    return [Limit(1, "the thread pool", plateau, "requests/s", sentence, CHAPTER, POOL_ANCHOR)]
+    return [Limit(1, "the thread pool", pool.threads, IN_SERVICE, sentence, CHAPTER, POOL_ANCHOR, rate=plateau)]

@@ -11,7 +11,7 @@ import pandas as pd
 from harness.book.chapters.ch1 import runs
 from harness.book.chapters.ch1.claims import ARTICLE_RPS
 from harness.book.chapters.ch1.runs import Pool, pool_of
-from harness.book.prose import and_list, listed
+from harness.book.prose import and_list, listed, words
 from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
 from harness.lab import store
 from harness.lab.store import ChapterData
@@ -47,12 +47,23 @@ class Setup:
     article_short_s: float  # the article's 5000 requests at the smallest C
     levels: str  # "1, 10, 100 and 500"
     model_rates: str  # the model's rate at each of them: "5, 50, 500 and 500"
-    repeated: str  # the C whose steps ran several times
-    repeats: int
+    repeats: str  # which C's steps ran several times, and how many: "C = 100 run three times each, and …"
     largest: int
     largest_rps: float
     largest_latency_s: float  # Little's law at the largest C
     latency_times: float  # … that many times a request's work
+
+
+def repeats_text(runs_by_clients: dict[int, int]) -> str:
+    """The C whose steps ran more than once, by how many times: {100: 3, 500: 5} → "C = 100 run three times each, and
+    those at C = 500 five times"; "C = 100 and 500 run three times each" when alike; "" when none repeated."""
+    by_runs: dict[int, list[int]] = {}
+    for clients, n in sorted(runs_by_clients.items()):
+        if n > 1:
+            by_runs.setdefault(n, []).append(clients)
+    parts = [f"C = {listed(c)} run {words(n)} times each" if i == 0 else f"those at C = {listed(c)} {words(n)} times"
+             for i, (n, c) in enumerate(sorted(by_runs.items(), key=lambda item: item[1][0]))]
+    return ", and ".join(parts)
 
 
 def setup(data: ChapterData) -> Setup:
@@ -63,7 +74,10 @@ def setup(data: ChapterData) -> Setup:
     largest = max(metas, key=lambda s: runs.clients_of(metas[s]))
     model = metas[largest]["model"]
     levels = {runs.clients_of(m) for m in metas.values()}
-    repeated = sorted({runs.clients_of(m) for s, m in metas.items() if len(data.runs.get(s, [m])) > 1})
+    repeated: dict[int, int] = {}
+    for step, meta in metas.items():  # k6's and ab's step at one C: the more runs of the two
+        clients = runs.clients_of(meta)
+        repeated[clients] = max(repeated.get(clients, 1), len(data.runs.get(step, [meta])))
     return Setup(
         threads=pool.threads, default_threads=SERVER_DEFAULTS["TOMCAT_MAX_THREADS"], every=pool.every,
         sleep_s=pool.sleep_ms / 1000, mean_service_s=pool.mean_service_ms / 1000, rate_per_thread=pool.rate_per_thread,
@@ -71,8 +85,7 @@ def setup(data: ChapterData) -> Setup:
         short_clients=runs.clients_of(metas[short]), short_s=metas[short]["model"]["duration_ms"] / 1000,
         article_short_s=ARTICLE_REQUESTS / pool.model_rps(runs.clients_of(metas[short])),
         levels=listed(levels), model_rates=and_list(f"{pool.model_rps(c):,g}" for c in sorted(levels)),
-        repeated=listed(repeated),
-        repeats=max(len(v) for v in data.runs.values()) if data.runs else 1, largest=model["concurrency"],
+        repeats=repeats_text(repeated), largest=model["concurrency"],
         largest_rps=model["rps"], largest_latency_s=model["mean_latency_ms"] / 1000,
         latency_times=model["mean_latency_ms"] / pool.mean_service_ms)
 

@@ -57,7 +57,7 @@ def _rule(check: str, says: str, measure: str, shape: str, threshold: float, sou
 
 
 def _budget_rule(upto: int, share: float) -> Rule:
-    return _rule(f"samplers-{upto}", f"the samplers take at most {share:g} % of a core up to {upto:,} connections",
+    return _rule(f"samplers-{upto}", f"the samplers take at most {share:g}% of a core up to {upto:,} connections",
                  f"the samplers' CPU as a share of one core, at the step with the most of it up to {upto:,} connections",
                  "below", share, "a goal of the lab (the samplers' budget)", "%")
 

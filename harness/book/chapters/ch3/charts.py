@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.book.chapters.ch3 import runs as r
 from harness.book.chapters.ch3.runs import DIAL_TIMEOUT, REQUEST_TIMEOUT, Run
-from harness.book.charts import ROW_HEIGHT, T_TITLE, WIDTH, faded_unless, legend_highlight
+from harness.book.charts import ROW_HEIGHT, T_TITLE, WIDTH, faded_unless, legend_highlight, step_header
 from harness.book.verdict import INTERRUPTED_TEXT
 
 # A series' name in the legend, and its colour (the book's palette for answered, failed and the model).
@@ -43,9 +43,9 @@ def color(names) -> alt.Color:
 
 def rows_by(frame: pd.DataFrame, layers, order: list[str], height: int = ROW_HEIGHT, shared_y: bool = True):
     """Small multiples: one row per step, one time axis."""
+    whys = {step: r.first(step).meta.get("why", "") for step in order}
     chart = layers.properties(width=WIDTH, height=height).facet(
-        row=alt.Row("step:N", sort=order, title=None, header=alt.Header(labelOrient="top", labelAnchor="start")),
-        data=frame)
+        row=alt.Row("step:N", sort=order, title=None, header=step_header(whys)), data=frame)
     return chart if shared_y else chart.resolve_scale(y="independent")
 
 

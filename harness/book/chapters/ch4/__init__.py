@@ -38,7 +38,7 @@ from harness.book.chapters.ch4.values import (  # noqa: F401
     switches,
     usl,
 )
-from harness.book.faces import Limit
+from harness.book.faces import IN_SERVICE, Limit
 from harness.lab import store
 from harness.lab.store import ChapterData
 
@@ -54,9 +54,11 @@ def limits() -> list[Limit]:
     data = load()
     table = steps_table(data)
     the_setup, the_plateau = setup(data, table), plateau(table.assign(run=1, window=PLATEAU))
-    sentence = (f"Once requests keep the CPU busy ({the_setup.cores:g} core × (1 + {the_setup.wait_ms:g} ms of waiting "
-                f"/ {the_setup.cpu_ms:g} ms of CPU) = {the_setup.knee:g} requests in progress here), the CPU caps "
-                f"throughput whatever threads.max: the server answered {the_plateau.tps:,.0f} requests per second, "
-                f"about its {the_setup.cores:g} core's 1,000 ms a second over the {the_plateau.cpu_ms:.1f} ms of CPU "
-                "each request really cost.")
-    return [Limit(2, "the CPU", round(the_plateau.tps), "requests/s", sentence, CHAPTER, ANCHOR)]
+    # Little's law at the plateau: the rate times the time a request is in service when none queues (its wait and
+    # the CPU it measured), the requests at once that keep the cores busy.
+    at_once = the_plateau.tps * (the_setup.wait_ms + the_plateau.cpu_ms) / 1000
+    sentence = (f"Once about {at_once:,.1f} requests are in service at once (Little's law: {the_plateau.tps:,.0f} a "
+                f"second × ({the_setup.wait_ms:g} ms of waiting + {the_plateau.cpu_ms:.1f} ms of CPU) each), the "
+                f"{the_setup.cores:g} core's 1,000 ms a second are spent and cap throughput whatever threads.max: the "
+                f"server answered {the_plateau.tps:,.0f} requests per second, however many more users waited.")
+    return [Limit(2, "the CPU", round(at_once, 1), IN_SERVICE, sentence, CHAPTER, ANCHOR, rate=round(the_plateau.tps))]

@@ -7,6 +7,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.chapters.ch5.claims import article_apis, article_runs
+from harness.book.prose import in_book_style
 from harness.book.tables import markdown_table
 from harness.models import pool
 
@@ -24,7 +25,7 @@ def article_runs_table() -> Markdown:
         "experiment": "run", "value": "setting", "tps": "TPS", "success_pct": "success (%)",
         "gc_stop_the_world_ms": "GC stop-the-world (ms)"})
     runs["run"] = runs["run"].str.replace("_", "-")
-    return Markdown(markdown_table(runs))
+    return Markdown(markdown_table(runs, {"setting": in_book_style}))  # 4000 → 4,000 beside db.m6gd.large
 
 
 def model_frame(steps: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from harness.book.chapters.ch6.article import article_numbers, article_series
 from harness.book.chapters.ch6.charts import sustained
 from harness.book.chapters.ch6.model import LOAD_TOOL, ROUND_TRIPS, SATURATED, SERVERS, connection_cpu_ms, limits, misses
 from harness.book.chapters.ch6.runs import WARMUP_S, pick, port_bounds, ports_frame, ports_of
+from harness.book.prose import words
 from harness.lab.store import ChapterData
 from harness.models import proxy
 
@@ -53,15 +54,20 @@ class Setup:
     steps: int
     hosts_steps: int
     repeated: int  # steps run more than once …
-    runs: int  # … this many times
+    runs: str  # … this many times: "three" or "three to seven", from the fewest and the most runs of one
 
 
 def setup(table: pd.DataFrame) -> Setup:
     rows = sustained(table)
     repeated = table[table["runs"] > 1]
     return Setup(int(rows["users"].iloc[0]), float(rows["duration_s"].median()), WARMUP_S, len(table),
-                 int((table["network"] == "hosts").sum()), len(repeated),
-                 int(repeated["runs"].max()) if len(repeated) else 1)
+                 int((table["network"] == "hosts").sum()), len(repeated), runs_range(repeated["runs"]))
+
+
+def runs_range(runs: pd.Series) -> str:
+    """How many times repeated steps ran, in words: "three", or "three to seven" where they differ."""
+    low, high = (int(runs.min()), int(runs.max())) if len(runs) else (1, 1)
+    return words(low) if low == high else f"{words(low)} to {words(high)}"
 
 
 @dataclass(frozen=True)

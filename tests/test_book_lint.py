@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -86,18 +85,11 @@ def texts(book) -> dict[str, str]:
     return {page: prose((book / page).read_text()) for page in PAGES}
 
 
-# What the book still breaks of a rule, counted over every page when the lint came (2026-11-28): a ratchet, so the
-# count only goes down (issue 41: most are the claims files' own words, which the rules' digest keeps byte for byte,
-# and percentages written "5 %"); a rule not listed holds on every page.
-NOT_YET_CLEAN = {"source text": 4, "a number of 1,000 or more without separators": 37,
-                 "a space before a percent sign": 52, "a hyphen as a minus sign": 7}
-
-
 @pytest.mark.parametrize("rule", FINDERS)
 def test_no_page_breaks_the_rule(texts, rule):
     found = {page: hits for page in PAGES if (hits := FINDERS[rule](texts[page]))}
     places = sum(map(len, found.values()))
-    assert places <= NOT_YET_CLEAN.get(rule, 0), f"{places} place(s) with {rule}: {found}"
+    assert places == 0, f"{places} place(s) with {rule}: {found}"
 
 
 def test_no_value_at_a_lines_start_turns_a_sentence_into_a_list(book):

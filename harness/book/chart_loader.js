@@ -83,7 +83,12 @@
     holder = document.createElement("div");
     holder.className = "lab-chart-view";
     el.appendChild(holder);
-    return embed(holder, candidate, options).then(function (result) { view = result; return holder.getBoundingClientRect().width; });
+    return embed(holder, candidate, options).then(function (result) {
+      view = result;
+      // vega-embed's actions menu opens from an icon alone: its name for a screen reader.
+      holder.querySelectorAll("summary").forEach(function (s) { s.setAttribute("aria-label", "Chart actions"); });
+      return holder.getBoundingClientRect().width;
+    });
   }
   // The legend reaching furthest right: how far from the chart's left edge it ends, where it starts, its entries.
   function widestLegend() {

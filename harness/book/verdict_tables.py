@@ -9,7 +9,7 @@ from collections import Counter
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.book.claims import INCONCLUSIVE, PARTLY, Judgement, Rule, compose, rules
+from harness.book.claims import INCONCLUSIVE, PARTLY, WORDS, Judgement, Rule, compose, rules
 from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
@@ -102,9 +102,10 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
         by_finding.setdefault(j.rule.finding, []).append(j)
     blocks = []
     for finding, parts in by_finding.items():
-        outcome, words = compose(parts)
+        outcome = compose(parts)[0]
+        words = "; ".join(f"{short(j.rule)}: {WORDS[j.outcome]}" for j in parts)  # each part in a few words
         blocks.append(f"[**{finding}: {outcome}**]{{#{verdict_id(finding)}}}"
-                      + (f" ({in_book_style(words)})" if outcome in (PARTLY, INCONCLUSIVE) else "")
+                      + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
                       + "\n\n" + card_table(claim_rows(parts, chapter, this_data, kept)))
     evidence = "\n\n".join(in_book_style(
         f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "

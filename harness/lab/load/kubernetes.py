@@ -28,7 +28,6 @@ processes' (harness.lab.load.k6.merge_parts). That path is not exercised here: t
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 

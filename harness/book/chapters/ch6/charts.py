@@ -124,7 +124,7 @@ def cpu_chart(table: pd.DataFrame) -> alt.FacetChart:
                   scale=alt.Scale(domain=processes, range=[PROCESS_COLORS[p] for p in processes])),
         tooltip=[alt.Tooltip("step:N", title="step"), alt.Tooltip("process:N", title="process"),
                  alt.Tooltip("cores:Q", title="cores used", format=".2f")])
-    full = alt.Chart().mark_rule(strokeDash=[4, 3], color=PALETTE["model"]).encode(x=alt.datum(1))
+    full = alt.Chart().mark_rule(strokeDash=[4, 3], color=PALETTE["model"], aria=False).encode(x=alt.datum(1))
     return alt.layer(bars, full, data=frame).properties(width=170, height=20 * max(len(order), 1)).facet(
         column=alt.Column("core:N", title=None, header=alt.Header(labelFontWeight="normal", labelExpr="split(datum.value, ': ')")))
 

@@ -123,7 +123,7 @@ def test_a_scenario_feeds_extracted_values_into_the_next_request(server, tmp_pat
         (t["vu"], t["iter"], t["req"]) for t in started}  # every start has its end, one to one
     hello_ms = [float(r["metric_value"]) for r in ends if r["name"] == "hello"]
     assert all(THREADS <= ms < 5000 for ms in hello_ms), hello_ms  # slept the extracted 300 ms, not SLEEP_MS
-    assert summary_counts(tmp_path / "k6-summary.json") == {"dropped_iterations": 0}
+    assert summary_counts(tmp_path, 1) == {"dropped_iterations": 0}
 
 
 def test_a_background_request_runs_beside_the_next_and_is_recorded_as_its_own(server, tmp_path):
@@ -151,7 +151,7 @@ def test_a_failed_extract_ends_the_iteration_and_is_counted(server, tmp_path):
         {"name": "never", "path": "/hello?n=${x}"}]})
     rows = run_k6(step, server, tmp_path)
     assert Counter(r["name"] for r in rows if r["metric_name"] == "http_reqs") == {"info": 2}
-    assert summary_counts(tmp_path / "k6-summary.json") == {"dropped_iterations": 0, "extract_failed": 2}
+    assert summary_counts(tmp_path, 1) == {"dropped_iterations": 0, "extract_failed": 2}
 
 
 def test_batch_spike_mode_opens_every_users_request_at_once(server, tmp_path):

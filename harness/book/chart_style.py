@@ -117,12 +117,17 @@ def faded_unless(selection: alt.Parameter) -> dict:
     return alt.condition(selection, alt.value(1.0), alt.value(0.15))
 
 
+# A panel title's width in px, cut with "…" past it: a title is not scaled with its chart, and the renderer narrows a
+# chart to a phone's column (about 340 px) by its plot width alone, so a longer title would stick out of the column.
+HEADER_LIMIT = 260
+
+
 def step_header(whys: dict[str, str]) -> alt.Header:
     """A small multiple's panel title: its step and what the step is for ("a-300-pv: 300 users, 200 threads: …"),
-    not the bare id, cut with an ellipsis where longer than the chart is wide."""
+    not the bare id, cut with an ellipsis past HEADER_LIMIT px."""
     cases = "".join(f"datum.value === {json.dumps(step)} ? {json.dumps(f'{step}: {why}' if why else step)} : "
                     for step, why in whys.items())
-    return alt.Header(labelOrient="top", labelAnchor="start", labelLimit=WIDTH, labelExpr=cases + "datum.value")
+    return alt.Header(labelOrient="top", labelAnchor="start", labelLimit=HEADER_LIMIT, labelExpr=cases + "datum.value")
 
 
 def log_scale(values, margin: float = 1.25) -> alt.Scale:

@@ -181,7 +181,9 @@ def test_steps_with_a_database_clone_the_template_and_sample_it(runs):
     assert {"pg.activity.connections", "pg.activity.active", "pg.activity.wait.Lock", "pg.database.xact_commit",
             "pg.database.blks_hit", "pg.cpu_seconds", "pg.rss_bytes"} <= metrics
     cpu = pg[pg["metric"] == "pg.cpu_seconds"]["value"]
-    assert len(cpu) >= 10 and cpu.is_monotonic_increasing and cpu.iloc[-1] > 0
+    # A counter that never goes back; not necessarily above 0: the server never connects, and an idle cluster can
+    # spend less than one clock tick (10 ms) in the step (0.0 in all 18 samples on one CI run).
+    assert len(cpu) >= 10 and cpu.is_monotonic_increasing and (cpu >= 0).all()
     assert pg[pg["metric"] == "pg.activity.connections"]["value"].max() == 0  # the server never connects (no PAIR_ROOM)
     assert (data / PROFILE.stem / "first" / "db.log.gz").exists()
     assert metas["first"]["requests"]["issued"] > 0 and postgres_pids(clusters) == []

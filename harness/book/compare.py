@@ -65,7 +65,8 @@ def the_book(chapter: str, kept: dict) -> tuple[list[Judgement], str]:
     return judged(chapter, DATA)[0], "the book (data/, no kept pass yet)"
 
 
-def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tuple[str, list[str]]:
+def compare(chapter: str, other: Path | None = None, keep: bool = False,
+            label: str = "this run") -> tuple[str, list[str]]:
     """The side-by-side report and the claims whose outcome flipped; with `keep`, the run is kept as a pass. The run
     judged is `other`, or data/ itself; beside the book's pooled passes it gets a column of its own."""
     root = other or DATA
@@ -82,7 +83,7 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False) -> tupl
     reference, what = the_book(chapter, kept)
     beside = other is not None or bool(kept)  # data/ alone before any pass: one column
     ref = {j.rule.claim: j for j in reference}
-    lines = [f"{'claim':<10} {what:<40} {'this run' if beside else '':<34}"]
+    lines = [f"{'claim':<10} {what:<40} {label if beside else '':<34}"]
     for j in runs:
         mine = ref.get(j.rule.claim)
         left = f"{number(mine.measured.value, mine.rule.unit)}: {mine.outcome}" if mine else "–"
@@ -109,5 +110,4 @@ def compare_own_server(folder: str, root: Path, keep: bool) -> tuple[str, list[s
         raise LabError(f"no {folder} in {root}: run it there first (invoke run {chapter} --server <your jar>)")
     with tempfile.TemporaryDirectory(prefix="lab-compare-") as tmp:
         (Path(tmp) / chapter).symlink_to((root / folder).resolve(), target_is_directory=True)
-        report, moved = compare(chapter, Path(tmp))
-    return report.replace("this run", folder, 1), moved  # the column's header names the folder
+        return compare(chapter, Path(tmp), label=folder)  # the column's header names the folder

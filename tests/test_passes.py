@@ -142,6 +142,20 @@ def test_every_kept_pass_is_pooled_and_a_withdrawn_one_is_not(chapter9):
     assert passes.withdrawn("chapter9", chapter9)[0]["why"] == "a CPU hog ran beside it"
 
 
+def test_numpy_numbers_are_kept_as_plain_floats_that_read_back(chapter9):
+    """A statistic's np.float64 would be kept as its repr, "np.float64(0.5)", which no reader reads back: compare
+    makes every number a float before it keeps a pass."""
+    import numpy as np
+    from harness.book.compare import plain_numbers
+
+    judged = [judge(rule(), Measured((20.0, 21.0, 19.0), borrowed_sigma=np.float64(0.5), busy=np.float64(0.1)))]
+    passes.keep("chapter9", plain_numbers(judged), one("np 1"), [], chapter9)
+    row = passes.read(chapter9 / "chapter9" / passes.PASSES)[0]
+    assert (row["borrowed_sigma"], row["busy"]) == ("0.5", "0.1")
+    assert passes.pooled("chapter9", chapter9)[0].measured.borrowed_sigma == 0.5
+    assert plain_numbers(judged)[0].outcome == judged[0].outcome
+
+
 def test_passes_kept_under_earlier_rules_are_listed_not_pooled(chapter9, monkeypatch):
     passes.keep("chapter9", [judge(rule(), Measured((20, 21, 19)))], one("old 1"), [], chapter9)
     monkeypatch.setattr(passes, "rules_digest", lambda chapter: "r2")

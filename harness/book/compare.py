@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from harness import DATA, LabError
@@ -78,7 +79,7 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False,
     if keep:
         with reading(root):
             one, problems = passes.this_pass(chapter), passes.pass_problems(chapter, root)
-        path = passes.keep(chapter, runs, one, problems)
+        path = passes.keep(chapter, plain_numbers(runs), one, problems)
     kept = passes.kept(chapter)
     reference, what = the_book(chapter, kept)
     beside = other is not None or bool(kept)  # data/ alone before any pass: one column
@@ -97,6 +98,17 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False,
     if keep:
         lines.append(f"kept in {path}")
     return "\n".join(lines), moved
+
+
+def plain_numbers(judgements: list[Judgement]) -> list[Judgement]:
+    """The judgements with their one-number fields as Python's floats. A statistic may hand back numpy's (np.float64),
+    and the history file keeps a number as its repr, which for numpy's is "np.float64(0.0035)": a row no reader could
+    read back (chapter 4's first pass of 2026-11-28 was kept so, and withdrawn)."""
+    def plain(x):
+        return None if x is None else float(x)
+
+    return [replace(j, measured=replace(j.measured, borrowed_sigma=plain(j.measured.borrowed_sigma),
+                                        busy=plain(j.measured.busy))) for j in judgements]
 
 
 def compare_own_server(folder: str, root: Path, keep: bool) -> tuple[str, list[str]]:

@@ -1,6 +1,7 @@
 """Chapter 3's face: what chapters/03-from-300-to-15000-users.qmd uses (values, tables, charts, the claims judged)
 and what the answer page reads (`judge()`, `limits()`)."""
 from harness.book.chapters.ch3 import charts, tables  # noqa: F401
+from harness.book.chapters.ch3.article import article  # noqa: F401
 from harness.book.chapters.ch3.ceiling import (  # noqa: F401
     ceiling,
     fifteen,

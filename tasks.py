@@ -3,6 +3,7 @@
     invoke setup            install what is missing (system packages as root), build k6 and the servers
     invoke run smoke        run an experiment (chapter)
     invoke list             experiments and their steps
+    invoke report           how many concurrent requests your own Spring Boot jar can handle (--server app.jar)
     invoke image            the server's container image (for --backend docker)
     invoke dockerd          a private Docker daemon (--stop stops it)
     invoke test             all tests
@@ -121,6 +122,20 @@ def _spec_with_server(chapter, server, path):
     if not server:
         return None
     return with_own_server(load_spec(chapter), str(_path("--server", server)), path)
+
+
+@task(help={"server": "your Spring Boot jar (an executable jar with a Start-Class)",
+            "path": "the path the load asks your app for (default /)",
+            "backend": "where your app runs: local (default) or docker",
+            "profile": "the profile's spec (default experiments/report.toml; the tests give a scaled one)"})
+def report(c, server, path="/", backend="local", profile="report"):
+    """A capacity profile of your own jar: its service time, the throughput plateau against Little's law, the
+    connections it holds at once; each step sized by what the steps before it measured (data/report@<jar>/)."""
+    from harness.lab.profile import run_profile, summary
+
+    with _clear_errors():
+        found = run_profile(str(_path("--server", server)), path, backend, profile)
+        print("\n".join(summary(found)))
 
 
 @task(help={"starts": "how many fresh starts (default 5)", "backend": "local (default) or docker"})

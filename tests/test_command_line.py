@@ -59,6 +59,14 @@ def test_run_answers_any_input_clearly(chapter, step, backend, server, path, dat
     assert code == 2 and clear(code, message), (code, message)
 
 
+@FUZZ
+@given(server=ODD, path=st.just("/") | ODD, profile=st.just("report") | st.sampled_from(NAMES) | ODD)
+def test_report_answers_any_input_clearly(server, path, profile, data_dir):
+    """No value here names a Spring Boot jar, so every report ends before its first step, in one line."""
+    code, message = answer(tasks.report, server, path=path, profile=profile)
+    assert code == 2 and clear(code, message), (code, message)
+
+
 @settings(FUZZ, max_examples=20)  # each reads and checks a whole chapter's spec
 @given(chapter=st.sampled_from(NAMES), step=ODD, backend=ODD)
 def test_run_of_a_real_chapter_refuses_any_odd_step_or_backend(chapter, step, backend, data_dir):

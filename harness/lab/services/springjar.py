@@ -64,10 +64,13 @@ def jar_path(knobs: dict) -> Path:
 
 def properties(server: dict, knobs: dict) -> list[str]:
     """The command-line properties for a step: where it listens (the kind's knobs), the step's Tomcat settings, and
-    Actuator's health, info and prometheus endpoints exposed on the management port (ignored by an app without it)."""
+    Actuator's health, info and prometheus endpoints exposed on the management port (ignored by an app without it),
+    with Tomcat's MBeans registered: Micrometer reads Tomcat's threads and connections from them, and Spring Boot
+    registers none unless told (the sample server sets it in its application.properties)."""
     args = {"server.port": knobs["port"], "management.server.port": knobs["management_port"],
             "server.address": knobs["address"], "management.server.address": knobs["address"],
-            "management.endpoints.web.exposure.include": "health,info,prometheus"}
+            "management.endpoints.web.exposure.include": "health,info,prometheus",
+            "server.tomcat.mbeanregistry.enabled": "true"}
     args |= {PROPERTIES[k]: str(v).lower() if isinstance(v, bool) else v for k, v in server.items() if k in PROPERTIES}
     return [f"--{name}={value}" for name, value in args.items()]
 

@@ -1,0 +1,79 @@
+"""`invoke report` end to end, scaled (tests/profiles/report-scaled.toml): the capacity profile of two jars the
+profile was not written for, each given as a reader's jar. The sample server's: 8 threads and a 200 ms sleep, so
+Little's law puts its plateau at 8 / 0.2 s = 40/s and the threads bind; max-connections 20 + accept-count 5 + 1 = 26
+connections held. The WebFlux service's: no thread per request, so the plateau passes Little's law's number for 8
+threads, and Netty holds every connection it is offered (Tomcat's settings mean nothing to it)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import ROOT
+from harness.lab import profile as p
+from harness.lab.services.tomcat.process import JAR as SAMPLE_JAR
+
+from test_e2e import finish, invoke, lab_ready  # noqa: F401 — lab_ready: a fixture
+
+PROFILE = ROOT / "tests" / "profiles" / "report-scaled.toml"
+WEBFLUX_JAR = ROOT / "webflux-server" / "target" / "webflux-server.jar"
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside]
+
+
+def report(tmp_path_factory, jar, path: str) -> tuple[p.Profile, str, Path]:
+    assert jar.exists(), f"{jar} is missing: run `invoke setup`"
+    data_dir = tmp_path_factory.mktemp("report") / "data"
+    code, out = finish(invoke(data_dir, "report", "--server", str(jar), "--path", path, "--profile", str(PROFILE)),
+                       timeout=300)
+    assert code == 0, out
+    return p.read_profile(data_dir / f"{PROFILE.stem}@{jar.stem}"), out, data_dir
+
+
+@pytest.fixture(scope="module")
+def sample(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported from test_e2e
+    return report(tmp_path_factory, SAMPLE_JAR, "/hello?sleepMs=200")
+
+
+@pytest.fixture(scope="module")
+def webflux(lab_ready, tmp_path_factory):  # noqa: F811
+    return report(tmp_path_factory, WEBFLUX_JAR, "/sleep?ms=200")
+
+
+def test_the_sample_servers_limits_are_the_ones_its_settings_predict(sample):
+    found, out, _ = sample
+    assert 190 <= found.service_ms < 250  # the 200 ms sleep, give or take a request in the 3 s counted
+    assert found.settings.sources["threads"] == p.FROM_METRICS and found.settings.threads == 8
+    assert found.settings.sources["max_connections"] == p.FROM_METRICS and found.settings.max_connections == 20
+    assert [r.users for r in found.ramp] == [2, 4, 8, 16]
+    assert found.binding == p.THREADS, found.ramp
+    assert found.ceiling_users == 46 and found.ceiling_held == 26
+    assert found.memory_per_connection_kib is not None
+    assert "1. worker threads bind first: 8 requests in service at once" in out
+    assert "report: stage 3 of 3, ceiling" in out
+
+
+def test_the_webflux_service_is_not_bound_by_threads_nor_by_tomcats_connection_settings(webflux):
+    found, out, _ = webflux
+    assert found.settings.sources["threads"] == p.FROM_PROFILE  # Netty reports no Tomcat threads
+    assert found.binding == p.BEYOND, found.ramp
+    assert found.ceiling_held == found.ceiling_users == 46  # every user held: no max-connections in Netty
+    assert "not one thread per request" in out
+
+
+def test_the_book_page_finds_the_profile_and_draws_the_ceiling_it_measured(sample, monkeypatch):
+    from harness.book.chapters.ch0 import your_server
+
+    found, _, data_dir = sample
+    monkeypatch.setenv("LAB_DATA_DIR", str(data_dir))
+    folder = f"{PROFILE.stem}@{SAMPLE_JAR.stem}"
+    assert your_server.profiles() == {folder: found}
+    rows = next(d for d in your_server.ceiling_chart(folder, found).to_dict()["datasets"].values()
+                if any(r.get("series") == "established" for r in d))
+    assert max(r["value"] for r in rows if r.get("series") == "established") == 26
+    assert any(r.get("series") == "ceiling (model)" and r["value"] == 26 for r in rows)
+
+
+def test_a_path_that_is_no_url_path_is_refused_before_anything_starts(tmp_path):
+    code, out = finish(invoke(tmp_path / "data", "report", "--server", str(SAMPLE_JAR), "--path", "no path"))
+    assert code == 2 and "error: --path must be a URL path" in out
+    assert not (tmp_path / "data").exists()

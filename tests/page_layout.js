@@ -26,6 +26,16 @@
     return {id: el.id, figure: figure ? figure.id : null, scrolls: !!scroller, box: box(scroller || drawn),
             svg: svg ? box(svg) : null, legends: Array.from(el.querySelectorAll("svg .role-legend")).map(box)};
   });
+  // Every table shown, and whether it is wider than the box it sits in (which then scrolls sideways or clips it).
+  var tables = Array.from(main ? main.querySelectorAll("table") : []).filter(function (el) {
+    return el.offsetWidth > 0;
+  }).map(function (el, i) {
+    var up = el.parentElement, style = getComputedStyle(up);
+    var room = up.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    var caption = el.closest("[id^='tbl-']");
+    return {name: caption ? caption.id : "table " + (i + 1), width: el.offsetWidth, room: room,
+            cards: el.classList.contains("lab-cards"), box: box(el)};
+  });
   // What sticks out of the window with no box around it that scrolls or clips it: the outermost such elements.
   var wide = [];
   Array.from(document.body.querySelectorAll("*")).forEach(function (el) {
@@ -37,6 +47,6 @@
     }
     wide.push({element: name(el), right: Math.round(r.right)});
   });
-  return JSON.stringify({view: view, scroll: document.documentElement.scrollWidth, column: column, charts: charts,
+  return JSON.stringify({view: view, scroll: document.documentElement.scrollWidth, column: column, charts: charts, tables: tables,
                          wide: wide.slice(0, 5)});
 })

@@ -1,7 +1,8 @@
 """What a reader at a given window width would find wrong with a page's layout, from what page_layout.js measured
 (Chromium.check(..., width=...) records it): a chart wider than the text column (or outside it), a legend cut off
-by its chart's edge, a page that scrolls sideways. A chart that opts out of fitting (charts.scrolling) is judged by
-its scrolling box, which must fit the column; the chart inside it may be wider."""
+by its chart's edge, a table wider than its box (which then scrolls sideways), a page that scrolls sideways. A chart
+that opts out of fitting (charts.scrolling) is judged by its scrolling box, which must fit the column; the chart
+inside it may be wider."""
 from __future__ import annotations
 
 SLACK_PX = 1  # sub-pixel rounding of boxes
@@ -15,6 +16,8 @@ def problems(layout: dict) -> list[str]:
     column = layout["column"]
     for chart in layout["charts"]:
         found += chart_problems(chart, column)
+    found += [f"{t['name']}: {t['width']} px wide in a box of {t['room']:.0f} px" + (" (as cards)" if t["cards"] else "")
+              for t in layout["tables"] if t["width"] > t["room"] + SLACK_PX]  # a table fits, or is shown as cards
     if layout["scroll"] > layout["view"] + SLACK_PX:
         wide = ", ".join(f"{w['element']} (to {w['right']} px)" for w in layout["wide"]) or "nothing found outside"
         found.append(f"the page scrolls sideways: {layout['scroll']} px of content in a {layout['view']} px window; "

@@ -166,7 +166,7 @@ def test_findings_are_composed_from_every_chapters_claims(stand_ins, data_dir):
     answer = ch0.answer()
     table = ch0.findings_table(answer).data
     every = {rule.finding for chapter in CHAPTERS for rule in rules(chapter).values()}
-    rows = [line for line in table.splitlines() if line.startswith("| F0")]  # inside its cards' div
+    rows = [line for line in table.splitlines() if line.startswith("| F0")]
     assert len(rows) == len(every) == 31
     row = finding_row(table, "F002-d")  # judged by chapter 1 (d.0) and chapter 7 (d.1–d.3)
     assert "**reproduced**" in row and "[Chapter 1](01-one-thread-one-request.qmd#verdict-f002-d) and [Chapter 7](07-past-thread-per-request.qmd#verdict-f002-d)" in row

@@ -370,7 +370,7 @@ def test_online_copy_drops_integrity_and_leaves_the_site_alone(tmp_path):
     assert page.read_text() == original
 
 
-# ---- the layout checks can fail: a chart too wide, a legend cut off, a page that scrolls sideways ------------
+# ---- the layout checks can fail: a chart or a table too wide, a legend cut off, a page that scrolls sideways -----
 
 def wide_chart(**properties) -> alt.Chart:
     """A chart designed 1,200 px wide, with a legend of a few long names on top (the book's theme)."""
@@ -384,11 +384,16 @@ def in_column(html: str) -> str:
     return f'<main style="max-width: 700px; margin: 0 auto; padding: 0 12px">{html}</main>'
 
 
-def layout_of(browser: Chromium, html: str, width: int, root: Path):
+def measured(browser: Chromium, html: str, width: int, root: Path) -> dict:
+    """What page_layout.js measures of `html` in the book's column, in a window `width` px wide."""
     with serve(site(root, in_column(html))) as base:
         report = browser.check(base + "chapters/page.html", expected=html.count('class="lab-chart"'), width=width)
     assert report.ok, report.summary()
-    return page_layout.problems(report.layout)
+    return report.layout
+
+
+def layout_of(browser: Chromium, html: str, width: int, root: Path):
+    return page_layout.problems(measured(browser, html, width, root))
 
 
 @pytest.mark.parametrize("width", [DESKTOP, PHONE])
@@ -415,6 +420,29 @@ def test_a_legend_cut_off_by_the_chart_fails(browser, tmp_path):
     assert any("a legend is cut off" in p for p in problems), problems
 
 
-def test_a_page_wider_than_the_window_fails(browser, tmp_path):
+TABLE_CARDS = (ROOT / "chapters" / "table_cards.html").read_text()  # the book's own script and style, as Quarto includes it
+
+
+def table_html(columns: int) -> str:
+    """A table as Pandoc writes one, in a div as Quarto puts it: a step's name, then counts that cannot wrap."""
+    head = "".join(f"<th>count {i}</th>" for i in range(columns))
+    cells = "".join('<td style="text-align: right;">1,234,567</td>' for _ in range(columns))
+    return (f'<div><table class="table"><thead><tr><th>step</th>{head}</tr></thead>'
+            f"<tbody><tr><td>a-15000-pv</td>{cells}</tr><tr><td>b-300</td>{cells}</tr></tbody></table></div>")
+
+
+@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+def test_a_table_wider_than_its_column_fails(width, browser, tmp_path):
+    """The control: a table of twelve columns of counts, without the book's script, sticks out of a 700 px column."""
+    problems = layout_of(browser, table_html(12), width, tmp_path)
+    assert any(p.startswith("table 1: ") and "px wide in a box of" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("width", [DESKTOP, PHONE])
+def test_a_table_too_wide_for_its_column_is_shown_as_cards_and_a_narrow_one_as_a_table(width, browser, tmp_path):
+    layout = measured(browser, table_html(12) + table_html(1) + TABLE_CARDS, width, tmp_path)
+    assert page_layout.problems(layout) == []
+    assert [t["cards"] for t in layout["tables"]] == [True, False]
+
     problems = layout_of(browser, '<p style="width: 2000px">a line set wider than any window</p>', PHONE, tmp_path)
     assert len(problems) == 1 and "p (to 20" in problems[0], problems

@@ -111,17 +111,3 @@ def test_a_captioned_table_is_numbered_and_labelled_for_cross_references():
     assert captioned("| a |\n|---|\n| b |", "Unlabelled").data.endswith(": Unlabelled\n")
     with pytest.raises(ValueError, match="lower-case"):
         captioned("| a |", "Bad", "Steps Table")
-
-
-def test_a_card_table_names_each_value_for_a_phone_and_keeps_the_plain_tables_widths():
-    from harness.book.tables import CARDS, card_table, markdown_table
-
-    frame = pd.DataFrame({"Claim": ["F000-a.1", "F000-b.2"], "Margin": [3.25, -1.5], "Runs": [3, None]})
-    text = card_table(frame)
-    lines = text.split("\n")
-    assert lines[0] == f"::: {{.{CARDS}}}" and lines[-1] == ":::"
-    assert lines[1:3] == markdown_table(frame).split("\n")[:2]  # the header and widths of the values alone
-    assert lines[3].startswith("| F000-a.1 | ")  # the card's title has no label
-    assert '<span class="lab-label">Margin: </span>3.25' in lines[3]
-    assert '<span class="lab-label">Margin: </span>\u22121.50' in lines[4]  # the plain table's decimals and minus
-    assert '<span class="lab-label">Runs: </span>–' in lines[4]

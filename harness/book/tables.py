@@ -146,23 +146,6 @@ def _escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-CARDS = "lab-cards"  # chapters/book.scss stacks a table of this class into one card per row on a phone
-
-
-def card_table(frame: pd.DataFrame) -> str:
-    """`frame` as a Markdown table that a narrow window shows as cards, a row each, instead of scrolling sideways:
-    each cell but the first carries its column's name, seen only in the card (chapters/book.scss, .lab-cards), and
-    the first cell is the card's title."""
-    plain = markdown_table(frame).split("\n")
-    labelled = frame.copy()
-    for name in list(frame.columns)[1:]:
-        decimals = _decimals(frame[name])  # as the plain table writes the column
-        labelled[name] = [f'<span class="lab-label">{name}: </span>{format_value(v, decimals)}' for v in frame[name]]
-    rows = markdown_table(labelled).split("\n")[2:]
-    # The header and its rule from the plain table: column widths and alignment as the values alone give them.
-    return f"::: {{.{CARDS}}}\n" + "\n".join(plain[:2] + rows) + "\n:::"
-
-
 def folded(summary: str, markdown: str) -> str:
     """Markdown shown only when the reader opens it."""
     return f"<details><summary>{summary}</summary>\n\n{markdown}\n\n</details>"

@@ -14,7 +14,7 @@ from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.downloads import data_links, step_records
-from harness.book.tables import card_table, folded
+from harness.book.tables import folded, markdown_table
 from harness.book.prose import MINUS, NBSP, in_book_style, plural, signed
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
@@ -53,7 +53,7 @@ def rules_table(chapter: str) -> Markdown:
                            "Window": in_book_style(r.window + (f" (also {r.nearby})" if r.nearby else ""))}
                           for r in declared.values()])
     changed = [f"**{r.claim}** changed: {in_book_style(r.changed)}" for r in declared.values() if r.changed]
-    return Markdown(card_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
+    return Markdown(markdown_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
 
 
 def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, Judgement] | None = None,
@@ -106,7 +106,7 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
         words = "; ".join(f"{short(j.rule)}: {WORDS[j.outcome]}" for j in parts)  # each part in a few words
         blocks.append(f"[**{finding}: {outcome}**]{{#{verdict_id(finding)}}}"
                       + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
-                      + "\n\n" + card_table(claim_rows(parts, chapter, this_data, kept)))
+                      + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
     evidence = "\n\n".join(in_book_style(
         f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
         f"{plural(j.measured.runs, 'run')}; σ from {j.measured.sigma_source}"

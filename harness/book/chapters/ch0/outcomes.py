@@ -15,7 +15,7 @@ from harness.book.chapters.ch0.sources import articles, chapter_name, verdict_li
 from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, WORDS, Judgement, Rule, compose, rules
 from harness.book.faces import CHAPTERS
 from harness.book.prose import and_list
-from harness.book.tables import card_table
+from harness.book.tables import markdown_table
 from harness.book.verdict_tables import number, short
 
 NOT_JUDGED = "not judged"
@@ -87,7 +87,7 @@ def table_frame(answer: Answer) -> pd.DataFrame:
 
 
 def findings_table(answer: Answer) -> Markdown:
-    return Markdown(card_table(table_frame(answer)))
+    return Markdown(markdown_table(table_frame(answer)))
 
 
 @dataclass(frozen=True)

@@ -444,5 +444,7 @@ def test_a_table_too_wide_for_its_column_is_shown_as_cards_and_a_narrow_one_as_a
     assert page_layout.problems(layout) == []
     assert [t["cards"] for t in layout["tables"]] == [True, False]
 
+
+def test_a_page_wider_than_the_window_fails(browser, tmp_path):
     problems = layout_of(browser, '<p style="width: 2000px">a line set wider than any window</p>', PHONE, tmp_path)
     assert len(problems) == 1 and "p (to 20" in problems[0], problems

@@ -18,11 +18,12 @@ from harness.book.verdict_tables import number
 from harness.lab import store
 from harness.lab.profile import BEFORE, BEYOND, KNEE, PROFILE_FILE, THREADS, Profile, read_profile
 
-REPORTS = "report@*"  # the folders `invoke report` writes, one per jar
+REPORTS = "*@*"  # the folders of runs on a reader's jar: report@<jar> (or <profile>@<jar>), chapterN@<jar>
 
 
 def profiles() -> dict[str, Profile]:
-    """Every profile in the data folder, by its folder's name (report@<jar>), in name order."""
+    """Every profile in the data folder, by its folder's name (report@<jar>, or <profile>@<jar> for another template
+    given with --profile), in name order: the folders of runs on a reader's jar that hold a profile.json."""
     folders = sorted(store.data_root().glob(REPORTS))
     return {f.name: read_profile(f) for f in folders if (f / PROFILE_FILE).is_file()}
 

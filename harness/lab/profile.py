@@ -28,6 +28,7 @@ from harness.lab.limits import machine_limits
 from harness.lab.load.options import path_problem
 from harness.lab.spec import ANY_MACHINE, Spec, load_spec, parse_spec, spec_path
 from harness.lab.steps import with_own_server
+from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS  # Spring Boot's: where neither metrics nor profile say
 from harness.lab.units import duration_ms
 
 TEMPLATE = "report"  # experiments/report.toml
@@ -37,8 +38,6 @@ KNEE = 0.9  # the knee: the fewest users that reach this share of the plateau
 BINDS = 0.9  # threads bind when the plateau is within this share of Little's law's T / S (either way)
 THREADS, BEFORE, BEYOND = "threads", "before the threads", "beyond the threads"
 EXTRA_USERS = (0.1, 20)  # users beyond the connection ceiling: a tenth more, at least 20
-# Spring Boot 3's Tomcat defaults: what the profile assumes where neither the app's metrics nor the profile say.
-SPRING_DEFAULTS = {"threads": 200, "max_connections": 8192, "accept_count": 100}
 METRICS = {"threads": "tomcat.threads.config.max", "max_connections": "tomcat.connections.config.max",
            "pool": "hikaricp.connections.max"}
 KNOBS = {"threads": "TOMCAT_MAX_THREADS", "max_connections": "TOMCAT_MAX_CONNECTIONS",
@@ -97,6 +96,11 @@ class Profile:
         return self.settings.threads / (self.service_ms / 1000)
 
     @property
+    def in_service(self) -> float:
+        """Requests in service at once at the plateau, by Little's law with S: plateau × S."""
+        return self.plateau.answered_per_s * self.service_ms / 1000
+
+    @property
     def binding(self) -> str:
         """What the plateau says binds: THREADS when it is Little's law's (within BINDS), BEFORE when something binds
         below it (the CPU, a pool, a lock), BEYOND when more requests were in service than there are threads (an
@@ -122,7 +126,7 @@ def template_steps(template: str = TEMPLATE) -> tuple[dict, dict[str, dict]]:
     spec = load_spec(template, ANY_MACHINE)  # a spec's problems in its own words, before the profile's
     raw = tomllib.loads(spec.path.read_text())
     steps = {table["id"]: table for table in raw["step"]}
-    if sorted(steps) != sorted(STAGES) or len(raw["step"]) != len(STAGES):
+    if sorted(steps) != sorted(STAGES):  # each once: load_spec refuses an id used twice
         raise LabError(f"{spec.path.name}: a profile has the steps {', '.join(STAGES)}, each once (it has "
                        f"{', '.join(steps)})")
     by_id = {s.id: s for s in spec.steps}
@@ -185,8 +189,8 @@ def settings_of(meta: dict, actuator: pd.DataFrame) -> Settings:
             values[name], sources[name] = int(readings.dropna().iloc[-1]), FROM_METRICS
         elif KNOBS[name] in server:
             values[name], sources[name] = int(server[KNOBS[name]]), FROM_PROFILE
-        elif name in SPRING_DEFAULTS:
-            values[name], sources[name] = SPRING_DEFAULTS[name], FROM_DEFAULT
+        elif name != "pool":  # an app without a pool has none; the rest have Spring Boot's defaults
+            values[name], sources[name] = SERVER_DEFAULTS[KNOBS[name]], FROM_DEFAULT
     return Settings(values["threads"], values["max_connections"], values["accept_count"], values.get("pool"), sources)
 
 
@@ -245,7 +249,7 @@ def run_profile(jar: str, path: str, backend: str = "local", template: str = TEM
     for name, source in settings.sources.items():
         if source == FROM_DEFAULT:
             profile.notes.append(f"{name.replace('_', '-')}: the app reports none; {source} "
-                                 f"({SPRING_DEFAULTS[name]:,}) is assumed")
+                                 f"({SERVER_DEFAULTS[KNOBS[name]]:,}) is assumed")
     if settings.pool is None:
         profile.notes.append("HikariCP: the app reports no pool (no hikaricp metrics), so no pool limit is measured")
 
@@ -286,8 +290,7 @@ def read_profile(folder: Path) -> Profile:
 def summary(profile: Profile) -> list[str]:
     """The limits in the order they bind, a line each, with the model's number beside the measured one."""
     s = profile.settings
-    plateau, knee = profile.plateau, profile.knee
-    in_service = plateau.answered_per_s * profile.service_ms / 1000  # Little's law at the plateau
+    plateau, knee, in_service = profile.plateau, profile.knee, profile.in_service
     lines = [f"How many concurrent requests can {Path(profile.jar).name} handle? ({profile.path})",
              f"  service time at one user: {profile.service_ms:,.1f} ms",
              f"  throughput plateau: {plateau.answered_per_s:,.0f}/s, reached ({KNEE:.0%}) at {knee.users:,} users; "

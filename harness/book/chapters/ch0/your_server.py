@@ -35,12 +35,11 @@ def see(chapter: str) -> str:
 def limits_frame(profile: Profile) -> pd.DataFrame:
     """The profile's limits in the order they bind: measured, the model's number, the setting that moves it."""
     s, plateau = profile.settings, profile.plateau
-    in_service = plateau.answered_per_s * profile.service_ms / 1000  # Little's law at the plateau, with S
     binds = {THREADS: "the worker threads bind first", BEFORE: "something binds before the threads (the CPU, a pool, "
              "a lock)", BEYOND: "more in service than there are threads: not one thread per request"}[profile.binding]
     rows = [
         ("Service time at one user", number(profile.service_ms, "ms"), "–", "the endpoint's own work", see("chapter1")),
-        ("Requests in service at once", f"{number(in_service)}: {binds}", f"{number(s.threads)} (threads.max)",
+        ("Requests in service at once", f"{number(profile.in_service)}: {binds}", f"{number(s.threads)} (threads.max)",
          "server.tomcat.threads.max", see("chapter1")),
         ("Throughput plateau", f"{number(plateau.answered_per_s, 'requests/s')} ({percent(KNEE)} of it at "
          f"{number(profile.knee.users)} users)", f"{number(profile.little, 'requests/s')} (threads.max / S)", "server.tomcat.threads.max, the "

@@ -254,6 +254,16 @@ def test_a_page_whose_data_is_not_a_kept_pass_says_so_and_shows_it_beside_the_bo
     assert "This data" not in verdict_tables.verdict_table(judged, "chapter1").data
 
 
+def test_a_withdrawn_pass_is_named_with_its_reason_as_typed():
+    """The reason is free text: an option in it ("--keep") must not turn into Pandoc's dash on the page (chapter 4's
+    withdrawn pass names `invoke compare --keep`)."""
+    from harness.book import verdict_tables
+
+    assert verdict_tables.as_typed("invoke compare --keep") == "invoke compare -\\-keep"
+    note = verdict_tables.protocol_note("chapter4").data
+    assert "Withdrawn: 9c889e4e7223 2026-11-28 07:40, " in note and "compare -\\-keep" in note
+
+
 def test_invoke_compare_puts_a_run_beside_the_books_pooled_passes_and_keeps_only_a_clean_one(tmp_path, monkeypatch):
     from harness.book.chapters import ch1
     from harness.book.compare import compare

@@ -128,6 +128,11 @@ def claim_values(judgements: list[Judgement]) -> pd.DataFrame:
                           "outcome": j.outcome} for j in judgements])
 
 
+def as_typed(text: str) -> str:
+    """Free text (a withdrawn pass's reason) whose "--" stays two hyphens ("--keep"), not Pandoc's dash."""
+    return text.replace("--", "-\\-")
+
+
 def protocol_note(chapter: str) -> Markdown:
     """The chapter's protocol and where its verdicts stand, for the top of its page: how many clean passes it keeps,
     how many are kept, whether the data this page reads is one of them, and any pass withdrawn and why."""
@@ -160,7 +165,7 @@ def protocol_note(chapter: str) -> Markdown:
         lines.append(f"The protocol changed: {rule.changed}")
     if earlier := passes.earlier(chapter):
         lines.append(f"Kept under earlier rules, not pooled: {', '.join(earlier)}.")
-    lines += [f"Withdrawn: {w['pass']}, {w['why']} (recorded {w['recorded']})." for w in passes.withdrawn(chapter)]
+    lines += [f"Withdrawn: {w['pass']}, {as_typed(w['why'])} (recorded {w['recorded']})." for w in passes.withdrawn(chapter)]
     return Markdown('::: {.callout-note title="Where this chapter\'s verdicts stand"}\n' + "\n\n".join(lines) + "\n:::")
 
 

@@ -1,7 +1,7 @@
 """`invoke report` end to end, scaled (tests/profiles/report-scaled.toml): the capacity profile of two jars the
 profile was not written for, each given as a reader's jar. The sample server's: 8 threads and a 200 ms sleep, so
 Little's law puts its plateau at 8 / 0.2 s = 40/s and the threads bind; max-connections 20 + accept-count 5 + 1 = 26
-connections held. The WebFlux service's: no thread per request, so the plateau passes Little's law's number for 8
+connections held (accept-count read back from the app's configprops). The WebFlux service's: no thread per request, so the plateau passes Little's law's number for 8
 threads, and Netty holds every connection it is offered (Tomcat's settings mean nothing to it)."""
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ def test_the_sample_servers_limits_are_the_ones_its_settings_predict(sample):
     assert 190 <= found.service_ms < 250  # the 200 ms sleep, give or take a request in the 3 s counted
     assert found.settings.sources["threads"] == p.FROM_METRICS and found.settings.threads == 8
     assert found.settings.sources["max_connections"] == p.FROM_METRICS and found.settings.max_connections == 20
+    # accept-count is in no metric: read from the app's configuration as it ran (the profile's 5 on the command line)
+    assert found.settings.sources["accept_count"] == p.FROM_CONFIG and found.settings.accept_count == 5
+    assert not any(n.startswith("accept-count") for n in found.notes), found.notes
     assert [r.users for r in found.ramp] == [2, 4, 8, 16]
     assert found.binding == p.THREADS, found.ramp
     assert found.ceiling_users == 46 and found.ceiling_held == 26
@@ -55,6 +58,7 @@ def test_the_sample_servers_limits_are_the_ones_its_settings_predict(sample):
 def test_the_webflux_service_is_not_bound_by_threads_nor_by_tomcats_connection_settings(webflux):
     found, out, _ = webflux
     assert found.settings.sources["threads"] == p.FROM_PROFILE  # Netty reports no Tomcat threads
+    assert found.settings.sources["accept_count"] == p.FROM_PROFILE  # nor its configuration: no Tomcat to configure
     assert found.binding == p.BEYOND, found.ramp
     assert found.ceiling_held == found.ceiling_users == 46  # every user held: no max-connections in Netty
     assert "not one thread per request" in out

@@ -50,6 +50,7 @@ def test_what_ran_is_recorded_and_sampled(run):
     assert info["jar_sha256"] == hashlib.sha256(JAR.read_bytes()).hexdigest()
     assert info["start_class"] and info["spring_boot"].startswith("3.")
     assert info["applied"] == {"TOMCAT_MAX_THREADS": 4} and info["environment_only"] == ["SLEEP_MS"]
+    assert info["tomcat"] == {"unread": "the app does not run on Tomcat (no tomcat-embed-core among its libraries)"}
     assert meta["versions"]["spring_boot"] == info["spring_boot"] and meta["startup_ms"] > 0
     assert set(pd.read_parquet(step / "process.parquet")["process"]) == {"server", "k6"}
     actuator = pd.read_parquet(step / "actuator.parquet")  # its Prometheus endpoint, as the sample server's
@@ -86,3 +87,37 @@ def test_an_app_without_prometheus_is_measured_without_its_metrics_and_says_what
     assert springjar.KIND.sampler(running, 500) is None
     assert "add spring-boot-starter-actuator and micrometer-registry-prometheus" in running.metrics
     assert "your app's metrics are not sampled" in capsys.readouterr().out
+
+
+def test_the_apps_own_tomcat_settings_are_read_from_its_configprops():
+    # Captured from the sample server's jar (Spring Boot 3.5) started as the spring-jar kind starts a reader's, with
+    # --server.tomcat.accept-count=7: GET /actuator/configprops/server.
+    answer = json.loads((ROOT / "tests" / "samples" / "configprops-server.json").read_text())
+    assert springjar.tomcat_settings(answer) == {"TOMCAT_MAX_THREADS": 200, "TOMCAT_MAX_CONNECTIONS": 8192,
+                                                 "TOMCAT_ACCEPT_COUNT": 7}
+
+    def masked(value):  # what Spring Boot 3 answers unless show-values says otherwise
+        return {k: masked(v) for k, v in value.items()} if isinstance(value, dict) else "******"
+    beans = answer["contexts"]["application"]["beans"]
+    assert springjar.tomcat_settings({"contexts": {"application": {"beans": {
+        name: bean | {"properties": masked(bean["properties"])} for name, bean in beans.items()}}}}) == {}
+    for odd in ({}, [], {"contexts": None}, {"contexts": []}, {"contexts": {"a": None}}, {"contexts": {"a": {"beans": []}}},
+                {"contexts": {"a": {"beans": {"b": 1}}}}):
+        assert springjar.tomcat_settings(odd) == {}
+
+
+def test_tomcats_settings_are_read_only_from_an_app_that_runs_on_tomcat(tmp_path):
+    import zipfile
+
+    def jar(*libraries: str):
+        path = tmp_path / f"app{len(libraries)}.jar"
+        with zipfile.ZipFile(path, "w") as z:
+            for name in ("META-INF/MANIFEST.MF", *(f"BOOT-INF/lib/{lib}" for lib in libraries)):
+                z.writestr(name, "")
+        return path
+    assert springjar.embeds_tomcat(jar("spring-web-6.2.jar", "tomcat-embed-core-10.1.48.jar"))
+    assert not springjar.embeds_tomcat(jar("reactor-netty-http-1.2.jar"))
+    assert not springjar.embeds_tomcat(tmp_path / "missing.jar")
+    knobs = springjar.KIND.defaults | {"path": str(jar("tomcat-embed-core-10.1.48.jar", "x")), "management_port": 9}
+    running = springjar.RunningJar("server", None, tmp_path / "server.log", 0.0, knobs, {}, "java")
+    assert running.info()["tomcat"]["unread"].startswith("http://127.0.0.1:9/actuator/configprops/server does not answer")

@@ -91,15 +91,43 @@ def test_service_time_is_littles_law_with_one_user():
         p.service_ms(meta("3s"), outcomes([0, 0, 0], failed=9))
 
 
-def test_the_apps_limits_come_from_its_metrics_then_the_profile_then_spring_boots_defaults():
+def test_the_apps_limits_come_from_its_metrics_then_its_configuration_then_the_profile_then_spring_boots_defaults():
     actuator = pd.DataFrame({"ts_ms": [1, 2, 2], "metric": ["tomcat.threads.config.max"] * 2 + ["hikaricp.connections.max"],
                              "value": [100.0, 120.0, 10.0]})
     found = p.settings_of(meta(server={"TOMCAT_ACCEPT_COUNT": 5}), actuator)
     assert (found.threads, found.max_connections, found.accept_count, found.pool) == (120, 8192, 5, 10)
     assert found.sources == {"threads": p.FROM_METRICS, "max_connections": p.FROM_DEFAULT,
                              "accept_count": p.FROM_PROFILE, "pool": p.FROM_METRICS}
+    # configprops, as step.json's server_info recorded it, is what the app ran with: the profile's settings on its own
+    configured = meta(server={"TOMCAT_ACCEPT_COUNT": 5}) | {"server_info": {"tomcat": {
+        "TOMCAT_MAX_THREADS": 64, "TOMCAT_MAX_CONNECTIONS": 500, "TOMCAT_ACCEPT_COUNT": 7}}}
+    found = p.settings_of(configured, actuator)
+    assert (found.threads, found.max_connections, found.accept_count) == (120, 500, 7)
+    assert found.sources == {"threads": p.FROM_METRICS, "max_connections": p.FROM_CONFIG,
+                             "accept_count": p.FROM_CONFIG, "pool": p.FROM_METRICS}
     bare = p.settings_of(meta(), pd.DataFrame(columns=["ts_ms", "metric", "value"]))
     assert (bare.threads, bare.pool) == (200, None) and "pool" not in bare.sources
+
+
+def test_what_the_profile_assumed_is_said_with_why_the_configuration_was_not_read():
+    unread = meta() | {"server_info": {"tomcat": {"unread": "http://x/actuator/configprops/server does not answer"}}}
+    notes = p.assumed(p.settings_of(unread, pd.DataFrame(columns=["ts_ms", "metric", "value"])), unread)
+    assert notes[0] == ("threads: the app reports none (http://x/actuator/configprops/server does not answer); "
+                        "Spring Boot's default (200) is assumed")
+    assert len(notes) == 4 and notes[-1].startswith("HikariCP: the app reports no pool")
+    reported = p.Settings(8, 20, 5, 4, {"threads": p.FROM_METRICS, "accept_count": p.FROM_CONFIG, "pool": p.FROM_METRICS})
+    assert p.assumed(reported, meta()) == []  # every limit reported, a pool: nothing assumed
+
+
+def test_the_pools_mean_wait_is_the_waits_gained_over_the_acquisitions_gained():
+    def samples(counts, totals):
+        ts = list(range(len(counts)))
+        return pd.DataFrame({"ts_ms": ts * 2, "value": [*counts, *totals],
+                             "metric": ["hikaricp.connections.acquire.count"] * len(ts)
+                             + ["hikaricp.connections.acquire.total"] * len(ts)})
+    assert p.pool_wait_ms(samples([100, 150, 300], [1.0, 2.0, 11.0])) == pytest.approx(10 * 1000 / 200)
+    assert p.pool_wait_ms(samples([100, 100], [1.0, 1.0])) is None  # no connection taken: no wait to average
+    assert p.pool_wait_ms(pd.DataFrame(columns=["ts_ms", "metric", "value"])) is None
 
 
 def profile(rates: list[float], service_ms=50.0, threads=8) -> p.Profile:

@@ -42,7 +42,8 @@ METRICS = {"threads": "tomcat.threads.config.max", "max_connections": "tomcat.co
            "pool": "hikaricp.connections.max"}
 KNOBS = {"threads": "TOMCAT_MAX_THREADS", "max_connections": "TOMCAT_MAX_CONNECTIONS",
          "accept_count": "TOMCAT_ACCEPT_COUNT", "pool": "HIKARI_MAX_POOL_SIZE"}
-FROM_METRICS, FROM_PROFILE, FROM_DEFAULT = "the app's metrics", "the profile's settings", "Spring Boot's default"
+FROM_METRICS, FROM_CONFIG = "the app's metrics", "the app's configuration (Actuator's configprops)"
+FROM_PROFILE, FROM_DEFAULT = "the profile's settings", "Spring Boot's default"
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class Profile:
     ceiling_held: int | None = None  # the most ESTAB connections on the server's port
     memory_per_connection_kib: float | None = None
     pool_pending: float | None = None  # the most requests waiting for a pool connection, at the plateau
+    pool_wait_ms: float | None = None  # the mean wait for a pool connection, at the plateau
     notes: list[str] = field(default_factory=list)  # what could not be measured, and why
 
     @property
@@ -179,14 +181,19 @@ def steady_rate(outcomes: pd.DataFrame, duration_s: float) -> float:
 
 
 def settings_of(meta: dict, actuator: pd.DataFrame) -> Settings:
-    """The app's limits: from its metrics (its last reading), else the profile's [server] settings, else Spring
-    Boot's defaults; the pool only from its metrics or the profile (an app without one has none)."""
+    """The app's limits: from its metrics (their last reading), else its configuration as it ran (configprops: its
+    own settings with the profile's on top, recorded in step.json's server_info), else the profile's [server]
+    settings, else Spring Boot's defaults; the pool only from its metrics or the profile (an app without one has
+    none)."""
     server = meta["config"].get("server", {})
+    configured = meta.get("server_info", {}).get("tomcat", {})
     values, sources = {}, {}
     for name in ("threads", "max_connections", "accept_count", "pool"):
         readings = actuator.loc[actuator["metric"] == METRICS[name], "value"] if name in METRICS else pd.Series()
         if not readings.dropna().empty:
             values[name], sources[name] = int(readings.dropna().iloc[-1]), FROM_METRICS
+        elif KNOBS[name] in configured:
+            values[name], sources[name] = int(configured[KNOBS[name]]), FROM_CONFIG
         elif KNOBS[name] in server:
             values[name], sources[name] = int(server[KNOBS[name]]), FROM_PROFILE
         elif name != "pool":  # an app without a pool has none; the rest have Spring Boot's defaults
@@ -217,9 +224,31 @@ def memory_per_connection_kib(idle: pd.DataFrame, holding: pd.DataFrame, held: i
     return (during.max() - before.median()) / held / 1024
 
 
+def assumed(settings: Settings, meta: dict) -> list[str]:
+    """What the profile had to assume, a note each: a limit the app reported nowhere (and why its configuration
+    could not be read), and no pool."""
+    unread = meta.get("server_info", {}).get("tomcat", {}).get("unread")
+    why = f" ({unread})" if unread else ""
+    notes = [f"{name.replace('_', '-')}: the app reports none{why}; {source} ({SERVER_DEFAULTS[KNOBS[name]]:,}) is "
+             "assumed" for name, source in settings.sources.items() if source == FROM_DEFAULT]
+    if settings.pool is None:
+        notes.append("HikariCP: the app reports no pool (no hikaricp metrics), so no pool limit is measured")
+    return notes
+
+
 def pool_pending(actuator: pd.DataFrame) -> float | None:
     pending = actuator.loc[actuator["metric"] == "hikaricp.connections.pending", "value"].dropna()
     return None if pending.empty else float(pending.max())
+
+
+def pool_wait_ms(actuator: pd.DataFrame) -> float | None:
+    """HikariCP's mean wait for a connection over a step: the seconds its acquisitions waited, summed, over how many
+    there were, both counted from the step's first sample to its last (one JVM: the counters only grow)."""
+    def gained(metric: str) -> float:
+        values = actuator.loc[actuator["metric"] == metric].sort_values("ts_ms")["value"].dropna()
+        return float(values.iloc[-1] - values.iloc[0]) if len(values) > 1 else 0.0
+    count = gained("hikaricp.connections.acquire.count")
+    return gained("hikaricp.connections.acquire.total") * 1000 / count if count else None
 
 
 # ---- the profile, stage by stage -------------------------------------------------------------------------------
@@ -245,13 +274,7 @@ def run_profile(jar: str, path: str, backend: str = "local", template: str = TEM
     service = store.load_run(chapter, "service")
     meta = service.steps["service"]
     settings = settings_of(meta, service.actuator)
-    profile = Profile(jar, path, service_ms(meta, service.outcomes), settings)
-    for name, source in settings.sources.items():
-        if source == FROM_DEFAULT:
-            profile.notes.append(f"{name.replace('_', '-')}: the app reports none; {source} "
-                                 f"({SERVER_DEFAULTS[KNOBS[name]]:,}) is assumed")
-    if settings.pool is None:
-        profile.notes.append("HikariCP: the app reports no pool (no hikaricp metrics), so no pool limit is measured")
+    profile = Profile(jar, path, service_ms(meta, service.outcomes), settings, notes=assumed(settings, meta))
 
     for step in run("ramp", settings).steps:
         ramp = store.load_run(chapter, step.id)
@@ -259,7 +282,8 @@ def run_profile(jar: str, path: str, backend: str = "local", template: str = TEM
         profile.ramp.append(RampPoint(users, steady_rate(ramp.outcomes, load_seconds(ramp.steps[step.id])),
                                       min(users, settings.threads) / (profile.service_ms / 1000), step.id))
     if settings.pool is not None:
-        profile.pool_pending = pool_pending(store.load_run(chapter, profile.plateau.step).actuator)
+        plateau = store.load_run(chapter, profile.plateau.step).actuator
+        profile.pool_pending, profile.pool_wait_ms = pool_pending(plateau), pool_wait_ms(plateau)
 
     run("ceiling", settings)
     ceiling = store.load_run(chapter, "ceiling")
@@ -305,6 +329,7 @@ def summary(profile: Profile) -> list[str]:
     }[profile.binding])
     if s.pool is not None:
         pending = "" if profile.pool_pending is None else f", {profile.pool_pending:,.0f} waiting at the plateau"
+        pending += "" if profile.pool_wait_ms is None else f", {profile.pool_wait_ms:,.1f} ms mean wait"
         lines.append(f"  2. the database pool: {s.pool:,} connections ({s.sources['pool']}){pending}")
     held = "not measured" if profile.ceiling_held is None else f"{profile.ceiling_held:,} held"
     lines.append(f"  {3 if s.pool is not None else 2}. connections: max-connections {s.max_connections:,} + accept-count "

@@ -13,6 +13,7 @@ add and goes on with the client's and the kernel's view only.
 """
 from __future__ import annotations
 
+import json
 import urllib.error
 import urllib.request
 import zipfile
@@ -44,6 +45,12 @@ HEALTH_ON = ("management", "server")
 METRICS_PATH = "/actuator/prometheus"
 METRICS_HINT = ("add spring-boot-starter-actuator and micrometer-registry-prometheus to the app for its Tomcat and "
                 "JVM metrics")
+CONFIGPROPS_PATH = "/actuator/configprops/server"  # the beans bound under `server.` (ServerProperties), values shown
+# Where ServerProperties keeps each [server] knob the profile sizes by (configprops names them camelCase in Spring
+# Boot 2 and 3; lower-cased and without dashes, both spellings match).
+CONFIGPROPS_KNOBS = {"TOMCAT_MAX_THREADS": ("tomcat", "threads", "max"),
+                     "TOMCAT_MAX_CONNECTIONS": ("tomcat", "maxconnections"),
+                     "TOMCAT_ACCEPT_COUNT": ("tomcat", "acceptcount")}
 
 
 def spring_boot_manifest(path: Path) -> dict[str, str] | None:
@@ -57,6 +64,16 @@ def spring_boot_manifest(path: Path) -> dict[str, str] | None:
     return manifest if "Start-Class" in manifest else None
 
 
+def embeds_tomcat(path: Path) -> bool:
+    """Whether the jar carries Tomcat as its web server (tomcat-embed-core among its libraries): ServerProperties
+    holds Tomcat's settings, defaults included, in an app on Netty or Jetty too, where they limit nothing."""
+    try:
+        with zipfile.ZipFile(path) as jar:
+            return any(Path(name).name.startswith("tomcat-embed-core") for name in jar.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def jar_path(knobs: dict) -> Path:
     path = Path(knobs["path"]).expanduser()
     return path if path.is_absolute() else ROOT / path
@@ -64,15 +81,55 @@ def jar_path(knobs: dict) -> Path:
 
 def properties(server: dict, knobs: dict) -> list[str]:
     """The command-line properties for a step: where it listens (the kind's knobs), the step's Tomcat settings, and
-    Actuator's health, info and prometheus endpoints exposed on the management port (ignored by an app without it),
-    with Tomcat's MBeans registered: Micrometer reads Tomcat's threads and connections from them, and Spring Boot
-    registers none unless told (the sample server sets it in its application.properties)."""
+    Actuator's health, info, prometheus and configprops endpoints exposed on the management port (ignored by an app
+    without it), with Tomcat's MBeans registered: Micrometer reads Tomcat's threads and connections from them, and
+    Spring Boot registers none unless told (the sample server sets it in its application.properties). configprops
+    shows its values (Spring Boot 3 masks them unless told): the app's own accept-count is in no metric. The
+    management port listens on the step's address, always a loopback one (check_listening)."""
     args = {"server.port": knobs["port"], "management.server.port": knobs["management_port"],
             "server.address": knobs["address"], "management.server.address": knobs["address"],
-            "management.endpoints.web.exposure.include": "health,info,prometheus",
+            "management.endpoints.web.exposure.include": "health,info,prometheus,configprops",
+            "management.endpoint.configprops.show-values": "always",
             "server.tomcat.mbeanregistry.enabled": "true"}
     args |= {PROPERTIES[k]: str(v).lower() if isinstance(v, bool) else v for k, v in server.items() if k in PROPERTIES}
     return [f"--{name}={value}" for name, value in args.items()]
+
+
+def tomcat_settings(configprops: dict) -> dict[str, int]:
+    """The app's effective Tomcat settings (as [server] knobs) from Actuator's configprops for the `server` prefix:
+    its own configuration with the command line's on top, Spring Boot's defaults where neither sets one. Empty when
+    the answer holds no ServerProperties or its values are masked."""
+    found: dict[str, int] = {}
+    contexts = configprops.get("contexts") if isinstance(configprops, dict) else None
+    for context in (contexts if isinstance(contexts, dict) else {}).values():
+        beans = context.get("beans") if isinstance(context, dict) else None
+        for bean in (beans if isinstance(beans, dict) else {}).values():
+            if not isinstance(bean, dict) or bean.get("prefix") != "server":
+                continue
+            for knob, path in CONFIGPROPS_KNOBS.items():
+                value = _walk(bean.get("properties"), path)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    found[knob] = value
+    return found
+
+
+def _walk(value, path: tuple[str, ...]):
+    for name in path:
+        if not isinstance(value, dict):
+            return None
+        value = {k.replace("-", "").lower(): v for k, v in value.items()}.get(name)
+    return value
+
+
+def read_tomcat_settings(management_url: str) -> dict:
+    """tomcat_settings from the running app, or why they could not be read ({"unread": …})."""
+    url = management_url + CONFIGPROPS_PATH
+    try:
+        with urllib.request.urlopen(url, timeout=2) as reply:
+            settings = tomcat_settings(json.loads(reply.read()))
+    except (OSError, urllib.error.HTTPError, ValueError) as err:
+        return {"unread": f"{url} does not answer ({type(err).__name__}): no Actuator, or configprops not exposed"}
+    return settings or {"unread": f"{url} holds no Tomcat settings (masked values, or not a Tomcat server)"}
 
 
 class SpringJarKind(ServiceKind):
@@ -188,6 +245,8 @@ class RunningJar(RunningService):
                 "start_class": manifest.get("Start-Class"), "spring_boot": manifest.get("Spring-Boot-Version"),
                 "java_major": java_major(self.java), "metrics": self.metrics,
                 "applied": {k: v for k, v in self.server.items() if k in PROPERTIES},
+                "tomcat": read_tomcat_settings(self.management_url) if embeds_tomcat(path)  # what the app ran with
+                else {"unread": "the app does not run on Tomcat (no tomcat-embed-core among its libraries)"},
                 # the sample server's own knobs: given as environment variables only, which another app ignores
                 "environment_only": sorted(k for k in self.server if k not in PROPERTIES and k not in PLACES)}
 

@@ -46,7 +46,9 @@ def limits_frame(profile: Profile) -> pd.DataFrame:
          "endpoint's service time", see("chapter4")),
     ]
     if s.pool is not None:
-        waiting = "–" if profile.pool_pending is None else f"{number(profile.pool_pending)} waiting at the plateau"
+        said = ([] if profile.pool_pending is None else [f"{number(profile.pool_pending)} waiting at the plateau"]) + \
+            ([] if profile.pool_wait_ms is None else [f"{number(profile.pool_wait_ms, 'ms')} mean wait"])
+        waiting = ", ".join(said) or "–"
         rows.append(("Database pool", waiting, f"{number(s.pool)} connections", "spring.datasource.hikari."
                      "maximum-pool-size", see("chapter5")))
     held = "not measured" if profile.ceiling_held is None else f"{number(profile.ceiling_held)} of " \

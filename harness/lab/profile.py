@@ -180,13 +180,18 @@ def steady_rate(outcomes: pd.DataFrame, duration_s: float) -> float:
     return float(window.loc[store.answered(window), "requests"].sum()) / (last - first)
 
 
+def app_configuration(meta: dict) -> dict:
+    """The app's Tomcat settings as it ran, as the spring-jar kind read them into step.json (or {"unread": why})."""
+    return meta.get("server_info", {}).get("tomcat", {})
+
+
 def settings_of(meta: dict, actuator: pd.DataFrame) -> Settings:
     """The app's limits: from its metrics (their last reading), else its configuration as it ran (configprops: its
     own settings with the profile's on top, recorded in step.json's server_info), else the profile's [server]
     settings, else Spring Boot's defaults; the pool only from its metrics or the profile (an app without one has
     none)."""
     server = meta["config"].get("server", {})
-    configured = meta.get("server_info", {}).get("tomcat", {})
+    configured = app_configuration(meta)
     values, sources = {}, {}
     for name in ("threads", "max_connections", "accept_count", "pool"):
         readings = actuator.loc[actuator["metric"] == METRICS[name], "value"] if name in METRICS else pd.Series()
@@ -227,7 +232,7 @@ def memory_per_connection_kib(idle: pd.DataFrame, holding: pd.DataFrame, held: i
 def assumed(settings: Settings, meta: dict) -> list[str]:
     """What the profile had to assume, a note each: a limit the app reported nowhere (and why its configuration
     could not be read), and no pool."""
-    unread = meta.get("server_info", {}).get("tomcat", {}).get("unread")
+    unread = app_configuration(meta).get("unread")
     why = f" ({unread})" if unread else ""
     notes = [f"{name.replace('_', '-')}: the app reports none{why}; {source} ({SERVER_DEFAULTS[KNOBS[name]]:,}) is "
              "assumed" for name, source in settings.sources.items() if source == FROM_DEFAULT]

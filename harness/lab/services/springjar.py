@@ -13,14 +13,13 @@ add and goes on with the client's and the kernel's view only.
 """
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
 
 from harness import ROOT, say
-from harness.lab.backends.process import listener
+from harness.lab.backends.process import http_json, listener
 from harness.lab.integrity import sha256
 from harness.lab.jdk import check_java_home, java_command, java_major, virtual_threads_java
 from harness.lab.samplers import ActuatorSampler
@@ -125,8 +124,7 @@ def read_tomcat_settings(management_url: str) -> dict:
     """tomcat_settings from the running app, or why they could not be read ({"unread": …})."""
     url = management_url + CONFIGPROPS_PATH
     try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
-            settings = tomcat_settings(json.loads(reply.read()))
+        settings = tomcat_settings(http_json(url))
     except (OSError, urllib.error.HTTPError, ValueError) as err:
         return {"unread": f"{url} does not answer ({type(err).__name__}): no Actuator, or configprops not exposed"}
     return settings or {"unread": f"{url} holds no Tomcat settings (masked values, or not a Tomcat server)"}

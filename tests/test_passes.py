@@ -281,7 +281,7 @@ def test_invoke_compare_puts_a_run_beside_the_books_pooled_passes_and_keeps_only
     report, moved = compare("chapter1")
     assert "the book (1 pass pooled)" in report and "this run" in report.splitlines()[0] and moved == []
     assert len(report.splitlines()) == 2 + len(ch1.judge())
-    assert report.splitlines()[-1].startswith("stray failures: this run's own (")  # data/ has chapters 2, 3 and 7
+    assert report.splitlines()[-1].startswith("stray failures: the book's (data/), over its steps of chapter2")  # data/ has chapters 2, 3 and 7
 
 
 def test_a_readers_run_without_a_noise_of_its_own_is_judged_with_the_books_saying_so(tmp_path):

@@ -46,7 +46,10 @@ def stray_failures_of(root: Path):
         with reading(root):
             failed, requests = noise.stray_failures()
         if requests or root == DATA:
-            said = f"stray failures: this run's own ({failed:,} in {requests:,} requests)"
+            # The rate is the folder's, over every clean chapter in it: for data/ the same for every chapter judged
+            folder = "the book's (data/)" if root == DATA else "this run's folder's"
+            said = (f"stray failures: {folder}, over its steps of {', '.join(noise.CLEAN_CHAPTERS)} "
+                    f"({failed:,} in {requests:,} requests)")
         else:
             noise.stray_failures.cache_clear()
             with reading(DATA):

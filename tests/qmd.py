@@ -8,7 +8,7 @@ import nbformat
 
 from harness.book.sources import expand_includes, python_cells
 
-__all__ = ["expand_includes", "notebook", "python_cells"]
+__all__ = ["expand_includes", "namespace", "notebook", "python_cells"]
 
 
 def notebook(path: Path, root: Path) -> nbformat.NotebookNode:
@@ -16,3 +16,11 @@ def notebook(path: Path, root: Path) -> nbformat.NotebookNode:
     book.cells = [nbformat.v4.new_code_cell(source) for source in python_cells(expand_includes(path, root))]
     book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return book
+
+
+def namespace(path: Path) -> dict:
+    """The names a page's cells leave behind, run in order on the committed data: what its inline values read."""
+    names: dict = {}
+    for cell in python_cells(path.read_text()):
+        exec(cell, names)  # noqa: S102 - the book's own page
+    return names

@@ -77,6 +77,8 @@ FINDERS = {
     "a hyphen as a minus sign": finder(r"(?<![\w)\]])-\d", in_quotes=False),
     # pandas's and Python's leaks ("NaN", capitalised, is a word the protocol's notes explain)
     "a value that did not compute": finder(r"\b(?:nan|inf|NaT)\b|\bNone\b(?! of)"),
+    # an inline value shown as Python's repr: its no-break spaces and other unprintables written as escapes
+    "an escaped character": finder(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|n\b)"),
 }
 
 
@@ -115,6 +117,7 @@ def test_the_prose_reader_skips_code_charts_and_scripts():
     ("a space before a percent sign", "5 % of the time", "5% of the time"),
     ("a hyphen as a minus sign", "a margin of -1808.4σ", "a margin of −1,808.4σ over 1-5 s, F000-c.2"),
     ("a value that did not compute", "the rate was nan per second, None held", "None of them failed; infinite"),
+    ("an escaped character", "between 798\\xa0ms faster", "between 798\u00a0ms faster, C:\\data"),
 ])
 def test_each_finder_finds_what_it_names_and_only_that(rule, broken, fine):
     assert FINDERS[rule](broken), broken

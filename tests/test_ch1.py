@@ -268,3 +268,10 @@ def test_the_repeats_sentence_agrees_with_the_runs_in_the_data():
         if n > 1:
             clients = runs.clients_of(meta)
             assert f"{clients} run {words(n)} times" in text or f"{clients} {words(n)} times" in text, (step, n, text)
+
+
+def test_the_longest_requests_are_counted_in_sleeps_as_the_data_says():
+    def queue(low_s, high_s):
+        return ch1.values.Queue(500, 400, 5, 30, 480, 0.34, 0.39, 1.0, low_s, high_s, 0.9, 0.92, 1.0)
+    assert ch1.sleeps_words(queue(4.4, 5.9), 2.0) == "between two and three sleeps"
+    assert ch1.sleeps_words(queue(4.372, 6.59), 2.0) == "2.2–3.3 sleeps"

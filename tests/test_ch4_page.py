@@ -19,10 +19,7 @@ INLINE = re.compile(r"`\{python\} ([^`]+)`")
 @pytest.fixture(scope="module")
 def page() -> dict:
     """The namespace the page's cells leave behind (what its inline values read)."""
-    namespace: dict = {}
-    for cell in qmd.python_cells(PAGE.read_text()):
-        exec(cell, namespace)  # noqa: S102 - the book's own page
-    return namespace
+    return qmd.namespace(PAGE)
 
 
 def test_every_inline_value_is_written(page):

@@ -1,7 +1,7 @@
 """The book's one number format (harness.book.prose): counts, decimals, percentages, units, durations, ranges."""
 import pytest
 
-from harness.book.prose import count, duration, ms, number, percent, seconds, span, with_unit, words
+from harness.book.prose import count, differences, duration, ms, number, percent, plain, seconds, span, with_unit, words
 
 NBSP = "\u00a0"
 
@@ -13,6 +13,18 @@ def test_counts_have_thousands_separators_whatever_their_type():
 def test_a_negative_number_has_a_minus_sign_and_a_zero_none():
     assert number(-3.25, 1) == "\u22123.2"  # Python rounds half to even, like every other format here
     assert [number(-0.04, 1), number(-0.0), number(0.04, 1)] == ["0.0", "0", "0.0"]
+
+
+def test_a_setting_keeps_the_decimals_it_has_and_no_more():
+    assert [plain(5), plain(5.0), plain(0.25), plain(0.1 + 0.2), plain(8192)] == ["5", "5", "0.25", "0.3", "8,192"]
+    assert [plain(1e-05), plain(2_000_000.0), plain(-1.5)] == ["0.00001", "2,000,000", "\u22121.5"]
+
+
+def test_differences_are_worded_by_their_signs():
+    assert differences(27, 2503, "ms", "slower", "faster") == f"27 to 2,503{NBSP}ms slower"
+    assert differences(-40, -5, "ms", "slower", "faster") == f"5 to 40{NBSP}ms faster"
+    assert differences(-798.4, 5055.4, "ms", "slower", "faster") == \
+        f"between 798{NBSP}ms faster and 5,055{NBSP}ms slower"
 
 
 @pytest.mark.parametrize(("share", "sign", "text"), [

@@ -10,6 +10,7 @@ Charts use the same conventions through their formats (harness.book.chart_style:
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 WORDS = dict(enumerate(["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]))
 MINUS = "\u2212"  # "−", not the hyphen "-"
@@ -45,10 +46,29 @@ def in_book_style(text: str) -> str:
     return SPACED_PERCENT.sub("%", BARE_NUMBER.sub(lambda m: count(int(m.group())), text))
 
 
+def plain(value: float) -> str:
+    """A value as it was set, with the decimals it has (up to six digits in all): 5 → "5", 0.25 → "0.25", 8192 →
+    "8,192", 1e-05 → "0.00001": for settings and model inputs, where "5.0 s" would claim a precision nobody measured."""
+    digits = Decimal(f"{float(value):.6g}")
+    return number(value, max(0, -digits.as_tuple().exponent))
+
+
 def signed(value: float, decimals: int = 0) -> str:
     """+1,234.5 or −27: a difference or a margin with its sign always shown (none on a value that rounds to zero)."""
     text = number(value, decimals)
     return text if text.startswith(MINUS) or float(text.replace(",", "")) == 0 else "+" + text
+
+
+def differences(low: float, high: float, unit: str, more: str, less: str) -> str:
+    """Differences from `low` to `high` in words that follow their signs: "27 to 2,503 ms slower" when all are above 0,
+    "5 to 40 ms faster" when all are below, "between 798 ms faster and 5,055 ms slower" when they straddle it."""
+    def amount(v):
+        return with_unit(abs(v), unit)
+    if low > 0:
+        return f"{number(low)} to {amount(high)} {more}"
+    if high < 0:
+        return f"{number(-high)} to {amount(low)} {less}"
+    return f"between {amount(low)} {less} and {amount(high)} {more}"
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:

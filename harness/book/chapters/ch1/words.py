@@ -1,7 +1,8 @@
 """The few words of chapter 1 whose wording, not only their numbers, depends on the data."""
 from __future__ import annotations
 
-from harness.book.chapters.ch1.values import Rates
+from harness.book.chapters.ch1.values import Queue, Rates
+from harness.book.prose import number, span
 
 
 def tail_words(rates: Rates) -> str:
@@ -13,3 +14,12 @@ def tail_words(rates: Rates) -> str:
     return (f"the tail explains only part of it: {which} runs fell further short, taking up to "
             f"{rates.span_high_s:.1f} s where the model expects {rates.full_run_s:g} s and the tail adds at most {rates.tail_s:g} s, on two cores the server shares "
             f"with the load tool")
+
+
+def sleeps_words(queue: Queue, sleep_s: float) -> str:
+    """How many sleeps the longest requests took, from the data: "between two and three sleeps" when every run's
+    longest lies there, the span in sleeps otherwise ("2.2–3.3 sleeps")."""
+    low, high = queue.longest_low_s / sleep_s, queue.longest_high_s / sleep_s
+    if 2 <= low and high <= 3:
+        return "between two and three sleeps"
+    return f"{span([low, high], lambda v: number(v, 1))} sleeps"

@@ -112,10 +112,10 @@ def test_completions_chart_already_draws_5_s_waves():
 def test_each_panel_is_titled_with_its_step_and_what_it_is_for():
     """Issue 41: panels titled "a-300-pv" alone meant nothing to a reader; the header says what the step is for."""
     data = chapter(["a-300-pv", "b-1000-pv"])
-    data.steps["a-300-pv"]["why"] = "300 users, 200 threads: 200 answered at 5 s, 100 at 10 s"
+    data.steps["a-300-pv"]["why"] = "3000 users, 200 threads: 200 answered at 5 s, 100 at 10 s"
     data.steps["b-1000-pv"].pop("why", None)  # a step that says nothing keeps its id
     header = completions_chart(data, bucket_ms=5000).to_dict(validate=True)["facet"]["row"]["header"]
-    assert json.dumps("a-300-pv: 300 users, 200 threads: 200 answered at 5 s, 100 at 10 s") in header["labelExpr"]
+    assert json.dumps("a-300-pv: 3,000 users, 200 threads: 200 answered at 5 s, 100 at 10 s") in header["labelExpr"]
     assert 'datum.value === "b-1000-pv" ? "b-1000-pv" :' in header["labelExpr"]
     assert header["labelExpr"].endswith("datum.value") and header["labelLimit"] > 0
 

@@ -20,6 +20,8 @@ import re
 import altair as alt
 import pandas as pd
 
+from harness.book.prose import in_book_style
+
 THEME = "concurrency-lab"
 
 
@@ -124,8 +126,8 @@ HEADER_LIMIT = 260
 
 def step_header(whys: dict[str, str]) -> alt.Header:
     """A small multiple's panel title: its step and what the step is for ("a-300-pv: 300 users, 200 threads: …"),
-    not the bare id, cut with an ellipsis past HEADER_LIMIT px."""
-    cases = "".join(f"datum.value === {json.dumps(step)} ? {json.dumps(f'{step}: {why}' if why else step)} : "
+    not the bare id, cut with an ellipsis past HEADER_LIMIT px; the spec's words in the book's number format."""
+    cases = "".join(f"datum.value === {json.dumps(step)} ? {json.dumps(f'{step}: {in_book_style(why)}' if why else step)} : "
                     for step, why in whys.items())
     return alt.Header(labelOrient="top", labelAnchor="start", labelLimit=HEADER_LIMIT, labelExpr=cases + "datum.value")
 

@@ -1,7 +1,8 @@
 """The book's one number format (harness.book.prose): counts, decimals, percentages, units, durations, ranges."""
 import pytest
 
-from harness.book.prose import count, differences, duration, ms, number, percent, plain, seconds, span, with_unit, words
+from harness.book.prose import (count, differences, duration, ms, number, percent, plain, seconds, significant, span,
+                                with_unit, words)
 
 NBSP = "\u00a0"
 
@@ -18,6 +19,14 @@ def test_a_negative_number_has_a_minus_sign_and_a_zero_none():
 def test_a_setting_keeps_the_decimals_it_has_and_no_more():
     assert [plain(5), plain(5.0), plain(0.25), plain(0.1 + 0.2), plain(8192)] == ["5", "5", "0.25", "0.3", "8,192"]
     assert [plain(1e-05), plain(2_000_000.0), plain(-1.5)] == ["0.00001", "2,000,000", "\u22121.5"]
+
+
+def test_a_measured_value_keeps_three_significant_digits_and_never_an_e():
+    assert [significant(1.5), significant(0.012345), significant(1234.5), significant(42.123)] == \
+        ["1.5", "0.0123", "1,234", "42.1"]
+    assert [significant(4.4e-05, 2), significant(7.3e-05), significant(-0.00001234)] == \
+        ["4.4 × 10⁻⁵", "7.3 × 10⁻⁵", "\u22121.23 × 10⁻⁵"]
+    assert [significant(0), significant(-0.00004), significant(-0.000649)] == ["0", "\u22124 × 10⁻⁵", "\u22120.000649"]
 
 
 def test_differences_are_worded_by_their_signs():

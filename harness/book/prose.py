@@ -46,6 +46,22 @@ def in_book_style(text: str) -> str:
     return SPACED_PERCENT.sub("%", BARE_NUMBER.sub(lambda m: count(int(m.group())), text))
 
 
+SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """A measured value to `digits` significant digits, trailing zeros dropped: 1.5, 0.0123, 1,234 (whole digits are
+    kept), 0.000971; below a ten-thousandth, where Python's "g" writes "4.4e-05", as a power of ten: 4.4 × 10⁻⁵."""
+    size = abs(float(value))
+    if 0 < size < 1e-4:
+        mantissa, exponent = f"{size:.{digits - 1}e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+        text = f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPTS)}"
+    else:
+        text = f"{size:,.0f}" if size >= 10 ** (digits - 1) else f"{size:,.{digits}g}"
+    return (MINUS if value < 0 and float(text.split(" ")[0].replace(",", "")) != 0 else "") + text
+
+
 def plain(value: float) -> str:
     """A value as it was set, with the decimals it has (up to six digits in all): 5 → "5", 0.25 → "0.25", 8192 →
     "8,192", 1e-05 → "0.00001": for settings and model inputs, where "5.0 s" would claim a precision nobody measured."""

@@ -15,7 +15,7 @@ from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.downloads import data_links, step_records
 from harness.book.tables import folded, markdown_table
-from harness.book.prose import MINUS, NBSP, in_book_style, plural, signed
+from harness.book.prose import NBSP, in_book_style, plural, signed, significant
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -24,9 +24,7 @@ def number(x: float, unit: str = "") -> str:
     """A measured value as the book prints numbers: thousands separators, three significant digits, its unit."""
     if x is None or x != x:
         return "–"
-    size = abs(x)
-    text = f"{size:,.0f}" if size >= 100 else f"{size:,.3g}" if size >= 1 else f"{size:.3g}"
-    text = (MINUS if x < 0 and float(text.replace(",", "")) != 0 else "") + text  # prose's true minus, no "−0"
+    text = significant(x, 3)
     return text + "%" if unit == "%" else f"{text}{NBSP}{unit}" if unit else text
 
 

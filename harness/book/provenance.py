@@ -154,8 +154,7 @@ def machines_table() -> Markdown:
     sentence = (f"All of it was measured on {where}, running Linux {and_list(kernels)}. Each chapter's Reproduce box "
                 "names its own, and its steps' details.")
     table = captioned(markdown_table(pd.DataFrame(rows)), "Where the reference data comes from: per data folder, its "
-                      "chapter, its steps, when they ran, how long they took (start-ups included) and the software.",
-                      "reference-data")
+                      "chapter, its steps, when they ran, how long they took (start-ups included) and the software.")
     return Markdown(f"{sentence}\n\n{table.data}")
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 
+from harness import ROOT
 from harness.book.sources import expand_includes, python_cells
 
 __all__ = ["expand_includes", "namespace", "notebook", "python_cells"]
@@ -19,8 +20,9 @@ def notebook(path: Path, root: Path) -> nbformat.NotebookNode:
 
 
 def namespace(path: Path) -> dict:
-    """The names a page's cells leave behind, run in order on the committed data: what its inline values read."""
+    """The names a page's cells leave behind, run in order on the committed data: what its inline values read (the
+    cells as `notebook` reads them, includes expanded)."""
     names: dict = {}
-    for cell in python_cells(path.read_text()):
+    for cell in python_cells(expand_includes(path, ROOT)):
         exec(cell, names)  # noqa: S102 - the book's own page
     return names

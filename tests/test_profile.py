@@ -152,6 +152,14 @@ def test_the_knee_is_the_fewest_users_within_a_tenth_of_the_plateau():
     assert (found.plateau.users, found.knee.users) == (16, 4)
 
 
+def test_held_connections_are_the_most_seen_in_two_samples_in_a_row_not_one_passing():
+    estab = lambda *counts: pd.DataFrame({"estab": list(counts)})  # noqa: E731
+    assert p.held_connections(estab(10, 26, 27, 26, 26, 12)) == 26  # 27 in one sample only: a socket in passing
+    assert p.held_connections(estab(10, 26, 27, 27, 26)) == 27
+    assert p.held_connections(estab(float("nan"), 5)) == 5
+    assert p.held_connections(estab(float("nan"))) is None
+
+
 def test_memory_per_held_connection_is_the_servers_growth_over_them():
     idle = pd.DataFrame({"process": ["server", "server", "k6"], "rss_bytes": [100 * 2**20, 102 * 2**20, 9 * 2**30]})
     holding = pd.DataFrame({"process": ["server", "server"], "rss_bytes": [101 * 2**20, 111 * 2**20]})

@@ -31,6 +31,16 @@ def test_every_chapter_that_judges_claims_declares_a_protocol_of_at_least_three_
     assert declared.passes >= 3 and 0 < declared.void_outside_cpu < 1 and declared.statistic
 
 
+@pytest.mark.parametrize("chapter", JUDGED)
+def test_the_books_passes_are_judged_under_todays_rules(chapter):
+    """A change to a claims file, a step's runs or a statistic's code (passes.py included) sets every pass kept
+    before it aside, under earlier rules: the chapter then needs its whole campaign again, and this says so."""
+    kept = passes.kept(chapter)
+    assert len(kept) >= protocol(chapter).passes, (
+        f"{chapter}: {len(kept)} pass(es) kept under today's rules ({passes.rules_digest(chapter)}); under earlier "
+        f"rules: {passes.earlier(chapter)}. Was a rule or its code ({', '.join(protocol(chapter).code)}) changed?")
+
+
 @pytest.mark.parametrize("table, named", [
     ({"passes": 2}, "passes must be a whole number of at least 3"),
     ({"void_outside_cpu": 1.5}, "void_outside_cpu must be a share"),

@@ -1,5 +1,6 @@
 """What every chapter's face (harness.book.chapters.chN, what its .qmd imports) gives the rest of the book: its claims
-judged (`judge()`, read by `invoke compare`, the answer page's table of findings and the tally) and the limits its data
+judged on the data being read (`judge()`, read by `invoke compare`, and by the answer page where no pass is kept yet:
+it states the book's verdicts, every kept pass pooled, as each chapter's verdict table does) and the limits its data
 shows (`limits()`, read by the answer page, which orders them as users grow). The answer page reads each chapter only
 through these, so one function computes each number and both pages print the same. harness.book.chapters.face finds
 a chapter's face by name."""

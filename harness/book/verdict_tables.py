@@ -75,13 +75,20 @@ def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, J
     return pd.DataFrame(rows)
 
 
+def book_verdicts(chapter: str, judgements: list[Judgement], kept: dict | None = None) -> list[Judgement]:
+    """The book's verdicts on the chapter's claims, what its verdict table, its sentences and the answer page state:
+    every kept pass pooled (`kept`: passes.kept, already read); with none kept yet, `judgements` (the data's own).
+    Here, not in harness.book.passes: that file judges, so its text is part of every chapter's rules digest."""
+    return passes.pooled(chapter, kept_passes=kept) or judgements
+
+
 def book_and_this(judgements: list[Judgement], chapter: str, kept: dict) -> tuple[list[Judgement],
                                                                                   dict[str, Judgement] | None]:
     """The book's verdicts (every `kept` pass pooled) and, when the data being read is not one of them, its own
     judgements by claim to show beside; with no kept pass yet, the data's judgements alone."""
-    book = passes.pooled(chapter, kept_passes=kept)
-    if not book:
+    if not kept:
         return judgements, None
+    book = book_verdicts(chapter, judgements, kept)
     return book, None if passes.this_pass(chapter).label in kept else {j.rule.claim: j for j in judgements}
 
 

@@ -9,6 +9,7 @@ from harness import LabError
 from harness.book import chapters
 from harness.book.claims import Judgement
 from harness.book.faces import CHAPTERS, Limit
+from harness.book.verdict_tables import book_verdicts
 from harness.lab import store
 
 
@@ -18,7 +19,7 @@ class Read:
 
     chapter: str
     limits: tuple[Limit, ...] = ()
-    judgements: tuple[Judgement, ...] = ()
+    judgements: tuple[Judgement, ...] = ()  # the book's verdicts: every kept pass pooled, else the data's own
     missing: str = ""  # why nothing came ("" when the face answered)
 
 
@@ -62,7 +63,8 @@ def read(chapter: str) -> Read:
             answers[name] = tuple(getattr(face, name)())
         except LabError as err:  # broken data, a step the face needs is missing …
             problems.append(first_line(err))
-    return Read(chapter, answers.get("limits", ()), answers.get("judge", ()), "; ".join(dict.fromkeys(problems)))
+    verdicts = book_verdicts(chapter, list(answers.get("judge", ())))  # as the chapter's verdict table states
+    return Read(chapter, answers.get("limits", ()), tuple(verdicts), "; ".join(dict.fromkeys(problems)))
 
 
 def first_line(err: LabError) -> str:

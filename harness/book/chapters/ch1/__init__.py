@@ -38,9 +38,10 @@ def load() -> ChapterData:
     return store.load(CHAPTER)
 
 
-def outcomes(judged: list[Judgement] | None = None) -> dict[str, str]:
-    """Each finding's composed outcome ("reproduced", "partly reproduced" …) on the data in use (or of `judged`)."""
-    return finding_outcomes(judge() if judged is None else judged)
+def outcomes(judged: list[Judgement]) -> dict[str, str]:
+    """Each finding's composed outcome ("reproduced", "partly reproduced" …) of `judged` (the page passes the book's
+    verdicts: harness.book.verdict_tables.book_verdicts)."""
+    return finding_outcomes(judged)
 
 
 def rate_steps(data: ChapterData) -> ChapterData:

@@ -43,6 +43,25 @@ def knobs(judgements: list[Judgement]) -> str:
     return "not every difference between Tomcat's settings stayed inside the runs' own spread"
 
 
+KNOB_CLAIMS = ("F001-d.1", "F001-e.1", "F001-f.1")  # threads.max, max-connections, accept-count 200 against 100
+
+
+def knob_differences(own: dict[str, Judgement], book: dict[str, Judgement]) -> str:
+    """The three knobs' largest differences in the runs shown (the means just listed), then, when the verdicts pool
+    kept passes, the pooled differences the verdict table judges."""
+    def three(j: dict[str, Judgement]) -> list[str]:
+        d, e, f = (j[c].measured.value for c in KNOB_CLAIMS)
+        return [percent(d), percent(e), percent(f, sign="+")]
+    this = three(own)
+    text = (f"the largest difference between two threads.max settings is {this[0]}, between two max-connections "
+            f"settings {this[1]}, and accept-count 200 against 100 {this[2]}")
+    passes = book[KNOB_CLAIMS[0]].measured.passes
+    if passes > 1:
+        pooled = three(book)
+        text += f" in these runs; pooled over the chapter's {passes} kept passes, {pooled[0]}, {pooled[1]} and {pooled[2]}"
+    return text
+
+
 def success(t: Tomcat) -> str:
     """The article's success rates against this lab's: every request answered at every threads.max, or not."""
     shares = ", ".join(f"{percent(m.mean)} at {k}" for k, m in t.success.items())

@@ -37,9 +37,10 @@ def table(data: ChapterData):
     return mean_table(data)
 
 
-def outcomes(judged: list[Judgement] | None = None) -> dict[str, str]:
-    """Each finding's composed outcome on the data in use (or of `judged`)."""
-    return finding_outcomes(judge() if judged is None else judged)
+def outcomes(judged: list[Judgement]) -> dict[str, str]:
+    """Each finding's composed outcome ("reproduced", "partly reproduced" …) of `judged` (the page passes the book's
+    verdicts: harness.book.verdict_tables.book_verdicts)."""
+    return finding_outcomes(judged)
 
 
 def limits() -> list[Limit]:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from harness import LabError, ROOT
-from harness.book import chapters
+from harness.book import chapters, passes
 from harness.book.chapters import ch0
 from harness.book.chapters.ch0 import outcomes
 from harness.book.chapters.ch0 import gather, sources
@@ -78,9 +78,11 @@ class Faces:
 
 
 @pytest.fixture
-def stand_ins(monkeypatch):
-    """Install stand-in faces: `stand_ins(Faces(...))`; every chapter counts as having data."""
+def stand_ins(monkeypatch, tmp_path):
+    """Install stand-in faces: `stand_ins(Faces(...))`; every chapter counts as having data, and none has a kept pass
+    (the page would state the book's pooled verdicts over the faces' own)."""
     monkeypatch.setattr(gather, "has_data", lambda chapter: True)
+    monkeypatch.setattr(passes, "DATA", tmp_path / "no-kept-passes")
 
     def install(fake: Faces) -> Faces:
         monkeypatch.setattr(chapters, "face", fake.face)

@@ -1,6 +1,6 @@
-"""Every outcome a chapter's sentences name (`claim["F002-c.3"].outcome`, `outcome["F002-b"]`, or words chosen from a
-claim of the page's `claim`, as `say.bottleneck(claim["F001-b.3"])`) is the one its verdict table states: the book's,
-every kept pass pooled (harness.book.passes), not the latest pass's alone."""
+"""Every outcome a chapter's sentences name (`verdict["F002-c.3"]`, `verdict["F002-b"]`, or words chosen from a claim
+of the page's `claim`, as `say.bottleneck(claim["F001-b.3"])`) is the one its verdict table states: the book's, every
+kept pass pooled (harness.book.passes), not the latest pass's alone; and a reader's own run is named beside it."""
 from __future__ import annotations
 
 import re
@@ -9,37 +9,44 @@ import pytest
 
 from harness import ROOT
 from harness.book import passes
-from harness.book.verdict_tables import finding_outcomes
+from harness.book.chapters import ch6
+from harness.book.verdict_tables import finding_outcomes, said_outcomes
 
 import qmd  # noqa: I001 (tests/qmd.py: the page's cells)
 
-INLINE = re.compile(r"`\{python\} [^`]*?\b(claim\[\"(?P<claim>[\w.-]+)\"\]\.outcome|outcome\[\"(?P<finding>[\w-]+)\"\])")
-PAGES = sorted(p.name for p in (ROOT / "chapters").glob("0[1-7]-*.qmd")
-               if INLINE.search(p.read_text()) or "claim = " in p.read_text())
+INLINE = re.compile(r"`\{python\} verdict\[\"(?P<key>[\w.-]+)\"\]`")
+CHAPTER_PAGES = sorted((ROOT / "chapters").glob("0[1-7]-*.qmd"))
+PAGES = sorted(p.name for p in CHAPTER_PAGES if INLINE.search(p.read_text()) or "\nclaim = " in p.read_text())
 
 
-def named_inline(page: str) -> tuple[set[str], set[str]]:
-    """The claims and findings whose outcome the page's sentences name inline."""
-    found = list(INLINE.finditer((ROOT / "chapters" / page).read_text()))
-    return {m["claim"] for m in found if m["claim"]}, {m["finding"] for m in found if m["finding"]}
-
-
-def test_the_pages_that_name_outcomes_inline_are_found():
+def test_the_pages_that_name_outcomes_are_found_and_none_reads_a_judgement_outcome_inline():
     assert len(PAGES) >= 4, PAGES  # chapters 1, 4, 5 and 6 name outcomes in their sentences
+    for page in CHAPTER_PAGES:  # `claim[…].outcome` inline would say the book's verdict with no reader's run beside
+        assert not re.search(r"`\{python\} claim\[[^`]*\]\.outcome`", page.read_text()), page.name
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_every_outcome_named_inline_is_the_verdict_tables(page):
+def test_every_outcome_a_page_names_is_its_verdict_tables(page):
     chapter = f"chapter{int(page[:2])}"
     book = passes.pooled(chapter)
     assert book, f"{chapter} has no kept pass to pool"
     stated = {j.rule.claim: j.outcome for j in book}
     names = qmd.namespace(ROOT / "chapters" / page)
-    claims, findings = named_inline(page)
-    assert {c: names["claim"][c].outcome for c in claims} == {c: stated[c] for c in claims}
     assert {c: j.outcome for c, j in names["claim"].items()} == stated  # every word a page chooses from a claim
-    if findings:
-        assert {f: names["outcome"][f] for f in findings} == {f: finding_outcomes(book)[f] for f in findings}
+    keys = {m["key"] for m in INLINE.finditer((ROOT / "chapters" / page).read_text())}
+    expected = stated | finding_outcomes(book)
+    assert {k: names["verdict"][k] for k in keys} == {k: expected[k] for k in keys}
+
+
+def test_a_readers_run_is_named_beside_the_books_verdict_never_for_it(monkeypatch):
+    judged = ch6.judge()
+    book = {j.rule.claim: j.outcome for j in passes.pooled("chapter6")}
+    mine = passes.Pass("0123456789ab 2026-12-01 10:00", "0123456789ab", "2026-12-01T10:00+00:00", "feedfeedfeed")
+    monkeypatch.setattr(passes, "this_pass", lambda chapter, root=None: mine)
+    said = said_outcomes("chapter6", judged)
+    for j in judged:
+        assert said[j.rule.claim] == f"{book[j.rule.claim]} over the book's passes, {j.outcome} in this data"
+    assert said["F003-b"].endswith(f"{finding_outcomes(judged)['F003-b']} in this data")
 
 
 def test_the_answer_page_states_every_findings_pooled_outcome_and_values():

@@ -92,6 +92,19 @@ def book_and_this(judgements: list[Judgement], chapter: str, kept: dict) -> tupl
     return book, None if passes.this_pass(chapter).label in kept else {j.rule.claim: j for j in judgements}
 
 
+def said_outcomes(chapter: str, judgements: list[Judgement]) -> dict[str, str]:
+    """What a page's sentences say of each claim and finding, by id ("F002-c.3", "F002-b"): the book's verdict, as
+    its verdict table states it; when the data being read is not a kept pass (a reader's run), its own beside it,
+    each named ("reproduced over the book's passes, inconclusive in this data"), never one passed for the other."""
+    book, this = book_and_this(judgements, chapter, passes.kept(chapter))
+    stated = {j.rule.claim: j.outcome for j in book} | finding_outcomes(book)
+    if this is None:
+        return stated
+    own = {claim: j.outcome for claim, j in this.items()} | finding_outcomes(list(this.values()))
+    return {key: f"{outcome} over the book's passes, {own.get(key, 'not judged')} in this data"
+            for key, outcome in stated.items()}
+
+
 def verdict_id(finding: str) -> str:
     """The id of a finding's verdict on its chapter's page: where the answer page's "Judged in" links land."""
     return f"verdict-{finding.lower()}"

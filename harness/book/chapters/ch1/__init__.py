@@ -3,8 +3,7 @@ page import (`from harness.book.chapters import ch1`).
 
 - `judge()`: the chapter's claims judged by experiments/claims/chapter1.toml's rules (ch1.claims);
 - `limits()`: the limit its data shows, the thread pool's throughput (for the answer page);
-- the numbers its prose quotes (ch1.values), its charts and tables (ch1.charts), and `outcomes()`, each finding's
-  composed outcome, for the few words that depend on it.
+- the numbers its prose quotes (ch1.values), its charts and tables (ch1.charts) and the words that depend on them.
 """
 from __future__ import annotations
 
@@ -21,13 +20,11 @@ from harness.book.chapters.ch1.charts import (
 from harness.book.chapters.ch1.runs import CHAPTER, pool_of, steps_with
 from harness.book.chapters.ch1.values import busy, lesson, little, pace, premise, queue, rates, setup, steady_plateau
 from harness.book.chapters.ch1.words import sleeps_words, tail_words
-from harness.book.claims import Judgement
 from harness.book.faces import IN_SERVICE, Limit
-from harness.book.verdict_tables import finding_outcomes
 from harness.lab import store
 from harness.lab.store import ChapterData
 
-__all__ = ["judge", "limits", "load", "outcomes", "rate_steps", "phase_steps", "setup", "rates", "pace", "little",
+__all__ = ["judge", "limits", "load", "rate_steps", "phase_steps", "setup", "rates", "pace", "little",
            "queue", "busy", "premise", "lesson", "rates_chart", "latency_chart", "busy_chart", "predictions_table",
            "rates_table", "little_table", "latency_table", "pool_of", "sleeps_words", "tail_words"]
 
@@ -36,12 +33,6 @@ POOL_ANCHOR = "sec-ch1-rates"  # the section that shows the pool's plateau
 
 def load() -> ChapterData:
     return store.load(CHAPTER)
-
-
-def outcomes(judged: list[Judgement]) -> dict[str, str]:
-    """Each finding's composed outcome ("reproduced", "partly reproduced" …) of `judged` (the page passes the book's
-    verdicts: harness.book.verdict_tables.book_verdicts)."""
-    return finding_outcomes(judged)
 
 
 def rate_steps(data: ChapterData) -> ChapterData:

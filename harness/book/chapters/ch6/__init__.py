@@ -5,7 +5,7 @@ import (`from harness.book.chapters import ch6`).
 - `limits()`: the limit its data shows for the answer page: none of the thread pool's kind (a proxy's limits are its
   own: upstream connections and ports), so [];
 - the step table (`table`: each step's numbers, the mean of its runs), the numbers its prose quotes (ch6.values), its
-  charts (ch6.charts) and tables (ch6.tables), and `outcomes()`, each finding's composed outcome.
+  charts (ch6.charts) and tables (ch6.tables).
 """
 from __future__ import annotations
 
@@ -16,13 +16,11 @@ from harness.book.chapters.ch6.tables import handshake_table, model_table, steps
 from harness.book.chapters.ch6.values import (article, bottleneck, climb, handshake, hosts, setup, stall, variants,
                                               wall)
 from harness.book.chapters.ch6.words import bottleneck_words, missed_words, ports_words
-from harness.book.claims import Judgement
 from harness.book.faces import Limit
-from harness.book.verdict_tables import finding_outcomes
 from harness.lab import store
 from harness.lab.store import ChapterData
 
-__all__ = ["judge", "limits", "load", "table", "outcomes", "article", "setup", "stall", "climb", "variants", "hosts",
+__all__ = ["judge", "limits", "load", "table", "article", "setup", "stall", "climb", "variants", "hosts",
            "wall", "bottleneck", "handshake", "series_chart", "connections_chart", "ports_chart", "cpu_chart",
            "steps_summary", "model_table", "handshake_table", "missed_words",
            "ports_words", "bottleneck_words"]
@@ -35,12 +33,6 @@ def load() -> ChapterData:
 def table(data: ChapterData):
     """One row per step, each measured number the mean of its runs (ch6.runs.COLUMNS and `runs`)."""
     return mean_table(data)
-
-
-def outcomes(judged: list[Judgement]) -> dict[str, str]:
-    """Each finding's composed outcome ("reproduced", "partly reproduced" …) of `judged` (the page passes the book's
-    verdicts: harness.book.verdict_tables.book_verdicts)."""
-    return finding_outcomes(judged)
 
 
 def limits() -> list[Limit]:

@@ -77,7 +77,9 @@ def test_acceptor_check_holds_only_without_overflows():
     data = chapter({300: 0.1, 1000: 0.2, 3000: 0.4}, {})
     assert outcome(data, "acceptor") == REPRODUCED
     measured = ch.acceptor(with_overflows(data, {"hold-1000": 464, "hold-3000": 9}))
-    assert measured.value == 473 and measured.exact and "from 1,000 users on" in measured.note
+    assert measured.value == 473 and measured.exact and "overflows at 1,000 and 3,000 users" in measured.note
+    gap = ch.acceptor(with_overflows(data, {"hold-1000": 464}))  # none at 3,000: no "from 1,000 users on"
+    assert gap.note == "overflows at 1,000 users, none at the other N"
     assert judge(ch.rules()["acceptor"], measured).outcome == NOT_REPRODUCED
     assert ch.acceptor(with_overflows(data, {"queue-1000": 50})).value == 0  # another server's overflows do not count
 

@@ -220,6 +220,8 @@ def test_the_wording_follows_the_data():
     cost = values.ThreadCost(228, 13, 254, 26, 200, 300, 15_000, 2.0, 2.5, 1.25, 5, 200, 800, 800)
     assert "2.5 times per answered request, with 200 2.0: 1.2 times as many, more with the bigger pool" in \
         words.switches_sentence(cost)
+    same = values.ThreadCost(228, 13, 254, 26, 200, 300, 15_000, 5.9, 5.9, 1.01, 5, 200, 800, 800)
+    assert ": about as many with either pool (the mean of 5 pairs" in words.switches_sentence(same)
     f = values.FifteenK(15_000, (15_000, 15_000, 14_999), 7, None, None, 15_000, 15_061)
     assert "the three runs of 15,000 users answered 15,000, 15,000 and 14,999" in words.fifteen_k_sentence(f)
     p = values.PastLimit(50_000, 3, 11.5, 34_000, 36_000, 20_000, 20_000, 7, 9, 184, ((30_000, 1733), (50_000, 15_771)),

@@ -28,10 +28,11 @@ def test_every_profile_in_the_data_folder_is_found(data_dir):
 
 def test_the_limits_come_in_the_order_they_bind_with_the_models_number_beside():
     frame = your_server.limits_frame(sample_profile())
-    assert list(frame["Limit"]) == ["Service time at one user", "Requests in service at once", "Throughput plateau",
+    assert list(frame["Limit"]) == ["Service time at one user (S)", "Requests in service at once", "Throughput plateau",
                                     "Connections held at once", "Memory per held connection"]
     rows = frame.set_index("Limit")
-    assert rows.loc["Requests in service at once", "Measured"] == "8: the worker threads bind first"
+    assert rows.loc["Requests in service at once", "Measured"] == ("8 (the plateau × S, Little's law): the worker "
+                                                                  "threads bind first")
     assert rows.loc["Connections held at once", "Measured"] == "26 of 46 users"
     assert rows.loc["Connections held at once", "The model"].startswith("26 (max-connections")
     assert rows.loc["Throughput plateau", "The model"].startswith("160\u00a0requests/s")

@@ -45,7 +45,7 @@ def rules_table(chapter: str) -> Markdown:
     declared = rules(chapter)
     if not declared:
         return Markdown("*This chapter declares no rules yet.*")
-    frame = pd.DataFrame([{"Claim": r.claim, "The article says": f"“{r.quote}” ({ARTICLES.get(r.seed, r.seed)})",
+    frame = pd.DataFrame([{"Claim": r.claim + (" (core)" if r.core else ""), "The article says": f"“{r.quote}” ({ARTICLES.get(r.seed, r.seed)})",
                            "Measured": in_book_style(r.measure), "Claim holds when": threshold_text(r),
                            "Threshold from": in_book_style(r.source), "k": f"{r.k:g}σ",
                            "Window": in_book_style(r.window + (f" (also {r.nearby})" if r.nearby else ""))}
@@ -162,7 +162,10 @@ def protocol_note(chapter: str) -> Markdown:
     stands = (f"{len(kept)} of the {rule.passes} clean passes its protocol keeps"
               if kept else f"none of the {rule.passes} clean passes its protocol keeps yet")
     if mine.label in kept:
-        where = f"The data on this page is one of them ({mine.label}); the verdicts pool all {len(kept)}."
+        where = (f"The data on this page is one of them ({mine.label}); the verdicts pool all {len(kept)}. Pooled, "
+                 "the runs of every pass narrow σ, so a claim can be decided where no pass alone decided it (Held "
+                 f"\"0 of {len(kept)}\" beside \"reproduced\")." if len(kept) > 1 else
+                 f"The data on this page is one of them ({mine.label}).")
     elif kept:
         where = (f"The data on this page ({mine.label}) is not among them: the verdict tables give the book's pooled "
                  "outcome and, beside it, this data's own.")
@@ -176,7 +179,7 @@ def protocol_note(chapter: str) -> Markdown:
                                        f"`invoke compare {chapter} --keep` has not kept it") + ".")
     lines = [f"**The protocol.** This chapter has {stands}. {where} A run is void when other processes took more "
              f"than {rule.void_outside_cpu:.0%} of the machine's CPUs during its load; it is measured again at once, up "
-             f"to {rule.reruns} times, and both are kept. A claim's rule covers its statistic's code "
+             f"to {rule.reruns} times, and every run is kept. A claim's rule covers its statistic's code "
              f"({', '.join(f'`{p}`' for p in rule.statistic)}); the rules' digest is `{passes.rules_digest(chapter)}`, "
              "and a pass is pooled only with passes judged under the same digest."]
     if rule.changed:

@@ -38,11 +38,13 @@ def limits_frame(profile: Profile) -> pd.DataFrame:
     binds = {THREADS: "the worker threads bind first", BEFORE: "something binds before the threads (the CPU, a pool, "
              "a lock)", BEYOND: "more in service than there are threads: not one thread per request"}[profile.binding]
     rows = [
-        ("Service time at one user", number(profile.service_ms, "ms"), "–", "the endpoint's own work", see("chapter1")),
-        ("Requests in service at once", f"{number(profile.in_service)}: {binds}", f"{number(s.threads)} (threads.max)",
+        ("Service time at one user (S)", number(profile.service_ms, "ms"), "–", "the endpoint's own work",
+         see("chapter1")),
+        ("Requests in service at once", f"{number(profile.in_service)} (the plateau × S, Little's law): {binds}",
+         f"{number(s.threads)} (threads.max)",
          "server.tomcat.threads.max", see("chapter1")),
-        ("Throughput plateau", f"{number(plateau.answered_per_s, 'requests/s')} ({percent(KNEE)} of it at "
-         f"{number(profile.knee.users)} users)", f"{number(profile.little, 'requests/s')} (threads.max / S)", "server.tomcat.threads.max, the "
+        ("Throughput plateau", f"{number(plateau.answered_per_s, 'requests/s')} ({percent(KNEE)} of it reached first "
+         f"at {number(profile.knee.users)} users)", f"{number(profile.little, 'requests/s')} (threads.max / S)", "server.tomcat.threads.max, the "
          "endpoint's service time", see("chapter4")),
     ]
     if s.pool is not None:

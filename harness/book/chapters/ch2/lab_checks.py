@@ -39,6 +39,7 @@ from harness.book.chapters.ch2.lab import (
     steps_with,
 )
 from harness.book.claims import Judgement, Measured, Rule, judge
+from harness.book.prose import and_list
 from harness.lab.store import ChapterData
 
 K = 3.0
@@ -193,9 +194,10 @@ def acceptor(data: ChapterData) -> Measured:
     if hold.empty:
         return Measured((), note="no hold-N step")
     over = hold[hold.listen_overflows > 0]
-    note = (f"from {int(over.users.min()):,} users on" if len(over) else "none at any N")
+    at = and_list(f"{int(users):,}" for users in sorted(set(over.users)))  # not "from N on": none at some N above
+    note = f"overflows at {at} users, none at the other N" if len(over) else "no overflow at any N"
     return Measured((float(hold.listen_overflows.sum()),), exact=True, sigma_source="the kernel's count (exact)",
-                    note=f"overflows {note}")
+                    note=note)
 
 
 def k6_memory(data: ChapterData) -> Measured:

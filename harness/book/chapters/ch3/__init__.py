@@ -17,4 +17,6 @@ from harness.book.chapters.ch3.ceiling import (  # noqa: F401
     timeout_effect,
 )
 from harness.book.chapters.ch3.claims import judge  # noqa: F401
-from harness.book.chapters.ch3.values import counts, executors, grace, runs_word, setup, timeouts, waves  # noqa: F401
+from harness.book.chapters.ch3.values import (  # noqa: F401
+    counts, executors, grace, repeated_steps, runs_word, setup, timeouts, waves,
+)

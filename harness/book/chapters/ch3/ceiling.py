@@ -12,6 +12,7 @@ from harness.book.chapters.ch3.claims import PLUS_ONE
 from harness.book.chapters.ch3.runs import DIAL_TIMEOUT, HEADLINE, REQUEST_TIMEOUT, Run
 from harness.book.chapters.ch3.values import need
 from harness.book.faces import Limit
+from harness.book.prose import words
 
 BUSY, HELD = "tomcat.threads.busy", "tomcat.connections.current"  # Actuator's busy threads, Tomcat's connections
 
@@ -280,10 +281,11 @@ def limits() -> list[Limit]:
     if not (r.first(HEADLINE) and all(map(r.first, PLUS_ONE))):
         return []
     c, queues = ceiling(), plus_one()
-    queue = ("Beyond Tomcat's max-connections the kernel queues accept-count + 1 connections: with accept-count "
-             + ", ".join(f"{q.accept_count:,}" for q in queues) + " the accept queue held at most "
-             + ", ".join(f"{q.queue_peak:,}" for q in queues) + f", and {c.queue_peak:,} with the default "
-             f"{c.accept_count:,} at {c.users:,} users.")
+    queue = ("Beyond Tomcat's max-connections the kernel queues accept-count + 1 connections: in "
+             f"{words(len(queues))} small steps (max-connections and accept-count "
+             + ", ".join(f"{q.max_connections:,} and {q.accept_count:,}" for q in queues)
+             + ") the accept queue held at most " + ", ".join(f"{q.queue_peak:,}" for q in queues)
+             + f", and {c.queue_peak:,} with the default accept-count {c.accept_count:,} at {c.users:,} users.")
     held = (f"A server holds at most max-connections + accept-count + 1 connections: with the defaults "
             f"{c.max_connections:,} + {c.accept_count:,} + 1 = {c.ceiling:,}, and {c.users:,} users arriving at once "
             f"found the server holding at most {c.peak:,}; {c.answered:,} were answered.")

@@ -43,7 +43,7 @@ def predictions_table() -> Markdown:
                      "connections held": model["ceiling"],
                      "keep-alive": keep_alive_text(r.run(name).keep_alive_s if reuse else None),
                      "waves": model["waves"], "answered": model["succeeded"], "failed": model["failed"],
-                     "cut off by k6": model["interrupted"],
+                     "of them after k6 stops": model["interrupted"],
                      "last answer (s)": max((t for t, _ in model["completions"]), default=0) / 1000})
     return table(rows, {"last answer (s)": "{:.0f}"})
 

@@ -5,6 +5,7 @@ requests), never typed.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 from harness import LabError
@@ -12,6 +13,7 @@ from harness.book.chapters.ch3 import runs as r
 from harness.book.chapters.ch3.claims import INTERRUPTED, WINDOW
 from harness.book.chapters.ch3.runs import REQUEST_TIMEOUT, Run
 from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
+from harness.lab.steps import server_knob
 from harness.lab.units import duration_ms
 from harness.models.spike import K6_DIAL_TIMEOUT_MS, SYN_RETRY_MS
 
@@ -44,6 +46,7 @@ class Setup:
     syn_retries_s: tuple[int, ...]  # Linux's SYN retransmits before k6 gives up dialling
     next_retry_s: int  # the first retransmit after k6 gave up
     ceiling: int  # max-connections + accept-count + 1
+    other_timeouts: tuple[str, ...] = ()  # the steps whose connection-timeout is not the article's
 
     @property
     def retries(self) -> str:
@@ -62,7 +65,19 @@ def setup() -> Setup:
                  SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"], SERVER_DEFAULTS["TOMCAT_CONNECTION_TIMEOUT"] / 1000,
                  base.knob("TOMCAT_CONNECTION_TIMEOUT") / 1000, base.sleep_s, base.request_timeout_s,
                  K6_DIAL_TIMEOUT_MS / 1000, tried, next(t // 1000 for t in SYN_RETRY_MS if t >= K6_DIAL_TIMEOUT_MS),
-                 base.ceiling)
+                 base.ceiling, other_timeouts(base.knob("TOMCAT_CONNECTION_TIMEOUT")))
+
+
+def other_timeouts(article_ms: int) -> tuple[str, ...]:
+    """The steps (each once) that set a connection-timeout other than the article's."""
+    return tuple(sorted({r.run_of(name)[0] for name, meta in r.names().items()
+                         if server_knob(meta, "TOMCAT_CONNECTION_TIMEOUT") != article_ms}))
+
+
+def repeated_steps() -> dict[str, int]:
+    """The steps this chapter's data ran more than once, with their runs (f-10k-pv's, most in chapter 2: repeats())."""
+    found = Counter(r.run_of(name)[0] for name in r.names())
+    return {step: n for step, n in sorted(found.items()) if n > 1 and step != "f-10k-pv"}
 
 
 @dataclass(frozen=True)

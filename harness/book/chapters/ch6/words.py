@@ -1,7 +1,7 @@
 """The few words of chapter 6 whose wording, not only their numbers, depends on the data."""
 from __future__ import annotations
 
-from harness.book.chapters.ch6.model import MODEL_MISS
+from harness.book.chapters.ch6.model import MODEL_MISS, SATURATED
 from harness.book.chapters.ch6.values import Bottleneck, Wall
 from harness.book.prose import and_list, percent
 
@@ -32,5 +32,7 @@ def bottleneck_words(bottleneck: Bottleneck) -> str:
     text = f"Of the {b.steps} sustained steps, CPU 1 was full in {b.servers} and {tool}"
     if not b.round_trips:
         return text + "."
-    return (text + f"; in {b.round_trips} neither core was full, so the closed loop's round trips, or CPU that the "
-            "lab's own processes did not get, set the pace.")
+    return (text + f"; in {b.round_trips} neither core was full of the lab's own processes, so the closed loop's round "
+            "trips, or CPU those processes did not get, set the pace. (A core counts as full here when the processes "
+            f"on it used {percent(SATURATED)} of it; the kernel's own work for the network is not theirs, so a core can "
+            "be busier than its processes: the verdicts' busiest-CPU share reads the whole core.)")

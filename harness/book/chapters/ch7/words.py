@@ -13,10 +13,14 @@ def switches_sentence(cost: ThreadCost | None) -> str:
     if cost is None or math.isnan(cost.switch_ratio):
         return ("Chapter 4's data has no count of the server's context switches yet (step.json's `during_load`): "
                 "the claim stays open until a run of chapter 4 records them.")
-    more = "more" if cost.switch_ratio > 1 else "fewer"
+    if round(cost.switch_ratio, 1) == 1:  # "1.0 times as many, more" would say a difference the numbers do not show
+        compared = "about as many with either pool"
+    else:
+        more = "more" if cost.switch_ratio > 1 else "fewer"
+        compared = f"{times(cost.switch_ratio)} as many, {more} with the bigger pool"
     return (f"With {cost.more_threads:,} threads the server switched {cost.switches_more:,.1f} times per answered "
-            f"request, with {cost.fewer_threads:,} {cost.switches_fewer:,.1f}: {times(cost.switch_ratio)} as many, "
-            f"{more} with the bigger pool (the mean of {cost.switch_pairs} pairs of runs).")
+            f"request, with {cost.fewer_threads:,} {cost.switches_fewer:,.1f}: {compared} (the mean of "
+            f"{cost.switch_pairs} pairs of runs).")
 
 
 def one_wait_sentence(w: OneWait) -> str:
@@ -36,7 +40,8 @@ def fifteen_k_sentence(f: FifteenK) -> str:
     beside = (f" Chapter 3 ran the same users with the article's accept-count of 5,000, which needed `somaxconn` "
               f"raised to {f.chapter3_somaxconn:,} (an OS setting the article did not touch): "
               f"{f.chapter3_answered:,} answered." if f.chapter3_answered is not None else "")
-    return (f"On platform threads with the article's settings and nothing raised, {counted} of "
+    return (f"On platform threads with the article's settings and no setting raised beyond the lab's open-files limit "
+            f"(itself a raised setting: F000-k.0 judges that premise), {counted} of "
             f"{f.users:,} users answered {runs}; the lab's stray failures would explain up to {f.stray:,} lost."
             + beside)
 

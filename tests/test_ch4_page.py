@@ -77,3 +77,12 @@ def test_the_cpu_limit_reads_in_requests_at_once_with_its_rate_beside():
     assert f"about {limit.value:,.1f} requests are in service at once" in limit.sentence
     assert f"answered {limit.rate:,.0f} requests per second" in limit.sentence
     assert 1 < limit.value < 100  # a few requests keep one core busy: 40 ms of waiting on a few ms of CPU
+
+
+def test_the_burst_lesson_says_only_what_f004_d1_decided():
+    from harness.book.chapters.ch4.values import burst_lesson
+    from harness.book.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+    assert burst_lesson(REPRODUCED).startswith("**Raise min-spare")
+    assert "cannot tell a warm pool from a cold one" in burst_lesson(INCONCLUSIVE)
+    assert burst_lesson(NOT_REPRODUCED).startswith("**min-spare decides how many threads are ready")

@@ -111,7 +111,10 @@ def test_clauses_that_turn_with_the_data():
     peaked = values.Pools({2: 4.0, 5: 6.0, 10: 11.0, 20: 8.0}, {2: 90.0, 5: 100.0}, {}, {}, {})
     assert say.pool_shape(rising).endswith("pool 10 is not the best")
     assert say.pool_shape(peaked) == "Throughput peaks at pool 10, against the model: pool 10 is the best"
-    assert say.pool_off(rising).startswith("the smallest pool did best, 2") and say.pool_off(peaked).startswith("pool 5")
+    assert say.pool_off(rising, 0.18).startswith("the smallest pool did best, 2")
+    assert say.pool_off(peaked, 0.18).startswith("pool 5")
+    assert say.pool_off(peaked, 0.18).endswith("pools differ by at most 11%, less than the 18% the rules call a change")
+    assert "differ by at most" not in say.pool_off(peaked, 0.05)  # 11% apart: a difference the rules call one
     flat = [judgement(c, REPRODUCED) for c in ("F001-d.1", "F001-e.1", "F001-f.1")]
     assert say.knobs(flat).startswith("Tomcat's knobs moved nothing")
     assert say.knobs([*flat[:2], judgement("F001-f.1", NOT_REPRODUCED)]).startswith("not every difference")

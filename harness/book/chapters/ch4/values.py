@@ -26,7 +26,7 @@ from harness.book.chapters.ch4.claims import (
     pool_distances,
 )
 from harness import LabError
-from harness.book.claims import REPRODUCED
+from harness.book.claims import INCONCLUSIVE, REPRODUCED
 from harness.book.chapters.ch4.runs import OPEN, PLATEAU, SETTLE_S, SUSTAINED, sustained, windows
 from harness.lab.store import ChapterData
 from harness.lab.units import duration_ms
@@ -312,5 +312,9 @@ def burst_lesson(outcome: str) -> str:
     if outcome == REPRODUCED:
         return ("**Raise min-spare where bursts hit an idle server**: threads started before the burst answered its "
                 "first requests measurably sooner.")
+    if outcome == INCONCLUSIVE:
+        return ("**Do not count on min-spare to answer a burst sooner** while the core is the limit: the runs here "
+                "cannot tell a warm pool from a cold one (F004-d.1 is inconclusive), and the burst queues for the core "
+                "whether its threads were started before it or during it.")
     return ("**min-spare decides how many threads are ready, not how soon a burst is answered**, while the core is "
             "the limit: the burst queues for the core whether its threads were started before it or during it.")

@@ -26,12 +26,18 @@ def pool_shape(p: Pools) -> str:
     return f"Throughput peaks at pool {best}, against the model" + (": pool 10 is the best" if best == 10 else "")
 
 
-def pool_off(p: Pools) -> str:
-    """Which pool did best with open-in-view off, and what that says."""
+def pool_off(p: Pools, change: float) -> str:
+    """Which pool did best with open-in-view off, and what that says; `change`: the smallest difference the rules call
+    one (F001-d.1's threshold), below which "best" is no more than the runs' order."""
     best = p.best_off
     said = f"pool {best} did best ({p.small_off[best]:,.0f} a second)"
     if best == min(p.small_off):
-        return f"the smallest pool did best, {best} ({p.small_off[best]:,.0f} a second): more connections only add queries that wait for the same CPU inside the database"
+        said = (f"the smallest pool did best, {best} ({p.small_off[best]:,.0f} a second): more connections only add "
+                "queries that wait for the same CPU inside the database")
+    spread = max(p.small_off.values()) / min(p.small_off.values()) - 1
+    if spread < change:
+        said += (f", though the pools differ by at most {percent(spread)}, less than the {percent(change)} the rules "
+                 "call a change")
     return said
 
 

@@ -140,3 +140,14 @@ def test_runs_that_all_give_one_number_show_no_change_and_a_constant_gap_is_not_
     assert gap.values == ()  # no spread to measure the gap in: the rule cannot decide, it does not pass
     one, _ = ch.z_measured([1707.0], [1707.0, 1707.0], "a and b")
     assert one.values == ()  # one run is no evidence of "every run the same"
+
+
+def test_a_check_whose_runs_all_gave_one_number_shows_no_sigma_and_no_margin():
+    from harness.book.chapters.ch2 import tables
+
+    rule = next(r for r in ch.RULES if r.claim == "sampling-failures")
+    same = ch._check(rule, *ch.z_measured([1707.0] * 3, [1707.0] * 5, "unsampled and noise"))
+    apart = ch._check(rule, *ch.z_measured([1700.0, 1710.0, 1705.0], [1707.0] * 5, "unsampled and noise"))
+    assert tables.identical(same) and not tables.identical(apart)
+    assert tables.measured_text(same) == "no difference: every run gave the same number"
+    assert tables.margin_text(same) == "–" and "σ" in tables.margin_text(apart)

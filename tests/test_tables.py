@@ -111,3 +111,11 @@ def test_a_captioned_table_is_numbered_and_labelled_for_cross_references():
     assert captioned("| a |\n|---|\n| b |", "Unlabelled").data.endswith(": Unlabelled\n")
     with pytest.raises(ValueError, match="lower-case"):
         captioned("| a |", "Bad", "Steps Table")
+
+
+def test_every_data_folder_of_the_preface_names_the_page_that_reads_it():
+    from harness.book.provenance import chapter_pages
+
+    pages = chapter_pages()  # the committed data/: each chapter's folder, and the report example's
+    assert pages["chapter3"] == "@sec-from-300-to-15000"
+    assert pages["report@sample-server"] == "@sec-your-server"  # read by Appendix B, which has no Reproduce box

@@ -18,6 +18,7 @@ from harness.book.prose import NBSP, and_list
 from harness.book.prose import duration as duration_text
 from harness.book.tables import captioned, folded, markdown_table
 from harness.book.verdict_tables import protocol_note
+from harness.lab.profile import PROFILE_FILE
 from harness.lab.store import complete_steps, data_root
 
 # The versions a step records, in the order they are shown, with their names for people.
@@ -160,13 +161,18 @@ def machines_table() -> Markdown:
 
 def chapter_pages() -> dict[str, str]:
     """Each data folder → a cross-reference to the chapter whose Reproduce box names it ("@sec-from-300-to-15000"),
-    read from the chapters' sources."""
+    and each capacity profile's folder (one with a profile.json) → the page that reads profiles (it calls
+    `your_server.profiles()`), read from the chapters' sources."""
     pages = {}
+    profiles = [p.parent.name for p in data_root().glob(f"*/{PROFILE_FILE}")] if data_root().exists() else []
     for source in sorted((ROOT / "chapters").glob("*.qmd")):
         text = source.read_text()
         heading = re.search(r"^# .*\{[^}]*#(sec-[\w-]+)[^}]*\}", text, re.M)
+        page = f"@{heading.group(1)}" if heading else "–"
         for folder in re.findall(r'reproduce_box\("([^"]+)"\)', text):
-            pages[folder] = f"@{heading.group(1)}" if heading else "–"
+            pages[folder] = page
+        if "your_server.profiles()" in text:
+            pages.update(dict.fromkeys(profiles, page))
     return pages
 
 

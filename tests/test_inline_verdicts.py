@@ -64,3 +64,18 @@ def test_the_answer_page_states_every_findings_pooled_outcome_and_values():
         assert finding.outcome == compose(parts)[0], finding.finding
         assert [j.measured.value for j in finding.judgements] == pytest.approx([j.measured.value for j in parts],
                                                                                nan_ok=True), finding.finding
+
+
+def test_a_machine_miss_the_data_does_not_show_says_why_it_is_not_differs():
+    from dataclasses import replace
+
+    from harness.book.claims import DIFFERS, NOT_REPRODUCED, REPRODUCED, Judgement, Measured, Rule
+    from harness.book.verdict_tables import machine_clause
+
+    rule = Rule("F002-c.1b", "F002-c", "002", "q", "m", "within", 1.0, "s", machine="two shared cores",
+                busy_above=0.9, machine_steps=("k6-c500", "ab-c500"))
+    miss = Judgement(rule, Measured((1.0,), exact=True), NOT_REPRODUCED, None)
+    assert machine_clause(miss) == ('; not "differs on this hardware", which needs the busiest CPU above 90% during '
+                                    "k6-c500 and ab-c500, and the data does not show it")
+    assert machine_clause(replace(miss, outcome=DIFFERS)) == machine_clause(replace(miss, outcome=REPRODUCED)) == ""
+    assert machine_clause(replace(miss, rule=replace(rule, machine=""))) == ""

@@ -9,7 +9,7 @@ from collections import Counter
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.book.claims import INCONCLUSIVE, PARTLY, WORDS, Judgement, Rule, compose, rules
+from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, WORDS, Judgement, Rule, compose, rules
 from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
@@ -103,6 +103,15 @@ def said_outcomes(chapter: str, judgements: list[Judgement]) -> dict[str, str]:
     own = {claim: j.outcome for claim, j in this.items()} | finding_outcomes(list(this.values()))
     return {key: f"{outcome} over the book's passes, {own.get(key, 'not judged')} in this data"
             for key, outcome in stated.items()}
+
+
+def machine_clause(j: Judgement) -> str:
+    """Why a miss whose rule names a fact of this machine is "not reproduced", not "differs on this hardware": the
+    steps' own data did not show the fact ("" for any other judgement)."""
+    if j.outcome != NOT_REPRODUCED or not j.rule.machine:
+        return ""
+    return (f"; not \"{DIFFERS}\", which needs the busiest CPU above {j.rule.busy_above:.0%} during "
+            f"{' and '.join(j.rule.machine_steps)}, and the data does not show it")
 
 
 def verdict_id(finding: str) -> str:

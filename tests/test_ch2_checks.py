@@ -148,6 +148,6 @@ def test_a_check_whose_runs_all_gave_one_number_shows_no_sigma_and_no_margin():
     rule = next(r for r in ch.RULES if r.claim == "sampling-failures")
     same = ch._check(rule, *ch.z_measured([1707.0] * 3, [1707.0] * 5, "unsampled and noise"))
     apart = ch._check(rule, *ch.z_measured([1700.0, 1710.0, 1705.0], [1707.0] * 5, "unsampled and noise"))
-    assert tables.identical(same) and not tables.identical(apart)
+    assert same.identical and not apart.identical
     assert tables.measured_text(same) == "no difference: every run gave the same number"
     assert tables.margin_text(same) == "–" and "σ" in tables.margin_text(apart)

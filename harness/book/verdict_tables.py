@@ -15,7 +15,7 @@ from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.downloads import data_links, step_records
 from harness.book.tables import folded, markdown_table
-from harness.book.prose import NBSP, in_book_style, plural, signed, significant
+from harness.book.prose import NBSP, and_list, in_book_style, percent, plural, signed, significant
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -110,8 +110,8 @@ def machine_clause(j: Judgement) -> str:
     steps' own data did not show the fact ("" for any other judgement)."""
     if j.outcome != NOT_REPRODUCED or not j.rule.machine:
         return ""
-    return (f"; not \"{DIFFERS}\", which needs the busiest CPU above {j.rule.busy_above:.0%} during "
-            f"{' and '.join(j.rule.machine_steps)}, and the data does not show it")
+    return (f"; not \"{DIFFERS}\", which needs the busiest CPU above {percent(j.rule.busy_above)} during "
+            f"{and_list(j.rule.machine_steps)}, and the data does not show it")
 
 
 def verdict_id(finding: str) -> str:

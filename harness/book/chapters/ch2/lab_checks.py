@@ -111,6 +111,11 @@ class Check:
         """True / False when decided, None when inconclusive."""
         return {"reproduced": True, "not reproduced": False}.get(self.judgement.outcome)
 
+    @property
+    def identical(self) -> bool:
+        """A "same" check whose runs all gave one number: no spread, so no σ and no margin (0 ÷ 0)."""
+        return self.judgement.measured.note.startswith(IDENTICAL)
+
 
 def rules() -> dict[str, Rule]:
     return {r.claim: r for r in RULES}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from IPython.display import Markdown
 
-from harness.book.chapters.ch2.lab_checks import IDENTICAL, MINUS, RULES, SIGMA, Check
+from harness.book.chapters.ch2.lab_checks import MINUS, RULES, SIGMA, Check
 from harness.book.chapters.ch2.lab import (
     SERIES,
     issued_runs,
@@ -175,16 +175,11 @@ def rules_table() -> Markdown:
          "Threshold from": r.source} for r in RULES])))
 
 
-def identical(check: Check) -> bool:
-    """A "same" check whose runs all gave one number: its σ and margin would be 0 ÷ 0."""
-    return check.rule.unit == SIGMA and check.judgement.measured.note.startswith(IDENTICAL)
-
-
 def measured_text(check: Check) -> str:
     measured, unit = check.judgement.measured, check.rule.unit
     if not measured.values:
         return "not measured"
-    if identical(check):
+    if check.identical:
         return "no difference: every run gave the same number"
     if unit == SIGMA:
         return f"{check.shown} ({abs(measured.value):.1f}σ)"
@@ -208,7 +203,7 @@ def checks_table(checked: list[Check]) -> Markdown:
 def margin_text(check: Check) -> str:
     """The distance to the rule's boundary: in σ where a spread is known, in the unit for an exact count; none where
     every run gave one number (no spread to measure a distance in)."""
-    if identical(check):
+    if check.identical:
         return "–"
     if check.margin_sigma is not None:
         return f"{check.margin_sigma:+.1f}σ".replace("-", MINUS)

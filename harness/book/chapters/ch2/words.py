@@ -3,7 +3,7 @@ hold"). Plain text, for inline use in the .qmd; every other sentence is written 
 """
 from __future__ import annotations
 
-from harness.book.chapters.ch2.lab_checks import IDENTICAL, Check
+from harness.book.chapters.ch2.lab_checks import Check
 from harness.book.chapters.ch2.lab import BATCH, CV, HOLD, QUEUE
 from harness.book.chapters.ch2.values import Batch, Noise, Overflows, Setup, Starts
 from harness.book.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
@@ -132,7 +132,7 @@ def same(check: Check, what: str) -> str:
     z = abs(check.judgement.measured.value) if check.judgement.measured.values else float("nan")
     if z != z:
         return f"the runs cannot tell yet whether {what}"
-    if check.judgement.measured.note.startswith(IDENTICAL):
+    if check.identical:
         return f"every run of both gave the same number ({check.judgement.measured.note}): no difference at all"
     if check.holds:
         return (f"the difference is {z:.1f}σ of the runs' own spread, within 3σ: no difference the repeats can tell "

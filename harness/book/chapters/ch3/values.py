@@ -46,7 +46,7 @@ class Setup:
     syn_retries_s: tuple[int, ...]  # Linux's SYN retransmits before k6 gives up dialling
     next_retry_s: int  # the first retransmit after k6 gave up
     ceiling: int  # max-connections + accept-count + 1
-    other_timeouts: tuple[str, ...] = ()  # the steps whose connection-timeout is not the article's
+    other_timeouts: tuple[str, ...]  # the steps whose connection-timeout is not the article's
 
     @property
     def retries(self) -> str:
@@ -65,19 +65,21 @@ def setup() -> Setup:
                  SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"], SERVER_DEFAULTS["TOMCAT_CONNECTION_TIMEOUT"] / 1000,
                  base.knob("TOMCAT_CONNECTION_TIMEOUT") / 1000, base.sleep_s, base.request_timeout_s,
                  K6_DIAL_TIMEOUT_MS / 1000, tried, next(t // 1000 for t in SYN_RETRY_MS if t >= K6_DIAL_TIMEOUT_MS),
-                 base.ceiling, other_timeouts(base.knob("TOMCAT_CONNECTION_TIMEOUT")))
+                 base.ceiling, other_timeouts(server_knob(base.meta, "TOMCAT_CONNECTION_TIMEOUT")))
 
 
 def other_timeouts(article_ms: int) -> tuple[str, ...]:
-    """The steps (each once) that set a connection-timeout other than the article's."""
+    """The steps (each once) that set a connection-timeout other than the article's (as configured: read from step.json
+    alone, without loading each run's data)."""
     return tuple(sorted({r.run_of(name)[0] for name, meta in r.names().items()
                          if server_knob(meta, "TOMCAT_CONNECTION_TIMEOUT") != article_ms}))
 
 
 def repeated_steps() -> dict[str, int]:
-    """The steps this chapter's data ran more than once, with their runs (f-10k-pv's, most in chapter 2: repeats())."""
+    """The steps this chapter's data ran more than once, with their runs; not the headline step, whose runs are mostly
+    chapter 2's (ceiling.repeats counts them)."""
     found = Counter(r.run_of(name)[0] for name in r.names())
-    return {step: n for step, n in sorted(found.items()) if n > 1 and step != "f-10k-pv"}
+    return {step: n for step, n in sorted(found.items()) if n > 1 and step != r.HEADLINE}
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ def limits() -> list[Limit]:
         return []
     o = values.open_in_view(steps_table(runs_table()))
     sentence = (f"A request that needs the database borrows one of HikariCP's {o.pool} connections; with Spring Boot's "
-                f"default open-in-view each pair-programming room's event stream kept one for as long as it stayed open, so a use held one "
-                f"{o.held_ms:,.0f} ms on average over every use, and the pool carried {o.held_tps:,.1f} requests a second (its bound, {o.pool} ÷ the hold "
-                f"time: {o.held_bound:,.1f}), where the same server answered {o.freed_tps:,.0f} a second with "
+                "default open-in-view each pair-programming room's event stream kept one for as long as it stayed "
+                f"open, so a use held one {o.held_ms:,.0f} ms on average over every use, and the pool carried "
+                f"{o.held_tps:,.1f} requests a second (its bound, {o.pool} ÷ the hold time: {o.held_bound:,.1f}), where the same server answered {o.freed_tps:,.0f} a second with "
                 "open-in-view off.")
     return [Limit(2, "the database pool (HikariCP)", o.pool, "requests holding a connection at once", sentence,
                   "chapter5", OPEN_IN_VIEW_SECTION, rate=round(o.held_tps, 1))]

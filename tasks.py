@@ -11,7 +11,9 @@
     invoke serve            read the rendered book at http://127.0.0.1:4242/
 """
 import os
+import re
 import shutil
+import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +42,24 @@ def _clear_errors():
     except BrokenPipeError:
         silence_stdout()
         raise Exit(code=0) from None
+
+
+OPTION = re.compile(r"--?[A-Za-z]")
+
+
+def _positionals(task_name: str, **values: str) -> None:
+    """invoke takes an option typed where a task still waits for a positional argument as that argument's value
+    (`invoke run --help` runs a chapter named "--help": pyinvoke/invoke#982). --help shows the task's help, as asked;
+    any other option there is refused by name, before anything starts."""
+    for name, value in values.items():
+        if not OPTION.match(value):
+            continue
+        if value in ("--help", "-h"):  # invoke's own help, printed here: a reader that stops early ends it quietly
+            print(subprocess.run([sys.executable, "-m", "invoke", "--help", task_name], cwd=ROOT, text=True,
+                                 capture_output=True).stdout, end="", flush=True)
+            raise Exit(code=0)
+        raise LabError(f"{value!r} came where `invoke {task_name}` expects its {name}: give the {name} first, "
+                       f"options after it (`invoke --help {task_name}` lists them)")
 
 
 def _path(option: str, text: str):
@@ -94,6 +114,7 @@ def run(c, chapter, step=None, force=False, backend="local", dashboard=False, se
     from harness.plan import plan_steps
 
     with _clear_errors():
+        _positionals("run", chapter=chapter)
         spec = _spec_with_server(chapter, server, path)
         outcomes = run_chapter(chapter, step or None, force=force, backend=backend, dashboard=dashboard,
                                plan=plan_steps, spec=spec)
@@ -134,6 +155,7 @@ def report(c, server, path="/", backend="local", profile="report"):
     from harness.lab.profile import run_profile, summary
 
     with _clear_errors():
+        _positionals("report", server=server)
         found = run_profile(str(_path("--server", server)), path, backend, profile)
         print("\n".join(summary(found)))
 
@@ -169,6 +191,7 @@ def manifests(c, chapter, step, out=None, image=None):
     from harness.lab.load.kubernetes import write_manifests
 
     with _clear_errors():
+        _positionals("manifests", chapter=chapter, step=step)
         print(write_manifests(chapter, step, out, image))
 
 
@@ -224,6 +247,7 @@ def compare(c, chapter, data=None, keep=False):
     from harness.lab.spec import known_chapter
 
     with _clear_errors():
+        _positionals("compare", chapter=chapter)
         base, at, server = chapter.partition("@")  # chapter3@app: chapter 3 run on your own server (--server app.jar)
         report, moved = compare_runs(known_chapter(base) + at + server, _path("--data", data) if data else None, keep)
         print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
@@ -240,6 +264,7 @@ def withdraw(c, chapter, label, why):
     from harness.lab.spec import known_chapter
 
     with _clear_errors():
+        _positionals("withdraw", chapter=chapter, label=label, why=why)
         print(f"withdrawn: recorded in {withdraw_pass(known_chapter(chapter), label, why)}")
 
 

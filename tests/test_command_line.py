@@ -130,3 +130,17 @@ def test_list_answers_under_any_data_directory(root, tmp_path_factory, monkeypat
     monkeypatch.setenv("LAB_DATA_DIR", f"{tmp_path_factory.mktemp('list')}/{root}")
     code, message = answer(tasks.list_)
     assert clear(code, message), (code, message)
+
+
+@pytest.mark.parametrize("task, positionals", [(tasks.run, 1), (tasks.report, 1), (tasks.manifests, 2),
+                                               (tasks.compare, 1), (tasks.withdraw, 3)])
+def test_help_where_a_positional_is_due_shows_the_tasks_help_and_any_other_option_is_refused(task, positionals,
+                                                                                           data_dir, capsys):
+    """invoke takes `--help` typed after a task that waits for a positional argument as that argument's value
+    (pyinvoke/invoke#982): `invoke run --help` would run a chapter named "--help". It shows the task's help; any
+    other option in that place is refused by name before anything starts."""
+    name = task.name
+    assert answer(task, "--help", *["x"] * (positionals - 1)) == (0, "")
+    assert capsys.readouterr().out.startswith(f"Usage: inv[oke] [--core-opts] {name} [--options]")
+    code, message = answer(task, *["x"] * (positionals - 1), "--dry")
+    assert code == 2 and message.startswith("error: '--dry' came where `invoke ") and f"--help {name}`" in message

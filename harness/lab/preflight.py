@@ -57,25 +57,36 @@ def no_home(path: Path) -> str:
 
 
 def readable_data_root() -> Path:
-    """The data directory, for a command that only reads it (`invoke list`): a name no folder can have (too long, a
-    home of no user) is one LabError; a missing or read-only one is fine."""
+    """The data directory, for a command that only reads it (`invoke list`): a missing or read-only one is fine (no
+    step ran there); a path no folder can be at (a file, under a file, a link to nothing, a home of no user, a name
+    too long) is one LabError, as `invoke run` would refuse it, not a list of steps that never ran."""
     root = store.data_root()
-    problem = no_home(root)
-    try:
-        root.exists()
-    except OSError as err:
-        problem = f"cannot be read ({err.strerror or err})"
+    where = f"LAB_DATA_DIR={root}" if "LAB_DATA_DIR" in os.environ else f"the data directory {root}"
+    problem = shape_problem(root, where)
     if problem:
-        raise LabError(f"LAB_DATA_DIR={root} {problem}: point it at a folder of steps, or unset it for data/")
+        raise LabError(f"{problem}: point LAB_DATA_DIR at a folder of steps, or unset it for data/")
     return root
 
 
 def folder_problem(folder: Path, where: str) -> str | None:
     """Why `folder` cannot hold what the lab writes (a file, under a file, not writable), or None when it can: it is a
     directory this user can write a file into, or the nearest existing folder above it is."""
+    if problem := shape_problem(folder, where):
+        return problem
+    existing = nearest_existing(folder)
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except (OSError, ValueError) as err:  # a read-only filesystem, no permission
+        return f"{where} is not writable ({existing}: {getattr(err, 'strerror', None) or err})"
+    return None
+
+
+def shape_problem(folder: Path, where: str) -> str | None:
+    """Why no folder can be at `folder` (a home of no user, a file, under a file, a link to nothing, a name too long),
+    or None: it is a directory, or could be created as one."""
     if no_home(folder):
         return f"{where} {no_home(folder)}"
-    existing = folder
     try:
         if folder.exists() and not folder.is_dir():
             return f"{where} is a file, not a directory"
@@ -84,10 +95,8 @@ def folder_problem(folder: Path, where: str) -> str | None:
             return f"{where} cannot be used: {existing} is a symbolic link to nothing (its target is missing, or links loop)"
         if not existing.is_dir():
             return f"{where} cannot be created: {existing} is a file, not a directory"
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except (OSError, ValueError) as err:  # a read-only filesystem, no permission, a name too long
-        return f"{where} is not writable ({existing}: {getattr(err, 'strerror', None) or err})"
+    except (OSError, ValueError) as err:  # a name too long, no permission to look
+        return f"{where} cannot be read ({getattr(err, 'strerror', None) or err})"
     return None
 
 

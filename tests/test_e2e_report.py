@@ -6,6 +6,7 @@ no thread per request, so the plateau passes Little's law's number for 8 threads
 it is offered (Tomcat's settings mean nothing to it)."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,23 +23,46 @@ WEBFLUX_JAR = ROOT / "webflux-server" / "target" / "webflux-server.jar"
 pytestmark = [pytest.mark.e2e, pytest.mark.alongside]
 
 
-def report(tmp_path_factory, jar, path: str) -> tuple[p.Profile, str, Path]:
+def start_report(tmp_path_factory, jar, path: str, profile: Path = PROFILE):
     assert jar.exists(), f"{jar} is missing: run `invoke setup`"
     data_dir = tmp_path_factory.mktemp("report") / "data"
-    code, out = finish(invoke(data_dir, "report", "--server", str(jar), "--path", path, "--profile", str(PROFILE)),
-                       timeout=300)
-    assert code == 0, out
-    return p.read_profile(data_dir / f"{PROFILE.stem}@{jar.stem}"), out, data_dir
+    return invoke(data_dir, "report", "--server", str(jar), "--path", path, "--profile", str(profile)), data_dir
+
+
+def on_other_ports(tmp_path_factory) -> Path:
+    """The profile with the app's two ports moved, under the same name: the two reports run at once."""
+    text = PROFILE.read_text()
+    moved = text.replace("SERVER_PORT = 8750", "SERVER_PORT = 8752").replace("MANAGEMENT_PORT = 8751", "MANAGEMENT_PORT = 8753")
+    assert moved.count("= 875") == text.count("= 875") and moved != text
+    copy = tmp_path_factory.mktemp("profile") / PROFILE.name
+    copy.write_text(moved)
+    return copy
 
 
 @pytest.fixture(scope="module")
-def sample(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported from test_e2e
-    return report(tmp_path_factory, SAMPLE_JAR, "/hello?sleepMs=200")
+def reports(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported from test_e2e
+    """Both jars' profiles, measured at once (each a minute, mostly waiting on its app's sleeps): {jar: (profile,
+    output, data dir)}."""
+    started = {SAMPLE_JAR: start_report(tmp_path_factory, SAMPLE_JAR, "/hello?sleepMs=200"),
+               WEBFLUX_JAR: start_report(tmp_path_factory, WEBFLUX_JAR, "/sleep?ms=200", on_other_ports(tmp_path_factory))}
+    with ThreadPoolExecutor(len(started)) as pool:  # read both outputs at once: neither pipe may fill
+        ended = {jar: pool.submit(finish, proc, 300) for jar, (proc, _) in started.items()}
+    found = {}
+    for jar, (_, data_dir) in started.items():
+        code, out = ended[jar].result()
+        assert code == 0, out
+        found[jar] = p.read_profile(data_dir / f"{PROFILE.stem}@{jar.stem}"), out, data_dir
+    return found
 
 
 @pytest.fixture(scope="module")
-def webflux(lab_ready, tmp_path_factory):  # noqa: F811
-    return report(tmp_path_factory, WEBFLUX_JAR, "/sleep?ms=200")
+def sample(reports):
+    return reports[SAMPLE_JAR]
+
+
+@pytest.fixture(scope="module")
+def webflux(reports):
+    return reports[WEBFLUX_JAR]
 
 
 def test_the_sample_servers_limits_are_the_ones_its_settings_predict(sample):

@@ -16,7 +16,7 @@ from harness.lab.services.nginx import nginx_binary
 
 from test_e2e import finish, invoke, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # counts, no timing: two at a time (invoke test)
 PROFILE = ROOT / "tests" / "profiles" / "netty-scaled.toml"
 PORTS = tuple(range(8230, 8236))
 

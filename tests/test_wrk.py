@@ -186,6 +186,7 @@ def run(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported fro
 
 
 @pytest.mark.e2e
+@pytest.mark.alongside  # counts, no timing: two at a time (invoke test)
 def test_wrk_against_nginx(run):
     meta = json.loads((run / "step.json").read_text())
     assert meta["status"] == "complete", meta.get("reason")
@@ -209,5 +210,6 @@ def test_wrk_against_nginx(run):
 
 
 @pytest.mark.e2e
+@pytest.mark.alongside
 def test_nothing_is_left_running(run):
     assert not any(port_open(p) for p in PORTS)

@@ -275,3 +275,20 @@ def test_the_longest_requests_are_counted_in_sleeps_as_the_data_says():
         return ch1.values.Queue(500, 400, 5, 30, 480, 0.34, 0.39, 1.0, low_s, high_s, 0.9, 0.92, 1.0)
     assert ch1.sleeps_words(queue(4.4, 5.9), 2.0) == "between two and three sleeps"
     assert ch1.sleeps_words(queue(4.372, 6.59), 2.0) == "2.2–3.3 sleeps"
+
+
+def test_more_busy_threads_than_clients_below_the_pool_is_counted_and_explained_from_the_data():
+    """C = 10 once showed 11 busy threads (ab-c10, one sample): the page said "at most 11 are busy" with nothing on how
+    10 clients keep 11 threads busy. The words now count such samples, name their runs and say how a sample can."""
+    busy = ch1.busy(ch1.load())
+    data = ch1.load()
+    samples = [r.busy["value"] for s in runs.steps_with(data, busy.part) for r in runs.runs(s)]
+    over = sum(int((v > busy.part).sum()) for v in samples)
+    text = ch1.busy_over_words(busy)
+    if over:
+        assert busy.part_peak > busy.part and f"in {over:,} of {sum(map(len, samples)):,} samples" in text
+        assert all(name in text for name in busy.part_over)
+    else:
+        assert text == ", never more than the clients" and busy.part_peak <= busy.part
+    none = ch1.values.Busy(100, 10, 10.0, (), 0, 400, 100, 100.0, 100.0)
+    assert ch1.busy_over_words(none) == ", never more than the clients"

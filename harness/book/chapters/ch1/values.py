@@ -217,6 +217,9 @@ class Busy:
     threads: int
     part: int  # a C below the pool with more than one client
     part_peak: float  # the most busy threads there
+    part_over: tuple[str, ...]  # the runs there whose samples counted more busy threads than clients …
+    part_over_samples: int  # … in how many of …
+    part_samples: int  # … their samples
     full_from: int  # the smallest C that fills the pool
     full_low: float  # the most busy threads in each run once full: lowest …
     full_high: float  # … and highest
@@ -226,7 +229,10 @@ def busy(data: ChapterData) -> Busy:
     pool = pool_of(data)
     part = max(runs.clients_of(m) for m in data.steps.values() if runs.clients_of(m) < pool.threads)
     full = every_run(data, runs.steps_with(data, lambda c: c >= pool.threads))
-    return Busy(pool.threads, part, max(runs.busy_peak(r) for r in every_run(data, runs.steps_with(data, part))),
+    below = every_run(data, runs.steps_with(data, part))
+    over = [(r.name, int((r.busy["value"] > part).sum())) for r in below]
+    return Busy(pool.threads, part, max(runs.busy_peak(r) for r in below),
+                tuple(name for name, n in over if n), sum(n for _, n in over), sum(len(r.busy) for r in below),
                 min(runs.clients_of(r.meta) for r in full), *span_of(runs.busy_peak(r) for r in full))
 
 

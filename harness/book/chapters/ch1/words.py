@@ -1,8 +1,8 @@
 """The few words of chapter 1 whose wording, not only their numbers, depends on the data."""
 from __future__ import annotations
 
-from harness.book.chapters.ch1.values import Queue, Rates
-from harness.book.prose import number, span
+from harness.book.chapters.ch1.values import Busy, Queue, Rates
+from harness.book.prose import and_list, count, number, span
 
 
 def tail_words(rates: Rates) -> str:
@@ -23,3 +23,13 @@ def sleeps_words(queue: Queue, sleep_s: float) -> str:
     if 2 <= low and high <= 3:
         return "between two and three sleeps"
     return f"{span([low, high], lambda v: number(v, 1))} sleeps"
+
+
+def busy_over_words(busy: Busy) -> str:
+    """Whether a pool below its size showed more busy threads than clients, and why a sample can (never empty: Quarto
+    would print an empty inline value's source)."""
+    if not busy.part_over:
+        return ", never more than the clients"
+    return (f", more than the clients in {count(busy.part_over_samples)} of {count(busy.part_samples)} samples "
+            f"({and_list(busy.part_over)}): a sample can catch the thread that sent a client its answer still "
+            f"finishing up while the client's next request already holds another")

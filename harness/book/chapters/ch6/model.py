@@ -64,7 +64,8 @@ def model_frame(table: pd.DataFrame) -> pd.DataFrame:
         per_request = proxy.per_request_ms(0, kept.request_ms, 0, new_connection=r.new_connections_per_s > r.tps / 2)
         bound = proxy.predict(int(r.users), per_request, cpu_ms, PROXY_CORES)
         rows.append({"step": r.step, "network": r.network, "cpu_ms": cpu_ms, "cpu_bound": bound.cpu_bound_tps,
-                     "loop_bound": bound.tps, "tps": r.tps, "limit": limit_of(r)})
+                     "loop_bound": bound.tps, "tps": r.tps, "limit": limit_of(r),
+                     "opened": min(r.new_connections_per_s / r.tps, 1.0) if r.route == "nginx → service" else 0.0})
     return pd.DataFrame(rows)
 
 
@@ -72,3 +73,11 @@ def misses(table: pd.DataFrame) -> pd.DataFrame:
     """The steps CPU 1 limited whose rate the model's CPU bound overestimates by more than MODEL_MISS."""
     frame = model_frame(table)
     return frame[(frame["limit"] == SERVERS) & (frame["tps"] < (1 - MODEL_MISS) * frame["cpu_bound"])]
+
+
+def beaten(table: pd.DataFrame) -> pd.DataFrame:
+    """The steps that answered more than MODEL_MISS above the model's CPU bound, most beaten first: one core cannot
+    give that many requests at the CPU per request the model predicts, so the prediction is too high there."""
+    frame = model_frame(table)
+    frame = frame[frame["tps"] > (1 + MODEL_MISS) * frame["cpu_bound"]]
+    return frame.assign(times=frame["tps"] / frame["cpu_bound"]).sort_values("times", ascending=False)

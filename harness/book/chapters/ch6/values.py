@@ -10,7 +10,8 @@ import pandas as pd
 
 from harness.book.chapters.ch6.article import article_numbers, article_series
 from harness.book.chapters.ch6.charts import sustained
-from harness.book.chapters.ch6.model import LOAD_TOOL, ROUND_TRIPS, SATURATED, SERVERS, connection_cpu_ms, limits, misses
+from harness.book.chapters.ch6.model import (LOAD_TOOL, ROUND_TRIPS, SATURATED, SERVERS, beaten, connection_cpu_ms,
+                                             limits, misses)
 from harness.book.chapters.ch6.runs import WARMUP_S, pick, port_bounds, ports_frame, ports_of
 from harness.book.prose import words
 from harness.lab.store import ChapterData
@@ -211,15 +212,23 @@ class Bottleneck:
     connection_cpu_ms: float  # the service's CPU for one new connection
     request_cpu_ms: float  # … and for a whole request on a kept connection (wrk-alone)
     missed: tuple[str, ...]  # the steps the model's CPU bound overestimates
+    beaten: tuple[str, ...]  # the steps that answered more than the bound allows, most beaten first …
+    beaten_times: float  # … the most beaten's rate over its bound
+    beaten_tps: float  # … its rate
+    beaten_cpu_ms: float  # … and its predicted CPU per request
+    beaten_all_opened: bool  # every beaten step opened upstream connections
 
 
 def bottleneck(table: pd.DataFrame) -> Bottleneck:
     limit = limits(table)
     tool = limit[limit.str.startswith(LOAD_TOOL)]
-    missed = misses(table)
+    missed, over = misses(table), beaten(table)
+    most = over.iloc[0] if len(over) else None
     return Bottleneck(len(limit), SATURATED, len(tool), int(tool.str.endswith("(k6)").sum()),
                       int((limit == SERVERS).sum()), int((limit == ROUND_TRIPS).sum()), connection_cpu_ms(table),
-                      pick(table, "wrk-alone").service_cpu_ms, tuple(missed["step"]))
+                      pick(table, "wrk-alone").service_cpu_ms, tuple(missed["step"]), tuple(over["step"]),
+                      *((most.times, most.tps, most.cpu_ms) if most is not None else (float("nan"),) * 3),
+                      bool((over["opened"] > 0).all()))
 
 
 @dataclass(frozen=True)

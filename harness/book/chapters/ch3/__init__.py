@@ -18,5 +18,5 @@ from harness.book.chapters.ch3.ceiling import (  # noqa: F401
 )
 from harness.book.chapters.ch3.claims import judge  # noqa: F401
 from harness.book.chapters.ch3.values import (  # noqa: F401
-    counts, executors, grace, repeated_steps, runs_word, setup, timeouts, waves,
+    counts, executors, grace, repeated_steps, runs_word, setup, timeout_clock_words, timeouts, waves,
 )

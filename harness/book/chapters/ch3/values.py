@@ -179,6 +179,7 @@ class Timeouts:
     timed_out: tuple[int, ...]
     timeout_median_s: tuple[float, ...]  # own clock; nan in a run without timeouts
     longest_s: tuple[float, ...]
+    longest_unsent_s: tuple[float, ...]  # the longest answer's time in the script before k6 began it (own clock ⊃ k6's)
 
     @property
     def runs(self) -> int:
@@ -200,7 +201,34 @@ def timeouts(step: str) -> Timeouts:
     waves = math.ceil(x.users / x.threads)
     return Timeouts(step, x.users, x.threads, waves, waves * x.sleep_s, x.request_timeout_s,
                     tuple(y.ok for y in runs), tuple(y.count(REQUEST_TIMEOUT) for y in runs),
-                    tuple(r.median_own_s(y, REQUEST_TIMEOUT) for y in runs), tuple(r.longest_s(y) for y in runs))
+                    tuple(r.median_own_s(y, REQUEST_TIMEOUT) for y in runs), tuple(r.longest_s(y) for y in runs),
+                    tuple(unsent_s(y) for y in runs))
+
+
+def unsent_s(x) -> float:
+    """Of a run's longest answered request: the seconds between the script marking its start (its own clock) and k6
+    beginning it (blocked, then the request, which k6's timeout counts), nan when nothing was answered."""
+    ok = x.requests[x.requests["ok"]]
+    if not len(ok):
+        return float("nan")
+    row = ok.loc[ok["duration_ms"].idxmax()]
+    return float(row["duration_ms"] - row["http_req_duration_ms"] - row["blocked_ms"]) / 1000
+
+
+def timeout_clock_words(steps: list[Timeouts]) -> str:
+    """Whether a last answer came later than k6's request timeout on the request's own clock, and why one can: the
+    script marks a request's start before k6 begins it, and k6's timeout counts from there."""
+    late = [(t, k) for t in steps for k in range(t.runs) if t.longest_s[k] > t.request_timeout_s]
+    if not late:
+        return f"Every answer came within k6's {steps[0].request_timeout_s:g} s on its request's own clock."
+    timeout = late[0][0].request_timeout_s
+    where = "; ".join(f"{t.longest_s[k]:.1f} s in {t.step if t.runs == 1 else f'{t.step}, run {k + 1}'}" for t, k in late)
+    unsent = counts([f"{t.longest_unsent_s[k]:.2f}" for t, k in late])
+    one = len(late) == 1
+    return (f"{'A last answer' if one else 'Last answers'} past k6's {timeout:g} s timeout ({where}) "
+            f"{'is' if one else 'are'} past it only on the request's own clock, which starts when the script marks the "
+            f"request: k6 began {'that request' if one else 'those requests'} {unsent} s later, and its timeout counts "
+            f"from there.")
 
 
 def counts(values) -> str:

@@ -241,7 +241,7 @@ def test_a_data_directory_is_usable_or_refused_clearly(kind, tmp_path_factory):
 @pytest.mark.parametrize("kind, expected", [
     ("empty", "LAB_DATA_DIR is set but empty"), ("a file", "is a file, not a directory"),
     ("under a file", "cannot be created"), ("a read-only directory", "is not writable"),
-    ("too long a name", "is not writable"),
+    ("too long a name", "cannot be used \\(File name too long\\)"),
     ("a dangling link", "cannot be used: .*/link is a symbolic link to nothing"),
     ("a link loop", "cannot be used: .*/link is a symbolic link to nothing \\(its target is missing, or links loop\\)"),
     ("under a dangling link", "LAB_DATA_DIR=.*/link/data cannot be used: .*/link is a symbolic link to nothing"),

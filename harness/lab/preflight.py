@@ -96,7 +96,7 @@ def shape_problem(folder: Path, where: str) -> str | None:
         if not existing.is_dir():
             return f"{where} cannot be created: {existing} is a file, not a directory"
     except (OSError, ValueError) as err:  # a name too long, no permission to look
-        return f"{where} cannot be read ({getattr(err, 'strerror', None) or err})"
+        return f"{where} cannot be used ({getattr(err, 'strerror', None) or err})"
     return None
 
 

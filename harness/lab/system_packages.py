@@ -54,8 +54,8 @@ PACKAGES = (
             "the samplers read sockets (ss) and kernel counters (nstat); chapter 6's hosts are network namespaces "
             "(ip, tc)"),
     Package("util-linux", ("taskset", "setpriv", "unshare"),
-            "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody (setpriv) and nginx in its own pid "
-            "namespace (unshare)"),
+            "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody and the JVMs without capabilities "
+            "(setpriv), nginx in its own pid namespace (unshare)"),
     Package("apache2-utils", ("ab",), "chapter 1 cross-checks k6 with ab, the article's tool"),
     Package("nginx", ("nginx",), "chapter 6 and every spec with an nginx service (the lab starts its own)"),
     Package("wrk", ("wrk",), "chapter 6 cross-checks k6 with wrk"),

@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -43,6 +44,17 @@ def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
             cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=_die_with(os.getpid()),
         )
+
+
+def without_privileges(cmd: list[str]) -> list[str]:
+    """`cmd` with no capability left when the harness is root: it keeps root's uid, so it reads the clone wherever it
+    lies (/root included), but can no longer override file permissions, so it cannot write the files of the services
+    that run as other users (PostgreSQL's cluster, nobody's; nginx's workers, www-data's). setpriv execs: the pid and
+    the parent-death signal stay the command's."""
+    if os.geteuid() != 0:
+        return cmd
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    return [setpriv, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "keep", *cmd]
 
 
 def process_running(pid: int) -> bool:

@@ -25,7 +25,7 @@ from harness import LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminate
+from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminate, without_privileges
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command, with_jvm_options
@@ -305,15 +305,15 @@ class JarServiceKind(ServiceKind):
 def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     """A JVM of the step's (`cmd`: java and its arguments) under the step's placement and on the service's host, with
     `env`, the variables every child gets and the options of the step's system.jvm, its log <service>.log, its
-    temporary files in the step's work directory (not /tmp, where they would outlive it); returns (process, log,
-    started)."""
+    temporary files in the step's work directory (not /tmp, where they would outlive it), and no privileges when the
+    harness is root (process.without_privileges); returns (process, log, started)."""
     log = ctx.workdir / f"{service}.log"
     temp = ctx.workdir / TEMP_DIR / service
     temp.mkdir(parents=True, exist_ok=True)
     cmd = [cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
     started = time.monotonic()
     env = with_jvm_options({k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, ctx.step.system)
-    proc = spawn(ctx.command(service, cmd), env, log)
+    proc = spawn(ctx.command(service, without_privileges(cmd)), env, log)  # placed as root, run without privileges
     return proc, log, started
 
 

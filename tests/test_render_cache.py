@@ -144,3 +144,29 @@ def test_the_pre_render_step_runs_as_quarto_runs_it(frozen, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"render cache: chapters/index.qmd runs again: {data / 'chapter9'} changed",
                                         "render cache: 0 of 1 frozen page(s) kept (.cache/book-inputs, _freeze)"]
+
+
+def test_a_listing_leaves_out_what_the_render_itself_leaves_beside_the_pages():
+    """While Quarto renders, the pages already done lie beside their .qmd as .html until the end, with their notebooks
+    (numbered when one was left) and _files: a page that lists chapters/ (the references, your server) read another
+    listing each render and so ran every time. An .html with no page of its name (an include) is the reader's."""
+    during = ["a.qmd", "a.html", "a.quarto_ipynb", "a.quarto_ipynb_1", "a_files", "b.qmd", "include.html", ".x"]
+    assert render_cache.visible(during) == ["a.qmd", "b.qmd", "include.html"]
+    assert render_cache.visible(during) == render_cache.visible(["b.qmd", "include.html", "a.qmd"])
+
+
+def test_every_page_starts_the_render_caches_record_in_its_first_call(monkeypatch):
+    """render.setup() is every page's first call; it starts the record of what the page reads. When importing the book
+    stopped setting things up (0825f138), the call went with it, no page was recorded, and every render ran every
+    page: this test fails if setup() stops calling it again."""
+    from harness.book import render
+
+    calls = []
+    monkeypatch.setattr(render_cache, "record", lambda: calls.append("record"))
+    render.setup()
+    assert calls == ["record"]
+    pages = [p for p in (ROOT / "chapters").glob("*.qmd") if "```{python}" in p.read_text()]
+    assert len(pages) >= 12
+    for page in pages:  # the preface (index.qmd) includes chapters/index.qmd
+        first = page.read_text().split("```{python}", 1)[1].split("```", 1)[0]
+        assert "setup()" in first, page.name

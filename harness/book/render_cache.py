@@ -3,9 +3,9 @@
 Quarto keeps a page's computed output in _freeze/ (`execute: freeze: auto` in _quarto.yml) and reuses it while the
 page's .qmd is unchanged; the data and code the page reads are not Quarto's concern. This module adds them:
 
-- While Quarto runs a page, its kernel imports harness.book, which calls `record()`: from then on every file the page
-  opens inside the repository is noted with its digest, and every directory it lists with its entries, when first
-  used. A chapter's data directory counts whole (pyarrow reads step tables below Python's sight): the digests of all
+- While Quarto runs a page, its first cell calls harness.book.render.setup(), which calls `record()`: from then on
+  every file the page opens inside the repository is noted with its digest, and every directory it lists with its
+  entries, when first used. A chapter's data directory counts whole (pyarrow reads step tables below Python's sight): the digests of all
   its files. After each cell the list is written to .cache/book-inputs/<page>.json, with the repository's Python
   modules the page has loaded, the page's source and includes, _quarto.yml, the Python and package versions, the
   lab's settings the book follows (LAB_DATA_DIR), and when the page started running and when the list was saved.
@@ -57,9 +57,13 @@ def file_digest(path: Path) -> str:
 
 def visible(names) -> list[str]:
     """Entries a reader sees: not hidden ones (a run in progress, a lock, moved-aside steps), nor what a render
-    itself makes and removes (the book, the cache, a page's notebook and files while it runs)."""
-    return sorted(name for name in names if not (name.startswith(".") or name in SKIPPED
-                                                  or name.endswith(("_files", ".quarto_ipynb"))))
+    itself makes and removes (the book, the cache, a page's notebook and files while it runs, and the HTML of the
+    pages already rendered, which Quarto leaves beside their .qmd until the end)."""
+    names = list(names)
+    pages = {name.removesuffix(".qmd") for name in names if name.endswith(".qmd")}
+    return sorted(name for name in names if not (name.startswith(".") or name in SKIPPED or name.endswith("_files")
+                                                  or ".quarto_ipynb" in name
+                                                  or name.endswith(".html") and name.removesuffix(".html") in pages))
 
 
 def listing_digest(path: Path) -> str:
@@ -197,9 +201,12 @@ def quarto_document() -> Path | None:
     return Path(folder, name).resolve()
 
 
+_recording = False
+
+
 def record() -> None:
-    """Start noting what the page being rendered reads (harness.book calls this on import); outside a Quarto render,
-    or outside IPython, nothing happens."""
+    """Start noting what the page being rendered reads (render.setup(), every page's first call, calls this); outside
+    a Quarto render, or outside IPython, nothing happens."""
     document = quarto_document()
     try:
         from IPython import get_ipython
@@ -210,9 +217,13 @@ def record() -> None:
         return
     from harness.lab.store import data_root
 
+    global _recording
+    if _recording:  # once per kernel: a second audit hook would note every file twice
+        return
     recorder = Recorder(document, lambda: {Path(os.path.abspath(data_root())), DATA})
     sys.addaudithook(recorder.note)
     shell.events.register("post_run_cell", recorder.save)
+    _recording = True
 
 
 # ---- before a render: drop frozen pages whose inputs changed ------------------------------------------------

@@ -66,3 +66,21 @@ def test_a_child_without_privileges_still_dies_with_the_harness(tmp_path):
     while Path(f"/proc/{child}").exists() and status_field(child, "State")[0] != "Z" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{child}").exists() or status_field(child, "State")[0] == "Z"
+
+
+def test_a_busy_port_is_refused_without_ss_its_holder_unnamed(tmp_path, monkeypatch):
+    """`ss` names who holds a busy port; on a machine without it the port is still refused in one line (it was a
+    FileNotFoundError while naming the holder: issue 42)."""
+    import socket
+
+    from harness import LabError
+    from harness.lab.backends.process import check_port_free, listener
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        monkeypatch.setenv("PATH", str(tmp_path))  # no ss here
+        assert listener(port) is None
+        with pytest.raises(LabError, match=rf"server port {port} on 127.0.0.1 is in use: stop that process"):
+            check_port_free("127.0.0.1", port, "server")

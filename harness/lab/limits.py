@@ -43,7 +43,7 @@ def check_limits(step, limits: dict, where: str, problems: list[str]) -> None:
                 f"{where}: the {name} would hold up to {min(vus, bound)} connections but its open-files limit is "
                 f"{limits['nofile']}; lower the load or set system.allow_fd_exhaustion = true to probe that limit"
             )
-    for name, backlog, setting in backlogs(step):
+    for _name, backlog, setting in backlogs(step):
         if backlog <= limits["somaxconn"]:
             continue
         if not step.system["raise_somaxconn"]:

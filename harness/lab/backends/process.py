@@ -103,8 +103,12 @@ def _listener(port: int) -> str:
 
 
 def listener(port: int) -> tuple[str, int] | None:
-    """The command name and pid of the process listening on a TCP port, when `ss -p` may see it."""
-    out = subprocess.run(["ss", "-Hltnp", f"( sport = :{port} )"], capture_output=True, text=True).stdout
+    """The command name and pid of the process listening on a TCP port, when `ss -p` may see it (None without ss:
+    the port is still refused as busy, only its holder goes unnamed)."""
+    try:
+        out = subprocess.run(["ss", "-Hltnp", f"( sport = :{port} )"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return None
     match = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
     return (match.group(1), int(match.group(2))) if match else None
 

@@ -91,7 +91,8 @@ def offline_renderer(spec: dict, **metadata) -> dict:
 
 def setup() -> None:
     """What every page calls in its first cell (importing the book sets nothing up): the render cache's note of what
-    the page reads, the book's theme, the offline renderer, and Altair's guard of 5000 rows a chart may embed (builders aggregate first, so it stays)."""
+    the page reads, the book's theme, the offline renderer, and Altair's guard of 5000 rows a chart may embed
+    (builders aggregate first, so it stays)."""
     render_cache.record()  # inside a page Quarto renders: note what it reads, so its frozen output is never stale
     alt.renderers.register(RENDERER, offline_renderer)
     alt.renderers.enable(RENDERER)

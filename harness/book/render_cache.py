@@ -5,8 +5,8 @@ page's .qmd is unchanged; the data and code the page reads are not Quarto's conc
 
 - While Quarto runs a page, its first cell calls harness.book.render.setup(), which calls `record()`: from then on
   every file the page opens inside the repository is noted with its digest, and every directory it lists with its
-  entries, when first used. A chapter's data directory counts whole (pyarrow reads step tables below Python's sight): the digests of all
-  its files. After each cell the list is written to .cache/book-inputs/<page>.json, with the repository's Python
+  entries, when first used. A chapter's data directory counts whole (pyarrow reads step tables below Python's
+  sight): the digests of all its files. After each cell the list is written to .cache/book-inputs/<page>.json, with the repository's Python
   modules the page has loaded, the page's source and includes, _quarto.yml, the Python and package versions, the
   lab's settings the book follows (LAB_DATA_DIR), and when the page started running and when the list was saved.
 - Before every render (`project: pre-render` in _quarto.yml runs this file), a page's frozen output is

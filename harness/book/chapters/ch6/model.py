@@ -49,8 +49,12 @@ def predicted_cpu_ms(table: pd.DataFrame, row: pd.Series, per_connection_ms: flo
     service, nginx = pick(table, f"{prefix}alone").service_cpu_ms, pick(table, f"{prefix}nginx-alone").nginx_cpu_ms
     if row.route == "nginx alone":
         return nginx
-    opened = min(row.new_connections_per_s / row.tps, 1.0) if row.route == "nginx → service" else 0.0
-    return service + (nginx if row.route == "nginx → service" else 0.0) + opened * per_connection_ms
+    return service + (nginx if row.route == "nginx → service" else 0.0) + opened_share(row) * per_connection_ms
+
+
+def opened_share(row: pd.Series) -> float:
+    """The share of a step's requests for which nginx opened a connection to the service (0 without nginx in front)."""
+    return min(row.new_connections_per_s / row.tps, 1.0) if row.route == "nginx → service" else 0.0
 
 
 def model_frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -64,20 +68,18 @@ def model_frame(table: pd.DataFrame) -> pd.DataFrame:
         per_request = proxy.per_request_ms(0, kept.request_ms, 0, new_connection=r.new_connections_per_s > r.tps / 2)
         bound = proxy.predict(int(r.users), per_request, cpu_ms, PROXY_CORES)
         rows.append({"step": r.step, "network": r.network, "cpu_ms": cpu_ms, "cpu_bound": bound.cpu_bound_tps,
-                     "loop_bound": bound.tps, "tps": r.tps, "limit": limit_of(r),
-                     "opened": min(r.new_connections_per_s / r.tps, 1.0) if r.route == "nginx → service" else 0.0})
+                     "loop_bound": bound.tps, "tps": r.tps, "limit": limit_of(r), "opened": opened_share(r)})
     return pd.DataFrame(rows)
 
 
-def misses(table: pd.DataFrame) -> pd.DataFrame:
-    """The steps CPU 1 limited whose rate the model's CPU bound overestimates by more than MODEL_MISS."""
-    frame = model_frame(table)
+def misses(frame: pd.DataFrame) -> pd.DataFrame:
+    """Of model_frame's steps: those CPU 1 limited whose rate the model's CPU bound overestimates by more than
+    MODEL_MISS."""
     return frame[(frame["limit"] == SERVERS) & (frame["tps"] < (1 - MODEL_MISS) * frame["cpu_bound"])]
 
 
-def beaten(table: pd.DataFrame) -> pd.DataFrame:
-    """The steps that answered more than MODEL_MISS above the model's CPU bound, most beaten first: one core cannot
-    give that many requests at the CPU per request the model predicts, so the prediction is too high there."""
-    frame = model_frame(table)
+def beaten(frame: pd.DataFrame) -> pd.DataFrame:
+    """Of model_frame's steps: those that answered more than MODEL_MISS above the model's CPU bound, most beaten first:
+    one core cannot give that many requests at the CPU per request the model predicts, so the prediction is too high."""
     frame = frame[frame["tps"] > (1 + MODEL_MISS) * frame["cpu_bound"]]
     return frame.assign(times=frame["tps"] / frame["cpu_bound"]).sort_values("times", ascending=False)

@@ -11,7 +11,7 @@ import pandas as pd
 from harness.book.chapters.ch6.article import article_numbers, article_series
 from harness.book.chapters.ch6.charts import sustained
 from harness.book.chapters.ch6.model import (LOAD_TOOL, ROUND_TRIPS, SATURATED, SERVERS, beaten, connection_cpu_ms,
-                                             limits, misses)
+                                             limits, misses, model_frame)
 from harness.book.chapters.ch6.runs import WARMUP_S, pick, port_bounds, ports_frame, ports_of
 from harness.book.prose import words
 from harness.lab.store import ChapterData
@@ -222,7 +222,8 @@ class Bottleneck:
 def bottleneck(table: pd.DataFrame) -> Bottleneck:
     limit = limits(table)
     tool = limit[limit.str.startswith(LOAD_TOOL)]
-    missed, over = misses(table), beaten(table)
+    frame = model_frame(table)
+    missed, over = misses(frame), beaten(frame)
     most = over.iloc[0] if len(over) else None
     return Bottleneck(len(limit), SATURATED, len(tool), int(tool.str.endswith("(k6)").sum()),
                       int((limit == SERVERS).sum()), int((limit == ROUND_TRIPS).sum()), connection_cpu_ms(table),

@@ -52,10 +52,18 @@ def test_a_damaged_step_is_broken_naming_the_file(smoke, damage, named):
     assert meta["status"] == store.BROKEN and named in meta["reason"]
     with pytest.raises(store.BrokenData, match=rf"(?s)smoke/waves: {named}.*invoke run smoke"):
         store.load("smoke")  # a chapter judges nothing from it
+    with pytest.raises(store.BrokenData, match=rf"(?s)smoke/waves is broken.*{named}.*invoke run smoke"):
+        store.load_run("smoke", "waves")  # nor a verdict, reading it as one run
+    assert store.load_run("smoke", "keep-alive").requests["step"].unique().tolist() == ["keep-alive"]  # its own, intact
     step = next(s for s in load_spec("smoke").steps if s.id == "waves")
     state = fingerprint.state("smoke", step, None, lambda tool: None)
     assert state.status == "broken" and named in state.reason
     assert [s.id for s in fingerprint.todo("smoke", "smoke", [step], "local", force=False)] == ["waves"]  # measured again
+
+
+def test_a_run_that_is_not_complete_is_not_read(smoke):
+    with pytest.raises(KeyError):
+        store.load_run("smoke", "no-such-step")
 
 
 def test_a_file_edited_in_place_after_it_was_read_is_seen(smoke):

@@ -308,8 +308,16 @@ def load(chapter: str) -> ChapterData:
 
 
 def load_run(chapter: str, step_id: str) -> ChapterData:
-    """One run of a step (`<id>` or `<id>.<k>`), with its tables: what a verdict reads of each run."""
-    meta = complete_steps(chapter)[step_id]
+    """One run of a step (`<id>` or `<id>.<k>`), with its tables: what a verdict reads of each run. Only this step is
+    checked (a verdict reads a chapter's runs one by one: checking them all each time read every step.json N times);
+    KeyError when it is not complete, BrokenData when its files are not what its run wrote."""
+    meta = read_meta(chapter, step_id)
+    if meta and meta.get("status") == BROKEN:
+        raise BrokenData(f"{step_dir(chapter, step_id)} is broken, so nothing is read from it: {meta['reason']}\n"
+                         f"re-run it (`invoke run {chapter}` measures broken steps again) or restore the committed one "
+                         f"(`git checkout -- {step_dir(chapter, step_id)}`)")
+    if not meta or meta.get("status") != "complete":
+        raise KeyError(step_id)
     return _read(chapter, {step_id: meta}, {run_of(step_id)[0]: [meta]})
 
 

@@ -74,7 +74,7 @@ def _path(option: str, text: str):
         raise LabError(f"{option} {text[:80]!r} is not a usable path ({err})") from None
 
 
-def _whole(option: str, text, least: int) -> int:
+def _whole(option: str, text, least: int, most: int | None = None) -> int:
     """An option's whole number, or a LabError naming it. (An option's default is a string: invoke would otherwise
     convert the value itself and end a typo such as `--starts abc` in its own traceback.)"""
     try:
@@ -83,6 +83,8 @@ def _whole(option: str, text, least: int) -> int:
         raise LabError(f"{option} {text!r} is not a whole number") from None
     if value < least:
         raise LabError(f"{option} {value}: at least {least}")
+    if most is not None and value > most:
+        raise LabError(f"{option} {value}: at most {most}")
     return value
 
 
@@ -164,9 +166,11 @@ def report(c, server, path="/", backend="local", profile="report"):
 def startup(c, starts="5", backend="local"):
     """Measure redeploy time: fresh server start to healthy Actuator, over several starts."""
     from harness.lab.bench import describe, redeploy_times
+    from harness.lab.spec import MAX_STARTS
 
     with _clear_errors():
-        print(f"start-to-healthy: {describe(redeploy_times(_whole('--starts', starts, 1), backend=backend))}")
+        times = redeploy_times(_whole("--starts", starts, 1, MAX_STARTS), backend=backend)  # as a redeploy step's
+        print(f"start-to-healthy: {describe(times)}")
 
 
 @task(help={"base": "base image with a JRE 17+: a name (default eclipse-temurin:17-jre), or `debootstrap` to build "

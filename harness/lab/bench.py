@@ -6,7 +6,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from harness import LabError
 from harness.lab import backends
+from harness.lab.backends.process import StepFailed
 from harness.lab.samplers import now_ms, read_proc
 from harness.lab.services.deploy import Deployment, check_services
 from harness.lab.spec import Step, load_spec
@@ -40,7 +42,10 @@ def redeploy_times(starts: int = 5, chapter: str = "smoke", backend: str = "loca
     check_services([step], backend)
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        redeploys(step, backend, Path(tmp), rows)
+        try:
+            redeploys(step, backend, Path(tmp), rows)
+        except StepFailed as err:  # a run keeps it as the step's reason; here there is no step to keep it in
+            raise LabError(f"start {len(rows) + 1} of {starts} failed: {err}") from None
     return [row["startup_ms"] for row in rows]
 
 

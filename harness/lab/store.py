@@ -253,14 +253,14 @@ class ChapterData:
         return rows[rows.step == step] if step is not None else rows
 
 
-def complete_steps(chapter: str) -> dict[str, dict]:
-    """Every complete step of a chapter by id; BrokenData (naming each step and file, and the fix) when any complete
-    step's files are not what its run wrote: nothing is judged from data that changed after it was measured."""
+def complete_steps(chapter: str, only: str | None = None) -> dict[str, dict]:
+    """Every complete step of a chapter by id (`only`: that one, as a verdict reads each run); BrokenData (naming each
+    step and file, and the fix) when one's files are not what its run wrote: nothing is judged from changed data."""
     root = data_root() / chapter
     metas, broken = {}, []
-    for folder in sorted(p for p in root.glob("[!.]*") if p.is_dir()):  # not the partial, failed or void ones
-        meta = read_meta(chapter, folder.name)
-        if meta["status"] == BROKEN:
+    for folder in [root / only] if only else sorted(p for p in root.glob("[!.]*") if p.is_dir()):  # not .partial …
+        meta = read_meta(chapter, folder.name) or {}
+        if meta.get("status") == BROKEN:
             broken.append(f"  - {folder}: {meta['reason']}")
         elif meta.get("status") == "complete":
             metas[folder.name] = meta
@@ -308,16 +308,8 @@ def load(chapter: str) -> ChapterData:
 
 
 def load_run(chapter: str, step_id: str) -> ChapterData:
-    """One run of a step (`<id>` or `<id>.<k>`), with its tables: what a verdict reads of each run. Only this step is
-    checked (a verdict reads a chapter's runs one by one: checking them all each time read every step.json N times);
-    KeyError when it is not complete, BrokenData when its files are not what its run wrote."""
-    meta = read_meta(chapter, step_id)
-    if meta and meta.get("status") == BROKEN:
-        raise BrokenData(f"{step_dir(chapter, step_id)} is broken, so nothing is read from it: {meta['reason']}\n"
-                         f"re-run it (`invoke run {chapter}` measures broken steps again) or restore the committed one "
-                         f"(`git checkout -- {step_dir(chapter, step_id)}`)")
-    if not meta or meta.get("status") != "complete":
-        raise KeyError(step_id)
+    """One run of a step (`<id>` or `<id>.<k>`), with its tables: what a verdict reads of each run."""
+    meta = complete_steps(chapter, only=step_id)[step_id]
     return _read(chapter, {step_id: meta}, {run_of(step_id)[0]: [meta]})
 
 

@@ -12,6 +12,7 @@
 """
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -273,21 +274,23 @@ def withdraw(c, chapter, label, why):
 
 
 # The suite in phases, each one pytest run chosen by markers (pytest -n 2 where its tests may share the two cores):
-# the unit tests beside the book's render and the server's JUnit tests (Maven), then what reads the render with the
-# end-to-end tests whose checks hold on a shared machine, then, alone, those that measure time or CPU or sweep what
-# killed runs left. `--dist loadfile` keeps a module's tests, and the servers its fixtures start, in one worker.
-# --fast: the unit tests, then the quiet ones among them; no render, no Maven, no real server or k6.
-PHASES = (("not e2e and not quiet and not rendered", True),
-          ("rendered or (e2e and alongside)", True),
-          ("quiet or (e2e and not alongside)", False))
-FAST_PHASES = (PHASES[0], ("quiet and not e2e", False))
+# Three pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
+# in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a shared machine, beside the book's
+# render and the server's JUnit tests (Maven); 2: what reads the render, beside (a pytest run of its own) the
+# end-to-end tests that must be the only lab run on the machine; 3: alone, those that measure time or CPU or sweep
+# what killed runs left. --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
+PHASES = (("not quiet and not rendered and (not e2e or alongside)", True, None),
+          ("rendered", True, "sole"),
+          ("quiet or (e2e and not alongside and not sole)", False, None))
+FAST_PHASES = (("not e2e and not quiet and not rendered", True, None), ("quiet and not e2e", False, None))
 
 
 @task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 1.5 minutes)",
             "pytest_args": "extra arguments for every pytest run (e.g. a test file, -x, -k name)"})
 def test(c, fast=False, pytest_args=""):
-    """Run the suite: the book's render and the server's JUnit tests (Maven) beside the unit tests, then the book's
-    site and the end-to-end tests; --fast: the unit tests only. Every phase runs; the task fails if any did."""
+    """Run the suite: the unit tests and the end-to-end tests that hold on a shared machine beside the book's render
+    and the server's JUnit tests (Maven), then the book's site beside the tests that must be the only lab run, then
+    the tests that need the machine alone; --fast: the unit tests only. Every phase runs; the task fails if any did."""
     import subprocess
     import tempfile
     import time
@@ -307,15 +310,26 @@ def test(c, fast=False, pytest_args=""):
                                        stderr=subprocess.STDOUT)
     failed = []
     try:
-        for n, (markers, parallel) in enumerate(FAST_PHASES if fast else PHASES, start=1):
+        for n, (markers, parallel, beside) in enumerate(FAST_PHASES if fast else PHASES, start=1):
             if n == 2:
                 failed += [name for name, job in jobs.items() if job.wait() != 0]
+            if beside:  # its output is shown once the phase's own has ended
+                side_log = open(work / f"phase{n}-beside.log", "w")
+                jobs[f"phase {n}, beside it"] = side = subprocess.Popen(
+                    [sys.executable, "-m", "pytest", "-m", beside, *shlex.split(pytest_args)], cwd=ROOT, env=env,
+                    stdout=side_log, stderr=subprocess.STDOUT)
             xdist = "-n 2 --dist loadfile" if parallel else ""
-            print(f"== phase {n}: -m '{markers}' {xdist}", flush=True)
+            print(f"== phase {n}: -m '{markers}' {xdist}" + (f", beside it -m '{beside}'" if beside else ""), flush=True)
             code = c.run(f"{sys.executable} -m pytest {xdist} -m '{markers}' {pytest_args}", pty=False, warn=True,
                          env=env).exited
             if code not in (0, 5):  # 5: the phase selected no test (pytest_args chose others)
                 failed.append(f"phase {n} (exit {code})")
+            if beside:
+                side_code = side.wait()
+                side_log.close()
+                print(f"== beside phase {n}: -m '{beside}'\n{Path(side_log.name).read_text(errors='replace')}", flush=True)
+                if side_code not in (0, 5):
+                    failed.append(f"beside phase {n} (exit {side_code})")
     finally:
         for job in jobs.values():
             if job.poll() is None:

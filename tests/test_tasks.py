@@ -44,3 +44,34 @@ def test_a_terminal_without_unicode_gets_the_list_with_its_marks_replaced():
                           timeout=120, env=env)
     assert (done.returncode, "Traceback" in done.stderr) == (0, False), done.stderr
     assert "?" in done.stdout and "chapter1" in done.stdout
+
+
+MARKS_OF_EVERY_TEST = """
+import sys, pytest
+class Marks:
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            print(item.nodeid, *sorted({mark.name for mark in item.iter_markers()}))
+sys.exit(pytest.main(["--collect-only", "-q"], plugins=[Marks()]))
+"""
+
+
+class Marked(dict):
+    """A test's markers as names a marker expression reads (`-m 'e2e and not quiet'`): a marker it lacks is False."""
+    def __missing__(self, name):
+        return False
+
+
+def test_every_test_runs_in_exactly_one_phase_of_invoke_test():
+    """`invoke test` picks each run's tests by markers (tasks.PHASES, and the run beside a phase): together they hold
+    the whole suite, and no test twice (a test in none would never run; in two, beside itself)."""
+    import tasks
+
+    picks = [m for markers, _, beside in tasks.PHASES for m in (markers, beside) if m]
+    out = subprocess.run([sys.executable, "-c", MARKS_OF_EVERY_TEST], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300).stdout
+    tests = {nodeid: Marked.fromkeys(marks, True) for nodeid, *marks in (line.split() for line in out.splitlines()
+                                                                         if "::" in line)}
+    assert len(tests) > 1000 and any("e2e" in marks for marks in tests.values())
+    picked = {nodeid: [m for m in picks if eval(m, {"__builtins__": {}}, marks)] for nodeid, marks in tests.items()}
+    assert {nodeid: runs for nodeid, runs in picked.items() if len(runs) != 1} == {}

@@ -87,13 +87,10 @@ RENDER_FIXTURES = ("book", "rendered_notebooks")
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: `-m rendered` must see the marks
 def pytest_collection_modifyitems(config, items):
-    """A test that reads the render is marked `rendered`: `invoke test` runs those once the render is done. The
-    end-to-end modules come first: pytest-xdist hands out modules in this order, and these are the longest (a worker
-    that takes one last runs on alone while the other has nothing left)."""
+    """A test that reads the render is marked `rendered`: `invoke test` runs those once the render is done."""
     for item in items:
         if set(RENDER_FIXTURES) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.rendered)
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)  # stable: each module's order kept
 
 
 def pytest_sessionfinish(session, exitstatus):

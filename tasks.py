@@ -67,6 +67,8 @@ def _path(option: str, text: str):
     """An option's file or folder as an absolute path ("~/x" expanded), or a LabError naming what no path can hold."""
     from pathlib import Path
 
+    if not text.strip():  # Path("") is the working directory: a value lost in quoting, not a choice
+        raise LabError(f"{option} is empty: give a path")
     try:
         path = Path(text).expanduser().resolve()
         path.exists()  # raises for a name too long
@@ -197,7 +199,9 @@ def manifests(c, chapter, step, out=None, image=None):
 
     with _clear_errors():
         _positionals("manifests", chapter=chapter, step=step)
-        print(write_manifests(chapter, step, out, image))
+        if image is not None and not image.strip():
+            raise LabError("--image is empty: give the server image's name (or leave it out for the default)")
+        print(write_manifests(chapter, step, None if out is None else str(_path("--out", out)), image))
 
 
 @task(help={"stop": "stop the private daemon this command started and clean up after it"})
@@ -254,7 +258,7 @@ def compare(c, chapter, data=None, keep=False):
     with _clear_errors():
         _positionals("compare", chapter=chapter)
         base, at, server = chapter.partition("@")  # chapter3@app: chapter 3 run on your own server (--server app.jar)
-        report, moved = compare_runs(known_chapter(base) + at + server, _path("--data", data) if data else None, keep)
+        report, moved = compare_runs(known_chapter(base) + at + server, _path("--data", data) if data is not None else None, keep)
         print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)
@@ -273,7 +277,6 @@ def withdraw(c, chapter, label, why):
         print(f"withdrawn: recorded in {withdraw_pass(known_chapter(chapter), label, why)}")
 
 
-# The suite in phases, each one pytest run chosen by markers (pytest -n 2 where its tests may share the two cores):
 # Three pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
 # in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a shared machine, beside the book's
 # render and the server's JUnit tests (Maven); 2: what reads the render, beside (a pytest run of its own) the

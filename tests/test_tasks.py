@@ -18,8 +18,14 @@ from harness.lab.backends.process import StepFailed
     (["startup", "--starts", "99999999999999999999"], "--starts 99999999999999999999: at most 100"),  # as a spec's
     (["serve", "--port", "abc"], "--port 'abc' is not a whole number"),
     (["serve", "--port", "-3"], "--port -3: at least 0"),
+    # an empty path is the working directory to pathlib: `--data ''` judged the book's data beside itself, and
+    # `--out ''` wrote into the clone; an empty image was the default one, unsaid
+    (["compare", "chapter3", "--data", ""], "--data is empty: give a path"),
+    (["manifests", "chapter3", "a-300-cv", "--out", " "], "--out is empty: give a path"),
+    (["manifests", "chapter3", "a-300-cv", "--image", ""], "--image is empty"),
+    (["report", ""], "--server is empty: give a path"),
 ])
-def test_an_unusable_number_is_named_in_one_line(args, said):
+def test_an_unusable_value_is_named_in_one_line(args, said):
     done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (done.returncode, "Traceback" in done.stderr) == (2, False), done.stderr
     assert f"error: {said}" in done.stderr

@@ -147,8 +147,9 @@ def test_help_where_a_positional_is_due_shows_the_tasks_help_and_any_other_optio
 
 
 def test_list_refuses_a_data_directory_no_folder_can_be_at_as_run_does(tmp_path, monkeypatch, capsys):
-    """A file, a path under a file, a link to nothing or a loop of links: `invoke run` refuses them, and `invoke list`
-    says why too, rather than listing every step as never run there. A folder not made yet is listed (nothing ran)."""
+    """A file, a path under a file, a link to nothing, a loop of links, or nothing: `invoke run` refuses them, and
+    `invoke list` says why too, rather than listing every step as never run there. A folder not made yet is listed
+    (nothing ran)."""
     (tmp_path / "file").write_text("")
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
@@ -158,6 +159,10 @@ def test_list_refuses_a_data_directory_no_folder_can_be_at_as_run_does(tmp_path,
         code, message = answer(tasks.list_)
         assert code == 2 and message.startswith(f"error: LAB_DATA_DIR={tmp_path / root} ") and why in message
         assert answer(tasks.run, "smoke")[0] == 2
+    monkeypatch.setenv("LAB_DATA_DIR", " ")  # set but empty: the working directory, to pathlib
+    assert answer(tasks.list_) == answer(tasks.run, "smoke") == (2, "error: LAB_DATA_DIR is set but empty (it would "
+                                                                   "mean the working directory): unset it for data/, "
+                                                                   "or point it at a directory")
     assert capsys.readouterr().out == ""
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "not-yet"))
     assert answer(tasks.list_) == (0, "") and "never run" in capsys.readouterr().out

@@ -30,8 +30,7 @@ K6_MAX_RATE = 10_000
 
 def check_data_root() -> Path:
     """LAB_DATA_DIR (or data/) must be a directory this user can write, or a path one can be created at."""
-    root = named_data_root()
-    where = f"LAB_DATA_DIR={root}" if "LAB_DATA_DIR" in os.environ else f"the data directory {root}"
+    root, where = named_data_root()
     problem = folder_problem(root, where)
     if problem:
         raise LabError(f"{problem}: point LAB_DATA_DIR at a directory you can write (it is created if missing)")
@@ -53,20 +52,21 @@ def no_home(path: Path) -> str:
     return f"starts with {head}, and no user of that name has a home folder" if head.startswith("~") else ""
 
 
-def named_data_root() -> Path:
-    """The data directory, refused when LAB_DATA_DIR is set but empty (the working directory, to pathlib)."""
+def named_data_root() -> tuple[Path, str]:
+    """The data directory and how a message names it, refused when LAB_DATA_DIR is set but empty (the working
+    directory, to pathlib)."""
     if "LAB_DATA_DIR" in os.environ and not os.environ["LAB_DATA_DIR"].strip():
         raise LabError("LAB_DATA_DIR is set but empty (it would mean the working directory): unset it for data/, or "
                        "point it at a directory")
-    return store.data_root()
+    root = store.data_root()
+    return root, f"LAB_DATA_DIR={root}" if "LAB_DATA_DIR" in os.environ else f"the data directory {root}"
 
 
 def readable_data_root() -> Path:
     """The data directory, for a command that only reads it (`invoke list`): a missing or read-only one is fine (no
     step ran there); a path no folder can be at (a file, under a file, a link to nothing, a home of no user, a name
     too long) is one LabError, as `invoke run` would refuse it, not a list of steps that never ran."""
-    root = named_data_root()
-    where = f"LAB_DATA_DIR={root}" if "LAB_DATA_DIR" in os.environ else f"the data directory {root}"
+    root, where = named_data_root()
     problem = shape_problem(root, where)
     if problem:
         raise LabError(f"{problem}: point LAB_DATA_DIR at a folder of steps, or unset it for data/")

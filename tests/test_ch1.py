@@ -2,6 +2,8 @@
 reference data; and the numbers the chapter quotes against the data files themselves."""
 from __future__ import annotations
 
+import dataclasses
+
 import heapq
 import itertools
 import json
@@ -273,8 +275,23 @@ def test_the_repeats_sentence_agrees_with_the_runs_in_the_data():
 def test_the_longest_requests_are_counted_in_sleeps_as_the_data_says():
     def queue(low_s, high_s):
         return ch1.values.Queue(500, 400, 5, 30, 480, 0.34, 0.39, 1.0, low_s, high_s, 0.9, 0.92, 1.0)
-    assert ch1.sleeps_words(queue(4.4, 5.9), 2.0) == "between two and three sleeps"
-    assert ch1.sleeps_words(queue(4.372, 6.59), 2.0) == "2.2–3.3 sleeps"
+    model = "a wait behind at most one sleep, then a sleep of their own"
+    assert ch1.sleeps_words(queue(4.4, 5.9), 2.0) == f"between two and three sleeps: {model}"
+    assert ch1.sleeps_words(queue(4.372, 6.59), 2.0) == f"2.2–3.3 sleeps, where the model ({model}) puts them between two and three"
+
+
+def test_a_mean_of_signed_deviations_names_the_runs_on_each_side_it_hides():
+    """F002-b's rule averages each run's signed deviation: runs 13% above and 5% below the model read as 0.1%."""
+    mixed = (0.13, 0.10, -0.05, -0.02, -0.01)
+    assert ch1.signed_mean_words(mixed, 0.03) == ("2 of 5 runs lie 10–13% above the model and 3 lie 1–5% below: "
+                                                  "their mean, +3%, hides both")
+    assert ch1.signed_mean_words((-0.05, -0.02), -0.035) == "every run lies 2–5% below the model, and so does their mean, −4%"
+
+
+def test_the_tail_words_name_the_machines_cores():
+    rates = dataclasses.replace(ch1.rates(ch1.load()), beyond_tail=1)
+    assert "on two cores the server shares with the load tool" in ch1.tail_words(rates, 2)
+    assert "on four cores" in ch1.tail_words(rates, 4)
 
 
 def test_more_busy_threads_than_clients_below_the_pool_is_counted_and_explained_from_the_data():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -321,3 +322,28 @@ def test_a_chapter_run_on_a_readers_own_server_is_compared_by_its_folders_name_a
     with pytest.raises(LabError, match="no chapter1@other in"):
         compare("chapter1@other", tmp_path)
     assert not list(tmp_path.glob("lab-compare-*"))  # nothing left in the folder
+
+
+def test_a_threshold_is_printed_as_its_rule_declares_it_and_a_measurement_to_three_digits():
+    """A band of 106.5 – 107.5 ms rounded like a measurement read "106 ms – 108 ms", twice as wide as the rule."""
+    from harness.book.verdict_tables import number, threshold_text
+
+    band = Rule("F9-a.1", "F9-a", "002", "q", "m", "band", (106.5, 107.5), "s", unit="ms")
+    assert threshold_text(band) == "106.5\u00a0ms – 107.5\u00a0ms"
+    assert threshold_text(replace(band, shape="above", threshold=0.7975, unit="")) == "> 0.7975"
+    assert threshold_text(replace(band, shape="below", threshold=1025.0, unit="files")) == "< 1,025\u00a0files"
+    assert threshold_text(replace(band, shape="within", threshold=0.032, unit="%")) == "|·| < 0.032%"
+    assert number(106.54, "ms") == "107\u00a0ms"  # a measured value: three significant digits
+
+
+def test_a_changed_rules_note_writes_out_the_fields_it_names():
+    """The claims files' notes say "above busy_above" and "its steps are named here": the rules table shows 90% and
+    the steps."""
+    from harness.book.verdict_tables import changed_note
+
+    rule = Rule("F9-a.1", "F9-a", "002", "q", "m", "below", 1.0, "s",
+                changed="now needs the busiest CPU above busy_above; its steps are named here.",
+                busy_above=0.9, machine_steps=("k6-c500", "ab-c500"))
+    assert changed_note(rule) == ("now needs the busiest CPU above 90%; its steps are named here. The steps whose "
+                                  "CPUs show it: k6-c500 and ab-c500.")
+    assert changed_note(replace(rule, machine_steps=())).endswith("above 90%; its steps are named here.")

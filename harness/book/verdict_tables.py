@@ -15,7 +15,7 @@ from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.downloads import data_links, step_records
 from harness.book.tables import folded, markdown_table
-from harness.book.prose import NBSP, and_list, in_book_style, percent, plural, signed, significant
+from harness.book.prose import NBSP, and_list, in_book_style, percent, plain, plural, signed, significant
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -24,7 +24,16 @@ def number(x: float, unit: str = "") -> str:
     """A measured value as the book prints numbers: thousands separators, three significant digits, its unit."""
     if x is None or x != x:
         return "–"
-    text = significant(x, 3)
+    return labelled(significant(x, 3), unit)
+
+
+def declared(x: float, unit: str = "") -> str:
+    """A threshold as its rule writes it, every digit kept (a band of 106.5 – 107.5 ms is not "106 – 108 ms")."""
+    return labelled(plain(x), unit)
+
+
+def labelled(text: str, unit: str) -> str:
+    """A number written out, and its unit after it (a percent sign without a space)."""
     return text + "%" if unit == "%" else f"{text}{NBSP}{unit}" if unit else text
 
 
@@ -35,8 +44,8 @@ def short(rule: Rule) -> str:
 
 def threshold_text(rule: Rule) -> str:
     t, u = rule.threshold, rule.unit
-    text = {"above": lambda: f"> {number(t, u)}", "below": lambda: f"< {number(t, u)}",
-            "within": lambda: f"|·| < {number(t, u)}", "band": lambda: f"{number(t[0], u)} – {number(t[1], u)}"}
+    text = {"above": lambda: f"> {declared(t, u)}", "below": lambda: f"< {declared(t, u)}",
+            "within": lambda: f"|·| < {declared(t, u)}", "band": lambda: f"{declared(t[0], u)} – {declared(t[1], u)}"}
     return text[rule.shape]()
 
 
@@ -50,8 +59,15 @@ def rules_table(chapter: str) -> Markdown:
                            "Threshold from": in_book_style(r.source), "k": f"{r.k:g}σ",
                            "Window": in_book_style(r.window + (f" (also {r.nearby})" if r.nearby else ""))}
                           for r in declared.values()])
-    changed = [f"**{r.claim}** changed: {in_book_style(r.changed)}" for r in declared.values() if r.changed]
+    changed = [f"**{r.claim}** changed: {in_book_style(changed_note(r))}" for r in declared.values() if r.changed]
     return Markdown(markdown_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
+
+
+def changed_note(rule: Rule) -> str:
+    """Why a rule changed, as its claims file says, with the fields it names written out: busy_above as a share, and
+    the steps (machine_steps) whose CPUs show the machine fact."""
+    note = rule.changed.replace("busy_above", percent(rule.busy_above))
+    return note + (f" The steps whose CPUs show it: {and_list(rule.machine_steps)}." if rule.machine_steps else "")
 
 
 def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, Judgement] | None = None,

@@ -52,6 +52,7 @@ class Setup:
     largest_rps: float
     largest_latency_s: float  # Little's law at the largest C
     latency_times: float  # … that many times a request's work
+    cores: int  # the machine's, which the server shares with the load tool
 
 
 def repeats_text(runs_by_clients: dict[int, int]) -> str:
@@ -87,7 +88,7 @@ def setup(data: ChapterData) -> Setup:
         levels=listed(levels), model_rates=and_list(f"{pool.model_rps(c):,g}" for c in sorted(levels)),
         repeats=repeats_text(repeated), largest=model["concurrency"],
         largest_rps=model["rps"], largest_latency_s=model["mean_latency_ms"] / 1000,
-        latency_times=model["mean_latency_ms"] / pool.mean_service_ms)
+        latency_times=model["mean_latency_ms"] / pool.mean_service_ms, cores=metas[largest]["machine"]["cores"])
 
 
 @dataclass(frozen=True)

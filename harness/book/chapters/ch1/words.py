@@ -2,27 +2,41 @@
 from __future__ import annotations
 
 from harness.book.chapters.ch1.values import Busy, Queue, Rates
-from harness.book.prose import and_list, count, number, span
+from harness.book.prose import and_list, count, number, percent, span, words
 
 
-def tail_words(rates: Rates) -> str:
+def tail_words(rates: Rates, cores: int) -> str:
     """Whether the tail of sleeps explains how far the whole-run rates fell short of the model, and if not, how long the
     runs that fell further took."""
     if rates.beyond_tail == 0:
         return "the tail explains all of it"
     which = "all" if rates.beyond_tail == rates.full_runs else f"{rates.beyond_tail} of the {rates.full_runs}"
     return (f"the tail explains only part of it: {which} runs fell further short, taking up to "
-            f"{rates.span_high_s:.1f} s where the model expects {rates.full_run_s:g} s and the tail adds at most {rates.tail_s:g} s, on two cores the server shares "
-            f"with the load tool")
+            f"{rates.span_high_s:.1f} s where the model expects {rates.full_run_s:g} s and the tail adds at most {rates.tail_s:g} s, on {words(cores)} "
+            f"cores the server shares with the load tool")
 
 
 def sleeps_words(queue: Queue, sleep_s: float) -> str:
-    """How many sleeps the longest requests took, from the data: "between two and three sleeps" when every run's
-    longest lies there, the span in sleeps otherwise ("2.2–3.3 sleeps")."""
+    """How many sleeps the longest requests took, from the data, against the model's two to three (a wait behind at
+    most one sleep, then one's own): "between two and three sleeps: …" when every run's longest lies there, the span
+    in sleeps otherwise ("2.2–3.3 sleeps, where the model …")."""
     low, high = queue.longest_low_s / sleep_s, queue.longest_high_s / sleep_s
+    model = "a wait behind at most one sleep, then a sleep of their own"
     if 2 <= low and high <= 3:
-        return "between two and three sleeps"
-    return f"{span([low, high], lambda v: number(v, 1))} sleeps"
+        return f"between two and three sleeps: {model}"
+    return f"{span([low, high], lambda v: number(v, 1))} sleeps, where the model ({model}) puts them between two and three"
+
+
+def signed_mean_words(values: tuple[float, ...], mean: float) -> str:
+    """What a rule that averages each run's signed deviation from the model hides: the runs above and below it, which
+    partly cancel ("3 of 15 runs lie 10–13% above the model and 12 lie 1–5% below: their mean, +0.1%, …"); with every
+    run on one side, only where they lie."""
+    above, below = [v for v in values if v > 0], [-v for v in values if v < 0]
+    if not (above and below):
+        side = "above" if above else "below"
+        return f"every run lies {span(above or below)} {side} the model, and so does their mean, {percent(mean, '+')}"
+    return (f"{count(len(above))} of {count(len(values))} runs lie {span(above)} above the model and "
+            f"{count(len(below))} lie {span(below)} below: their mean, {percent(mean, '+')}, hides both")
 
 
 def busy_over_words(busy: Busy) -> str:

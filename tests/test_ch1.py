@@ -307,5 +307,5 @@ def test_more_busy_threads_than_clients_below_the_pool_is_counted_and_explained_
         assert all(name in text for name in busy.part_over)
     else:
         assert text == ", never more than the clients" and busy.part_peak <= busy.part
-    none = ch1.values.Busy(100, 10, 10.0, (), 0, 400, 100, 100.0, 100.0)
+    none = ch1.values.Busy(100, 10, 10.0, (), 0, 400, 100, 100.0, 100.0, 500)
     assert ch1.busy_over_words(none) == ", never more than the clients"

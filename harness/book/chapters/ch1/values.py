@@ -224,6 +224,7 @@ class Busy:
     full_from: int  # the smallest C that fills the pool
     full_low: float  # the most busy threads in each run once full: lowest …
     full_high: float  # … and highest
+    interval_ms: int  # how often the samplers read Actuator: the runs' most common setting
 
 
 def busy(data: ChapterData) -> Busy:
@@ -234,7 +235,8 @@ def busy(data: ChapterData) -> Busy:
     over = [(r.name, int((r.busy["value"] > part).sum())) for r in below]
     return Busy(pool.threads, part, max(runs.busy_peak(r) for r in below),
                 tuple(name for name, n in over if n), sum(n for _, n in over), sum(len(r.busy) for r in below),
-                min(runs.clients_of(r.meta) for r in full), *span_of(runs.busy_peak(r) for r in full))
+                min(runs.clients_of(r.meta) for r in full), *span_of(runs.busy_peak(r) for r in full),
+                statistics.mode(r.meta["config"]["system"]["sample_interval_ms"] for r in full))
 
 
 @dataclass(frozen=True)

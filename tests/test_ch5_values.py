@@ -14,7 +14,7 @@ from harness.book.chapters import ch5
 from harness.book.chapters.ch5 import words as say
 from harness.book.chapters.ch5 import values
 from harness.book.chapters.ch5.runs import API, HOLD, load_seconds
-from harness.book.claims import NOT_REPRODUCED, REPRODUCED, Judgement, Measured, Rule
+from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Judgement, Measured, Rule
 from harness.lab.store import answered, load
 
 QMD = ROOT / "chapters" / "05-the-pool-behind-the-pool.qmd"
@@ -105,8 +105,7 @@ def judgement(claim: str, outcome: str) -> Judgement:
 
 def test_clauses_that_turn_with_the_data():
     assert say.waited(apis(7)) == "in every API" and say.waited(apis(3)) == "in 3 of the 7 APIs"
-    assert say.bottleneck(judgement("F001-b.3", REPRODUCED)).startswith("The database was the bottleneck")
-    assert "not" in say.bottleneck(judgement("F001-b.3", NOT_REPRODUCED))
+    assert say.bottleneck(judgement("F001-b.3", REPRODUCED), 7) == "The database was the bottleneck"
     rising = values.Pools({2: 4.0, 5: 6.0, 10: 8.0, 20: 9.0}, {2: 110.0, 5: 100.0}, {}, {}, {})
     peaked = values.Pools({2: 4.0, 5: 6.0, 10: 11.0, 20: 8.0}, {2: 90.0, 5: 100.0}, {}, {}, {})
     assert say.pool_shape(rising).endswith("pool 10 is not the best")
@@ -180,3 +179,59 @@ def test_steps_are_the_mean_of_their_runs(chapter):
         row = steps[steps["step"] == step].iloc[0]
         assert row["runs"] == n and row["tps"] == pytest.approx(runs.loc[runs["step"] == step, "tps"].mean())
     assert isinstance(steps, pd.DataFrame) and steps["step"].is_unique
+
+
+def test_the_bottleneck_clause_says_what_the_count_was_when_the_claim_failed():
+    """F001-b.3 not reproduced once read "not clearly the bottleneck", an inconclusive outcome's words, where 0.667
+    APIs against > 3.5 (−8.5σ) is a clear no: each outcome has its own words, the count the judgement's."""
+    one = judgement("F001-b.3", NOT_REPRODUCED)
+    assert say.bottleneck(one, 7) == ("The database was the bottleneck (throttled in most of its CPU periods while "
+                                      "requests waited for a connection) in 1 of the 7 APIs, not in most")
+    pooled = Judgement(one.rule, Measured((1.0, 0.0, 1.0), pooled_value=2 / 3, pooled_sigma=1 / 3, passes=3),
+                       NOT_REPRODUCED, -8.5)
+    assert say.bottleneck(pooled, 7).endswith("in 0–1 of the 7 APIs per kept pass, not in most")
+    same = Judgement(one.rule, Measured((2.0, 2.0), pooled_value=2.0, pooled_sigma=0.0, passes=2), DIFFERS, -9.0)
+    assert say.bottleneck(same, 7).endswith("in 2 of the 7 APIs per kept pass, not in most")
+    assert say.bottleneck(judgement("F001-b.3", INCONCLUSIVE), 7) == "The database was not clearly the bottleneck"
+    unmeasured = Judgement(one.rule, Measured(()), NOT_REPRODUCED, None)  # no count to give: no number is made up
+    assert say.bottleneck(unmeasured, 7) == "The database was not clearly the bottleneck"
+
+
+def test_the_pages_bottleneck_clause_is_the_books_verdicts(chapter):
+    from harness.book.verdict_tables import book_verdicts
+
+    _, runs, _ = chapter
+    j = {x.rule.claim: x for x in book_verdicts("chapter5", ch5.judge())}["F001-b.3"]
+    said = say.bottleneck(j, values.apis(runs).apis)
+    assert ("not clearly" in said) == (j.outcome == INCONCLUSIVE)
+    if j.outcome in (NOT_REPRODUCED, DIFFERS):
+        assert f"{max(j.measured.values):.0f} of the {values.apis(runs).apis} APIs" in said
+
+
+def test_the_most_waiting_ranges_over_the_apis_where_requests_waited(chapter):
+    """"up to 0–38 at once" read the two APIs where none waited as the range's low end."""
+    _, runs, _ = chapter
+    a = values.apis(runs)
+    waited = runs.loc[(runs["kind"] == API) & (runs["pending_max"] > 0), "pending_max"]
+    assert a.waited == len(waited) and a.pending_low == waited.min() > 0 and a.pending_high == waited.max()
+    none = runs[runs["kind"] == API].assign(pending_max=0.0, pending_from_users=np.nan)
+    assert values.apis(none).pending_low == 0 and values.apis(none).waited == 0
+
+
+def test_the_repeated_steps_the_setup_names_are_every_repeated_step_with_its_runs(chapter):
+    """The setup once typed "five times", "three times" and "twice": they are the steps table's runs column."""
+    _, _, steps = chapter
+    r = values.repeats(steps)
+    runs = steps.set_index("step")["runs"]
+    assert r.defaults == (runs[ch5.claims.DEFAULTS],) * 2
+    assert r.knobs == (runs[list(values.KNOB_STEPS)].min(), runs[list(values.KNOB_STEPS)].max())
+    assert r.pools == (runs[list(values.TWICE_POOLS)].min(), runs[list(values.TWICE_POOLS)].max())
+    named = {ch5.claims.DEFAULTS, *values.KNOB_STEPS, *values.TWICE_POOLS}
+    assert set(runs[runs > 1].index) == named  # the text names every repeated step, and only those
+    assert any(s.startswith("max-connections-") for s in values.KNOB_STEPS)  # "each max-connections-*"
+
+
+def test_how_many_times_in_words():
+    assert say.times((5, 5)) == "five times" and say.times((3, 3)) == "three times"
+    assert say.times((2, 2)) == "twice" and say.times((1, 1)) == "once" and say.times((0, 0)) == "never"
+    assert say.times((2, 3)) == "two to three times" and say.times((3, 12)) == "three to 12 times"

@@ -251,3 +251,44 @@ def test_the_setup_says_how_many_times_the_repeated_steps_ran_as_the_steps_table
     assert said.runs == (words(repeated.min()) if repeated.min() == repeated.max()
                          else f"{words(repeated.min())} to {words(repeated.max())}")
     assert runs_range(pd.Series([3, 6, 7, 3])) == "three to seven" and runs_range(pd.Series([3, 3])) == "three"
+
+
+def test_a_second_worker_is_compared_with_the_step_that_differs_from_it_in_workers_alone(reference):
+    """keepalive-8-workers-2 sends Connection "" as keepalive-8-empty does; it was once set beside keepalive-8, which
+    sends the article's Keep-Alive: its baseline is the one-worker step whose recorded config differs only in workers."""
+    from harness.book.chapters.ch6.values import one_worker
+
+    data, table = reference
+
+    def settings(step: str) -> dict:
+        config = json.loads(json.dumps(data.steps[step]["config"]))
+        config["services"]["api"].pop("port", None)  # each step gets a port of its own
+        config["services"]["edge"].pop("worker_processes")
+        return config
+
+    for two in ("proxied-workers-2", "keepalive-8-workers-2"):
+        one = one_worker(table, two).step
+        assert data.steps[one]["config"]["services"]["edge"]["worker_processes"] == 1
+        assert settings(one) == settings(two), (one, two)
+    v = ch6.variants(table)
+    assert v.kept_one_step == "keepalive-8-empty" and v.kept_one == v.empty_tps  # the sentence's `""`
+    assert v.kept_two == ch6.values.pick(table, "keepalive-8-workers-2").tps
+    with pytest.raises(ValueError):
+        one_worker(table.assign(workers=2), "keepalive-8-workers-2")
+
+
+def test_the_ports_share_never_reads_all_while_some_are_left():
+    """"at most 28,125 of the 28,232 ports were in TIME_WAIT (100%)" beside "it never ran out"."""
+    from harness.book.chapters.ch6.values import Wall
+    from harness.book.chapters.ch6.words import short_of_all
+
+    assert short_of_all(28125 / 28232) == "99.6%" and short_of_all(0.99999) == "99.9%"
+    assert short_of_all(0.5) == "50%" and short_of_all(1.0) == "100%" and short_of_all(0.994) == "99%"
+    wall = Wall(60, 2797, 16, 14189, 28232, 702, 0.53, 470.5, None, 28125, 0, 0)
+    assert "28,125 of the 28,232 ports were in TIME_WAIT (99.6%)" in ch6.ports_words(wall)
+
+
+def test_the_warm_up_the_text_names_is_the_claims_window(reference):
+    from harness.book.chapters.ch6.claims import WARMUP_S
+
+    assert ch6.handshake(*reference).warmup_s == WARMUP_S

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from harness.book.chapters.ch5.runs import API, DB, HOLD, SCENARIO, load_seconds, offered_per_s, window_column
-from harness.book.chapters.ch5.claims import (ACCEPT_STEPS, ARTICLE_GOAL, CONNECTION_STEPS, DAILY_VIEWS,
-                                                FINAL_STEP, THREAD_STEPS, article_apis, article_runs)
+from harness.book.chapters.ch5.claims import (ACCEPT_STEPS, ARTICLE_GOAL, CONNECTION_STEPS, DAILY_VIEWS, DEFAULTS,
+                                                FINAL_STEP, POOL_STEPS, THREAD_STEPS, article_apis, article_runs)
 from harness.lab.load.options import requests_per_iteration
 from harness.lab.store import ChapterData
 from harness.lab.units import duration_ms
@@ -136,6 +136,29 @@ def loads(data: ChapterData) -> Loads:
                  offered_per_s(final), HOLD, final.get("max_vus", 0))
 
 
+# The repeated steps as the setup names them: Tomcat's defaults; the other Tomcat settings; the pools 10 and 20.
+KNOB_STEPS = tuple(dict.fromkeys(s for d in (THREAD_STEPS, ACCEPT_STEPS, CONNECTION_STEPS) for s in d.values()
+                                 if s != DEFAULTS))
+TWICE_POOLS = (POOL_STEPS[10], POOL_STEPS[20])
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """How many times the steps the setup names ran (the steps table's runs column), each group as (fewest, most)."""
+
+    defaults: tuple[int, int]  # tomcat-defaults
+    knobs: tuple[int, int]  # KNOB_STEPS: threads-100, threads-150, accept-count-200 and each max-connections-*
+    pools: tuple[int, int]  # pool-10 and pool-20
+
+
+def repeats(steps: pd.DataFrame) -> Repeats:
+    def runs(names) -> tuple[int, int]:
+        found = steps.loc[steps["step"].isin(names), "runs"]
+        return (int(found.min()), int(found.max())) if len(found) else (0, 0)
+
+    return Repeats(runs((DEFAULTS,)), runs(KNOB_STEPS), runs(TWICE_POOLS))
+
+
 @dataclass(frozen=True)
 class Prediction:
     """What the model says before any data, from the configuration alone."""
@@ -172,7 +195,7 @@ class Apis:
     tps_high: float
     article_low: float
     article_high: float
-    pending_low: float
+    pending_low: float  # the most waiting at once, the least over the APIs where requests waited (0: none did)
     pending_high: float
     article_pending: float  # the article's most pending
     waited_from: tuple[float, float]  # how many users were on when requests first waited: the range over APIs
@@ -194,8 +217,9 @@ def apis(runs: pd.DataFrame) -> Apis:
     article = article_apis()
     throttled = a["db_throttled"] / a["db_periods"]
     busy = pool.busy_connections(a["tps"], a["hold_ms"])
-    return Apis(a["tps"].min(), a["tps"].max(), article["tps"].min(), article["tps"].max(), a["pending_max"].min(),
-                a["pending_max"].max(), article["hikari_pending_max"].max(),
+    waiting = a.loc[a["pending_max"] > 0, "pending_max"]  # an API where none waited has no "most waiting" to range
+    return Apis(a["tps"].min(), a["tps"].max(), article["tps"].min(), article["tps"].max(),
+                waiting.min() if len(waiting) else 0.0, a["pending_max"].max(), article["hikari_pending_max"].max(),
                 (a["pending_from_users"].min(), a["pending_from_users"].max()), int((a["pending_max"] > 0).sum()),
                 throttled.min(), throttled.max(),
                 busy.min(), busy.max(), int(a["pool"].iloc[0]), a["db_cpu_ms"].min(), a["db_cpu_ms"].max(),

@@ -3,8 +3,8 @@ when the data does (the numbers themselves are inline values in the .qmd)."""
 from __future__ import annotations
 
 from harness.book.chapters.ch5.values import Apis, Final, Pools, Tomcat
-from harness.book.claims import REPRODUCED, Judgement
-from harness.book.prose import percent
+from harness.book.claims import DIFFERS, NOT_REPRODUCED, REPRODUCED, Judgement
+from harness.book.prose import count, percent, span, words
 
 
 def waited(a: Apis) -> str:
@@ -12,9 +12,27 @@ def waited(a: Apis) -> str:
     return "in every API" if a.waited == a.apis else f"in {a.waited} of the {a.apis} APIs"
 
 
-def bottleneck(j: Judgement) -> str:
-    """F001-b.3's outcome as the sentence's opening: was the database the bottleneck?"""
-    return "The database was the bottleneck" if j.outcome == REPRODUCED else "The database was not clearly the bottleneck"
+def bottleneck(j: Judgement, apis: int) -> str:
+    """F001-b.3's outcome as the sentence's opening: was the database the bottleneck? Reproduced: it was; not
+    reproduced (or differs on this hardware): in how many of the `apis` APIs it was, by the rule's count (one value
+    per kept pass: their range), which is not most; inconclusive: not clearly."""
+    if j.outcome == REPRODUCED:
+        return "The database was the bottleneck"
+    if j.outcome in (NOT_REPRODUCED, DIFFERS) and j.measured.values:
+        amount = span(j.measured.values, count)
+        per_pass = " per kept pass" if j.measured.passes > 1 else ""
+        return (f"The database was the bottleneck (throttled in most of its CPU periods while requests waited for a "
+                f"connection) in {amount} of the {apis} APIs{per_pass}, not in most")
+    return "The database was not clearly the bottleneck"
+
+
+def times(runs: tuple[int, int]) -> str:
+    """How many times a group of steps ran, from its fewest and most runs: "once", "twice", "five times", "two to
+    three times"."""
+    low, high = runs
+    if low != high:
+        return f"{words(low)} to {words(high)} times"
+    return {0: "never", 1: "once", 2: "twice"}.get(low, f"{words(low)} times")
 
 
 def pool_shape(p: Pools) -> str:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.book.chapters.ch6.article import article_numbers, article_series
 from harness.book.chapters.ch6.charts import sustained
+from harness.book.chapters.ch6.claims import WARMUP_S as CLAIM_WARMUP_S
 from harness.book.chapters.ch6.model import (LOAD_TOOL, ROUND_TRIPS, SATURATED, SERVERS, beaten, connection_cpu_ms,
                                              limits, misses, model_frame)
 from harness.book.chapters.ch6.runs import WARMUP_S, pick, port_bounds, ports_frame, ports_of
@@ -124,29 +125,47 @@ def climb(table: pd.DataFrame) -> Climb:
                  *(pick(table, s).new_connections_per_s for s in ("proxied", "keepalive-8", "keepalive-256")))
 
 
+SETTINGS = ("network", "tool", "route", "keepalive", "connection_header", "users", "duration_s")  # all but workers
+
+
+def one_worker(table: pd.DataFrame, step: str) -> pd.Series:
+    """The one-worker step that ran as `step` did in every other setting (SETTINGS): the baseline a second worker is
+    compared with (keepalive-8-workers-2 sends nginx's documented Connection "", so its baseline is keepalive-8-empty,
+    not keepalive-8 with the article's Keep-Alive)."""
+    row = pick(table, step)
+    same = table[(table["workers"] == 1) & (table["step"] != step)]
+    for column in SETTINGS:
+        same = same[same[column].isna()] if pd.isna(row[column]) else same[same[column] == row[column]]
+    if len(same) != 1:
+        raise ValueError(f"{step}: {len(same)} one-worker steps share its other settings ({list(same['step'])})")
+    return same.iloc[0]
+
+
 @dataclass(frozen=True)
 class Variants:
-    """k6 on loopback: the article's Connection header against nginx's documented one, and a second worker."""
+    """k6 on loopback: the article's Connection header against nginx's documented one, and a second worker against
+    the one-worker step that differs from it in nothing else (one_worker)."""
 
     header_tps: float  # Connection: Keep-Alive (the article's)
     header_new: float
     empty_tps: float  # Connection: "" (nginx's documentation)
     empty_new: float
-    proxied_one: float
-    proxied_two: float
-    kept_one: float
-    kept_two: float
-    kept_one_new: float
+    proxied_one: float  # no keep-alive: one worker …
+    proxied_two: float  # … and two
+    kept_one: float  # keepalive 8: one worker (the step like kept_two in every other setting) …
+    kept_two: float  # … and two
+    kept_one_new: float  # new connections a second, the same two steps
     kept_two_new: float
+    kept_one_step: str  # which one-worker step kept_one is
 
 
 def variants(table: pd.DataFrame) -> Variants:
-    r = {s: pick(table, s) for s in ("keepalive-8", "keepalive-8-empty", "proxied", "proxied-workers-2",
-                                     "keepalive-8-workers-2")}
+    r = {s: pick(table, s) for s in ("keepalive-8", "keepalive-8-empty", "proxied-workers-2", "keepalive-8-workers-2")}
+    proxied_one, kept_one = one_worker(table, "proxied-workers-2"), one_worker(table, "keepalive-8-workers-2")
     return Variants(r["keepalive-8"].tps, r["keepalive-8"].new_connections_per_s, r["keepalive-8-empty"].tps,
-                    r["keepalive-8-empty"].new_connections_per_s, r["proxied"].tps, r["proxied-workers-2"].tps,
-                    r["keepalive-8"].tps, r["keepalive-8-workers-2"].tps, r["keepalive-8"].new_connections_per_s,
-                    r["keepalive-8-workers-2"].new_connections_per_s)
+                    r["keepalive-8-empty"].new_connections_per_s, proxied_one.tps, r["proxied-workers-2"].tps,
+                    kept_one.tps, r["keepalive-8-workers-2"].tps, kept_one.new_connections_per_s,
+                    r["keepalive-8-workers-2"].new_connections_per_s, kept_one.step)
 
 
 @dataclass(frozen=True)
@@ -246,6 +265,7 @@ class Handshake:
     kept_p99_ms: float  # keepalive 256's
     overflows: int  # listen-queue overflows the kernel counted in it
     backlog: int  # the service's accept queue
+    warmup_s: float  # F003-c.1 reads after the step's first warmup_s
 
 
 def handshake(data: ChapterData, table: pd.DataFrame, step: str = "proxied") -> Handshake:
@@ -257,4 +277,4 @@ def handshake(data: ChapterData, table: pd.DataFrame, step: str = "proxied") -> 
                      int(new.runs), proxy.per_request_ms(0, latency, 0) - proxy.per_request_ms(0, latency, 0, new_connection=False),
                      step, row.p99_ms, pick(table, "keepalive-256").p99_ms,
                      int(data.ss.loc[data.ss.step == step, "listen_overflows"].sum()),
-                     int(data.steps[step]["config"]["services"]["api"]["backlog"]))
+                     int(data.steps[step]["config"]["services"]["api"]["backlog"]), CLAIM_WARMUP_S)

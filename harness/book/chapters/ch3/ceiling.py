@@ -11,6 +11,7 @@ from harness.book.chapters.ch3 import runs as r
 from harness.book.chapters.ch3.claims import PLUS_ONE
 from harness.book.chapters.ch3.runs import DIAL_TIMEOUT, HEADLINE, REQUEST_TIMEOUT, Run
 from harness.book.chapters.ch3.values import need
+from harness.book.chapters.ch3.words import per_run
 from harness.book.faces import Limit
 from harness.book.prose import words
 
@@ -129,24 +130,30 @@ def fixes() -> dict[str, Fix]:
 
 def timeout_effect(h: Fix, base: Repeats) -> str:
     """What a 30 s connection-timeout changed beside the 20 s runs, in words that follow the data: who got in, and how
-    the others failed."""
+    the others failed, each count beside its own range over the 20 s runs (one number when every run gave the same)."""
     ok, low, high = h.answered[0], min(base.answered), max(base.answered)
     lead = "It let no more users in" if low <= ok <= high else "More users got in" if ok > high else "Fewer got in"
-    who = f"{lead}: {ok:,} answered, against {low:,} to {high:,} in the {base.runs} runs at 20 s."
+    runs = f"{base.runs} runs at 20 s"
+    who = f"{lead}: {ok:,} answered, against {per_run(base.answered, f'in each of the {runs}', f'in the {runs}')}."
     low, high = min(base.request_timeouts), max(base.request_timeouts)
     if h.request_timeouts > high:
         how = (f" What changed is how the others failed: {h.request_timeouts:,} of them waited for an answer until k6's "
                f"request timeout (their median {h.request_median_s:.0f} s) instead of giving up connecting at 30 s, and "
-               f"only {h.dial_timeouts:,} gave up connecting. At 20 s that happened to {low:,} to {high:,} users a run, "
+               f"only {h.dial_timeouts:,} gave up connecting. At 20 s that happened to "
+               f"{per_run(base.request_timeouts, 'users in every run', 'users a run')}, "
                "so one run cannot say whether the longer timeout is the cause.")
         if base.syn_cookies and h.syn_cookies > max(base.syn_cookies):
             how += (f" The kernel's counters suggest where they came from: in that run it answered {h.syn_cookies:,} connection "
                     "attempts with a SYN cookie (it does when its queue of half-open connections is full), against "
-                    f"{min(base.syn_cookies):,} to {max(base.syn_cookies):,} in the sampled 20 s runs; a client answered so "
-                    "believes it is connected and sends its request on a connection Tomcat never accepted.")
+                    f"{per_run(base.syn_cookies, 'in each sampled 20 s run', 'in the sampled 20 s runs')}; a client "
+                    "answered so believes it is connected and sends its request on a connection Tomcat never accepted.")
     else:
-        how = (f" Nor did it change how the others failed: {h.dial_timeouts:,} gave up connecting and "
-               f"{h.request_timeouts:,} waited until k6's request timeout, within the {low:,} to {high:,} of the 20 s runs.")
+        within = (min(base.dial_timeouts) <= h.dial_timeouts <= max(base.dial_timeouts)
+                  and low <= h.request_timeouts <= high)
+        how = (f" {'Nor did it change how the others failed' if within else 'How the others failed'}: "
+               f"{h.dial_timeouts:,} gave up connecting "
+               f"({per_run(base.dial_timeouts, 'in every run at 20 s', 'a run at 20 s')}) and {h.request_timeouts:,} "
+               f"waited until k6's request timeout ({per_run(base.request_timeouts, 'in every run', 'a run')}).")
     return who + how
 
 
@@ -160,15 +167,28 @@ class Isolating:
     model: int
     ceiling: int
     kinds: dict[str, int]
+    changes: tuple[str, ...]  # the settings it changes of the headline step ("threads.max", "keep-alive", …)
+
+
+def settings(x: Run) -> dict[str, object]:
+    """What a 10,000-user step runs with, by the name the chapter gives each (keep-alive None: k6 closes each
+    connection)."""
+    reuse = x.meta["config"]["load"].get("connection_reuse", True)
+    return {"users": x.users, "threads.max": x.threads, "max-connections": x.knob("TOMCAT_MAX_CONNECTIONS"),
+            "accept-count": x.knob("TOMCAT_ACCEPT_COUNT"), "keep-alive": x.keep_alive_s if reuse else None}
 
 
 def isolating() -> list[Isolating]:
-    """The steps that change one thing about the headline run to find why so few users beyond the ceiling get in."""
+    """The steps that change the headline run to find why so few users beyond the ceiling get in, each with the
+    settings it changes of it."""
     steps = [s for s in ("f-10k-keepalive10s-pv", "f-10k-t8192-keepalive10s-pv", "f-10k-t8192-pv", "f-10k-no-reuse-pv")
              if r.first(s)]
+    base = settings(need(HEADLINE))
     return [Isolating(s, x.meta.get("why", ""), x.threads,
                       x.keep_alive_s if x.meta["config"]["load"].get("connection_reuse", True) else None,
-                      x.ok, x.meta["model"]["succeeded"], x.ceiling, x.kinds) for s in steps for x in [need(s)]]
+                      x.ok, x.meta["model"]["succeeded"], x.ceiling, x.kinds,
+                      tuple(name for name, value in settings(x).items() if value != base[name]))
+            for s in steps for x in [need(s)]]
 
 
 def isolation_text(steps: list[Isolating]) -> str:

@@ -10,7 +10,7 @@ from harness.book.chapters.ch3 import runs as r
 from harness.book.chapters.ch3.ceiling import fixes, isolating, one_connection, plus_one, syn_cookies
 from harness.book.chapters.ch3.runs import DIAL_TIMEOUT, REQUEST_TIMEOUT
 from harness.book.chapters.ch3.values import timeouts
-from harness.book.prose import in_book_style
+from harness.book.prose import and_list, in_book_style
 from harness.book.tables import markdown_table
 from harness.lab.store import run_of
 
@@ -82,7 +82,10 @@ def headline_table() -> Markdown:
 
 
 def isolating_table() -> Markdown:
-    rows = [{"step": i.step, "what it changes": in_book_style(i.why), "threads.max": i.threads, "keep-alive": keep_alive_text(i.keep_alive_s),
+    """The steps that isolate the ceiling's cause: what each changed of the headline step (read from both steps'
+    settings), why, and what it answered against the model."""
+    rows = [{"step": i.step, f"changed from {r.HEADLINE}": and_list(i.changes), "why": in_book_style(i.why),
+             "threads.max": i.threads, "keep-alive": keep_alive_text(i.keep_alive_s),
              "answered": i.answered, "model": i.model,
              "failed": ", ".join(f"{n:,} {kind}" for kind, n in i.kinds.items()) or "none"} for i in isolating()]
     return table(rows)

@@ -47,6 +47,7 @@ class Setup:
     next_retry_s: int  # the first retransmit after k6 gave up
     ceiling: int  # max-connections + accept-count + 1
     other_timeouts: tuple[str, ...]  # the steps whose connection-timeout is not the article's
+    cores: tuple[int, ...]  # the cores of the machines the steps ran on, as each step's machine record says
 
     @property
     def retries(self) -> str:
@@ -65,7 +66,8 @@ def setup() -> Setup:
                  SERVER_DEFAULTS["TOMCAT_ACCEPT_COUNT"], SERVER_DEFAULTS["TOMCAT_CONNECTION_TIMEOUT"] / 1000,
                  base.knob("TOMCAT_CONNECTION_TIMEOUT") / 1000, base.sleep_s, base.request_timeout_s,
                  K6_DIAL_TIMEOUT_MS / 1000, tried, next(t // 1000 for t in SYN_RETRY_MS if t >= K6_DIAL_TIMEOUT_MS),
-                 base.ceiling, other_timeouts(server_knob(base.meta, "TOMCAT_CONNECTION_TIMEOUT")))
+                 base.ceiling, other_timeouts(server_knob(base.meta, "TOMCAT_CONNECTION_TIMEOUT")),
+                 tuple(sorted({int(m["machine"]["cores"]) for m in r.names().values() if "cores" in m.get("machine", {})})))
 
 
 def other_timeouts(article_ms: int) -> tuple[str, ...]:
@@ -149,18 +151,25 @@ class Grace:
     answered: int
     interrupted: int
     long_grace: str  # the longer gracefulStop, as configured ("5m")
-    long_answered: tuple[int, ...]  # answered with it: the article's executor, then one request per user
-    long_longest_s: tuple[float, ...]
+    long_answered: dict[str, tuple[int, ...]]  # each run's answered with it, by step: the article's executor, then one
+    # request per user
+    long_longest_s: tuple[float, ...]  # every one of those runs' last answer
+
+    @property
+    def long_counts(self) -> tuple[int, ...]:
+        """Every run's answered with the longer gracefulStop, whatever its step."""
+        return tuple(n for counts in self.long_answered.values() for n in counts)
 
 
 def grace() -> Grace:
     short = need("c-2000-cv-grace30s")
-    longer = [need("c-2000-cv-grace5m"), need("c-2000-pv")]
+    longer = {step: every(step) for step in ("c-2000-cv-grace5m", "c-2000-pv")}
     load, model = short.meta["config"]["load"], short.meta["model"]
     return Grace(short.users, short.threads, model["waves"], model["wave_ms"][-1] / 1000,
                  duration_ms(load["duration"]) / 1000, duration_ms(load["graceful_stop"]) / 1000, short.stop_s,
-                 short.ok, short.count(INTERRUPTED), longer[0].meta["config"]["load"]["graceful_stop"],
-                 tuple(x.ok for x in longer), tuple(r.longest_s(x) for x in longer))
+                 short.ok, short.count(INTERRUPTED), longer["c-2000-cv-grace5m"][0].meta["config"]["load"]["graceful_stop"],
+                 {step: tuple(x.ok for x in runs) for step, runs in longer.items()},
+                 tuple(r.longest_s(x) for runs in longer.values() for x in runs))
 
 
 # ---- waves against k6's request timeout (F000-d, F000-e) ------------------------------------------------------------

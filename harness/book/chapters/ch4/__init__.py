@@ -2,6 +2,7 @@
 the limit its data shows (`limits()`), for the answer page and `invoke compare`."""
 from __future__ import annotations
 
+from harness.book.chapters.ch4 import words  # noqa: F401
 from harness.book.chapters.ch4.article import article, article_table, little, little_table  # noqa: F401
 from harness.book.chapters.ch4.charts import (  # noqa: F401
     burst_chart,
@@ -26,6 +27,7 @@ from harness.book.chapters.ch4.tables import (  # noqa: F401
 from harness.book.chapters.ch4.values import (  # noqa: F401
     burst,
     burst_lesson,
+    busy_at_once,
     cpu,
     few_threads,
     open_steps,
@@ -36,6 +38,7 @@ from harness.book.chapters.ch4.values import (  # noqa: F401
     setup,
     steps_count,
     switches,
+    thread_pairs,
     usl,
 )
 from harness.book.faces import IN_SERVICE, Limit
@@ -54,9 +57,7 @@ def limits() -> list[Limit]:
     data = load()
     table = steps_table(data)
     the_setup, the_plateau = setup(data, table), plateau(table.assign(run=1, window=PLATEAU))
-    # Little's law at the plateau: the rate times the time a request is in service when none queues (its wait and
-    # the CPU it measured), the requests at once that keep the cores busy.
-    at_once = the_plateau.tps * (the_setup.wait_ms + the_plateau.cpu_ms) / 1000
+    at_once = busy_at_once(the_setup, the_plateau)  # Little's law at the plateau: the measured knee
     sentence = (f"Once about {at_once:,.1f} requests are in service at once (Little's law: {the_plateau.tps:,.0f} a "
                 f"second × ({the_setup.wait_ms:g} ms of waiting + {the_plateau.cpu_ms:.1f} ms of CPU) each), the "
                 f"{the_setup.cores:g} core's 1,000 ms a second are spent and cap throughput whatever threads.max: the "

@@ -126,6 +126,45 @@ def plateau(runs: pd.DataFrame) -> Plateau:
                    mean_of(runs, DEFAULT_800, "p99_ms"))
 
 
+def busy_at_once(setup: Setup, plateau: Plateau) -> float:
+    """The measured knee: by Little's law, the requests in service at once at the plateau's rate, each for its wait and
+    the CPU it measured (not the endpoint's asked CPU), when none queues: what keeps the cores busy."""
+    return plateau.tps * (setup.wait_ms + plateau.cpu_ms) / 1000
+
+
+@dataclass(frozen=True)
+class ThreadPair:
+    """Two of the article's runs with the same users on the same pods, the second with a larger threads.max."""
+
+    users: int
+    before: int  # its run numbers
+    after: int
+    threads_from: int
+    threads_to: int
+    spare_from: int  # min-spare
+    spare_to: int
+    tps_from: int
+    tps_to: int
+
+    @property
+    def gain(self) -> float:
+        return self.tps_to / self.tps_from - 1
+
+
+def thread_pairs(article: pd.DataFrame) -> list[ThreadPair]:
+    """Where the article raised threads.max and nothing but the pool's settings: per users and pod size, its first run
+    on the smallest threads.max against the first on a larger one (runs in its order)."""
+    found = []
+    for (users, _), runs in article.sort_values("run").groupby(["vus_claimed", "pod_cores"], sort=False):
+        low = runs[runs.threads_max == runs.threads_max.min()].iloc[0]
+        higher = runs[runs.threads_max > low.threads_max]
+        if len(higher):
+            high = higher.iloc[0]
+            found.append(ThreadPair(int(users), int(low.run), int(high.run), int(low.threads_max), int(high.threads_max),
+                                    int(low.min_spare), int(high.min_spare), int(low.tps), int(high.tps)))
+    return sorted(found, key=lambda pair: pair.before)
+
+
 @dataclass(frozen=True)
 class FewThreads:
     threads: int

@@ -1,0 +1,99 @@
+"""Chapter 3's words that follow the data (harness.book.chapters.ch3.words), each branch on synthetic values, and the
+values they read, on the reference data, against the step files read on their own."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from harness.book.chapters import ch3
+from harness.book.chapters.ch3 import words
+from harness.book.chapters.ch3.ceiling import Fix, Repeats
+from harness.book.prose import NBSP
+from harness.lab import store
+
+
+def test_a_count_over_runs_is_said_once_when_every_run_gave_it():
+    assert words.per_run((1707, 1707), "in every run", "a run") == "1,707 in every run"
+    assert words.per_run((1500, 1707, 1645), "in every run", "a run") == "1,500 to 1,707 a run"
+
+
+def test_the_headline_repeats_say_a_range_only_when_the_runs_differ():
+    same = words.repeats_text((8293,) * 9, (0,) * 9, 1707)
+    assert same == "Every run answered 8,293: none of the 1,707 users beyond the ceiling got in"
+    assert "to 8,293" not in same and "at most" not in same
+    assert words.repeats_text((8300, 8300), (7, 7), 1707) == (
+        "Every run answered 8,300: 7 of the 1,707 users beyond the ceiling got in each time")
+    assert words.repeats_text((8293, 8393), (0, 100), 1707) == (
+        "The answered ranged from 8,293 to 8,393: at most 100 of the 1,707 users beyond the ceiling got in")
+    assert words.repeats_text((8200, 8293), (-93, 0), 1707).endswith(": none of the 1,707 users beyond the ceiling got in")
+
+
+def step(name: str, *changes: str) -> SimpleNamespace:
+    return SimpleNamespace(step=name, changes=changes)
+
+
+def test_the_isolating_steps_say_which_change_more_than_one_thing():
+    one = [step("a", "keep-alive"), step("b", "threads.max")]
+    assert words.isolating_changes("f", one) == "Two more steps each change one thing of `f` to test this"
+    mixed = one + [step("c", "threads.max", "keep-alive")]
+    assert words.isolating_changes("f", mixed) == (
+        "Three more steps change `f` to test this, each one thing but `c`, which changes two: threads.max and keep-alive")
+    two = mixed + [step("d", "accept-count", "keep-alive")]
+    assert words.isolating_changes("f", two).endswith(
+        "each one thing but `c` (threads.max and keep-alive) and `d` (accept-count and keep-alive)")
+    every = [step("c", "threads.max", "keep-alive"), step("d", "accept-count", "keep-alive")]
+    assert "each one" not in words.isolating_changes("f", every)
+
+
+def test_the_isolating_steps_changes_are_their_settings_against_the_headline_steps():
+    steps = store.complete_steps("chapter3")
+    base = steps["f-10k-pv"]["config"]
+    for i in ch3.isolating():
+        config = steps[i.step]["config"]
+        differ = {k for k in ("TOMCAT_MAX_THREADS", "TOMCAT_CONNECTION_TIMEOUT")
+                  if config["server"].get(k) != base["server"].get(k)}
+        assert ("threads.max" in i.changes) == ("TOMCAT_MAX_THREADS" in differ)
+        reuse = config["load"].get("connection_reuse", True)
+        assert ("keep-alive" in i.changes) == ("TOMCAT_CONNECTION_TIMEOUT" in differ or not reuse)
+
+
+def test_the_longer_grace_names_each_step_and_covers_every_run():
+    alike = words.answered_in_runs({"a": (2000,) * 5, "b": (2000,)}, 2000)
+    assert alike == "2,000 of 2,000 in every run: the five of `a` and the one of `b`"
+    differ = words.answered_in_runs({"a": (1303, 2000), "b": (2000,)}, 2000)
+    assert differ == "1,303 and 2,000 of 2,000 in the two runs of `a`; 2,000 of 2,000 in the one run of `b`"
+    assert words.answered_in_runs({"a": (1990,) * 3, "b": (2000,)}, 2000).startswith(
+        "1,990 of 2,000 in each of the three runs of `a`")
+    assert words.last_answer((50.4, 50.97)) == f"50.4–51.0{NBSP}s"
+    assert words.last_answer((50.71, 50.69)) == f"50.7{NBSP}s"
+    g = ch3.grace()
+    runs = {s: sorted((n for n in store.complete_steps("chapter3") if store.run_of(n)[0] == s), key=store.run_of)
+            for s in g.long_answered}
+    assert {s: len(v) for s, v in g.long_answered.items()} == {s: len(n) for s, n in runs.items()}
+    assert len(g.long_longest_s) == len(g.long_counts) == sum(map(len, runs.values()))
+
+
+def test_the_cores_come_from_the_machine_records():
+    assert words.machine_cores((2,)) == "this machine's two cores"
+    assert words.machine_cores((1,)) == "this machine's one core"
+    assert words.machine_cores((2, 4)) == "these machines' 2 to 4 cores"
+    recorded = {m["machine"]["cores"] for m in store.complete_steps("chapter3").values()}
+    assert set(ch3.setup().cores) == recorded
+
+
+def fix(dial: int, request: int) -> Fix:
+    return Fix("h", "connection-timeout 30 s", "30 s", 10_000, 8293, (8293,), 8293, 101, dial, request, 61.0, 0)
+
+
+def repeats(dial=(1500, 1707, 1645), request=(207, 0, 62)) -> Repeats:
+    return Repeats(len(dial), 1, 1, (8293,) * len(dial), (0,) * len(dial), 1707, (8293,), request, dial, (0,))
+
+
+def test_each_failure_count_of_the_30_s_run_stands_beside_its_own_range():
+    text = ch3.timeout_effect(fix(1586, 121), repeats())
+    assert "against 8,293 in each of the 3 runs at 20 s." in text and "8,293 to 8,293" not in text
+    assert ("Nor did it change how the others failed: 1,586 gave up connecting (1,500 to 1,707 a run at 20 s) and 121 "
+            "waited until k6's request timeout (0 to 207 a run).") in text
+    outside = ch3.timeout_effect(fix(1400, 100), repeats())
+    assert "How the others failed: 1,400 gave up connecting" in outside and "Nor did" not in outside
+    alike = ch3.timeout_effect(fix(1707, 0), repeats(dial=(1707, 1707), request=(0, 0)))
+    assert "1,707 gave up connecting (1,707 in every run at 20 s)" in alike and "(0 in every run)" in alike

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import astuple
 
 import numpy as np
 import pytest
@@ -275,3 +276,110 @@ def test_every_chart_names_its_tooltips_in_words():
     for chart in charts:
         fields = tooltips(chart.to_dict())
         assert fields and all(f.get("title") and "_" not in f["title"] for f in fields), fields
+
+
+# ---- this pass's numbers beside the verdicts' pooled ones ------------------------------------------------------------
+
+def judgement(claim: str, values_: tuple[float, ...], passes: int = 1, sigma: float | None = None,
+              borrowed: float | None = None) -> book_claims.Judgement:
+    """A claim judged on `values_`; pooled over `passes` kept passes (mean and σ as given) when passes > 1."""
+    pooled = {"pooled_value": float(np.mean(values_)), "pooled_sigma": sigma, "passes": passes} if passes > 1 else {}
+    return book_claims.Judgement(rule(claim), book_claims.Measured(values_, borrowed_sigma=borrowed, **pooled),
+                                 book_claims.REPRODUCED, 3.0)
+
+
+CONCURRENCY = values.Concurrency(3, 1836.8, 4615.4, 5000.0, 21, 19, 219.8, 277.8)
+
+
+def test_the_pooled_concurrency_is_the_verdicts_values():
+    said = dict(zip(values.CONCURRENCY_CLAIMS, (1788.9, 4577.2, 4960.7, 218.0, 270.7), strict=True))
+    claim = {c: judgement(c, (v, v, v), passes=3, sigma=1.0) for c, v in said.items()}
+    assert astuple(values.pooled(claim)) == pytest.approx((3, 3, 1788.9, 4577.2, 4960.7, 218.0, 270.7))
+
+
+def test_one_pass_and_the_pooled_verdicts_are_told_apart():
+    same = values.Pooled(1, 3, 1836.8, 4615.4, 5000.0, 219.8, 277.8)
+    assert words.pooled_sentence(CONCURRENCY, same) == "The verdicts below judge these same runs."
+    pooled = values.Pooled(3, 9, 1788.9, 4577.2, 4960.7, 218.0, 270.7)
+    assert words.pooled_sentence(CONCURRENCY, pooled) == (
+        "Those are one pass's runs. The verdicts below pool the chapter's 3 kept passes (9 rounds): there platform "
+        "threads' L was 1,789, virtual threads' 4,577 and the event loop's 4,961, about 218 and 271 requests per "
+        "thread.")
+    other = values.Pooled(1, 3, 1800.0, 4615.4, 5000.0, 219.8, 277.8)
+    assert "The verdicts below judge the chapter's kept pass (3 rounds): there platform threads' L was 1,800" in \
+        words.pooled_sentence(CONCURRENCY, other)
+
+
+COST = values.ThreadCost(228.9, 17.6, 253.5, 24.6, 200, 300, 15_000, 5.87, 5.88, 1.0027, 5, 200, 800, 800)
+
+
+def test_a_threads_memory_says_how_the_verdict_states_its_spread():
+    said = "The ± is the two least-squares slopes' standard errors"
+    assert words.memory_sigma_sentence(COST, None) == said + "."
+    assert words.memory_sigma_sentence(None, judgement("F002-d.1b", (228.9,), borrowed=17.6)) == said + "."
+    assert words.memory_sigma_sentence(COST, judgement("F002-d.1b", (228.9,), borrowed=17.6)) == \
+        said + ", as in the verdict below."
+    thrice = judgement("F002-d.1b", (228.9, 228.9, 228.9), passes=3, sigma=10.16)
+    assert words.memory_sigma_sentence(COST, thrice) == (
+        f"{said}. The verdict below says ± 10.2: it pools the chapter's 3 kept passes, each of which read these same "
+        "runs of chapter 2, as if they were independent.")
+    moved = judgement("F002-d.1b", (228.9, 240.0, 235.0), passes=3, sigma=3.2)
+    assert words.memory_sigma_sentence(COST, moved) == (
+        f"{said}. The verdict below states what the chapter's 3 kept passes recorded: 235 ± 3.2 KiB.")
+
+
+def test_the_switches_ratio_is_the_rules_statistic_beside_the_verdicts():
+    base = words.switches_sentence(COST)
+    assert base.endswith("(the mean of 5 pairs of runs; the rule's statistic, the mean of the pairs' ratios, is 1.00).")
+    assert words.switches_sentence(COST, None) == base
+    same = judgement("F002-d.1c", (1.0027,))
+    assert words.switches_sentence(COST, same) == base + " The verdict below reads the same."
+    recorded = judgement("F002-d.1c", (0.97, 1.06, 0.99, 1.05, 1.16) * 3, passes=3, sigma=0.019)
+    assert words.switches_sentence(COST, recorded) == base + (
+        " The verdict below reads 1.05: the same statistic over the 15 ratios the chapter's 3 kept passes recorded, "
+        "from runs of chapter 4 other than the ones read here.")
+    empty = book_claims.Judgement(rule("F002-d.1c"), book_claims.Measured(()), book_claims.INCONCLUSIVE, None)
+    assert words.switches_sentence(COST, empty) == base
+
+
+def test_a_held_count_past_the_open_files_limit_is_named():
+    import pandas as pd
+
+    frame = pd.DataFrame({"step": ["a", "b", "c"], "nofile": [20_000] * 3,
+                          "peak_connections": [19_989.0, 20_026.0, 20_775.0]})
+    over = values.held_count(frame)
+    assert over == values.HeldCount(2, 20_000, 775, "c", 20_775)
+    assert words.held_count_sentence(over) == (
+        "It passed the open-files limit, which the process cannot, in 2 steps, by up to 775 (c: 20,775): those counts "
+        "include connections established on the port that the process had not yet accepted: ss reads the port's "
+        "sockets one after another, not all at one instant.")
+    within = values.held_count(frame.iloc[:1])
+    assert within == values.HeldCount(0, 20_000, 0, "", 19_989)
+    assert words.held_count_sentence(within) == "It stayed within the open-files limit in every step: at most 19,989."
+
+
+def test_the_answer_pages_way_out_names_virtual_threads_and_the_pooled_values(monkeypatch):
+    import importlib
+
+    ch7_limits = importlib.import_module("harness.book.chapters.ch7.limits")  # the package exports limits(), not it
+
+    monkeypatch.setattr(values, "concurrency", lambda: CONCURRENCY)
+    same = ch7_limits.ways_out(2000, values.Pooled(1, 3, 1836.8, 4615.4, 5000.0, 219.8, 277.8))
+    assert same.name == "past a thread per request (virtual threads)" and same.value == CONCURRENCY.virtual
+    assert same.sentence.endswith("where 2,000 platform threads served at most 1,837.")
+    pooled = ch7_limits.ways_out(2000, values.Pooled(3, 9, 1788.9, 4577.2, 4960.7, 218.0, 270.7))
+    assert pooled.sentence.endswith("at most 1,837 in this edition's run; pooled over the chapter's 3 kept passes, as "
+                                    "in the findings below, 4,577, 4,961 and 1,789.")
+    one = ch7_limits.ways_out(2000, values.Pooled(1, 3, 1800.0, 4615.4, 5000.0, 219.8, 277.8))
+    assert "pooled over the chapter's kept pass, as in the findings below, 4,615, 5,000 and 1,800." in one.sentence
+
+
+def test_the_page_reads_its_pooled_numbers_from_the_verdicts_claims():
+    reference_or_skip()
+    from harness.book.verdict_tables import book_verdicts
+
+    claim = {j.rule.claim: j for j in book_verdicts("chapter7", ch7.judge())}
+    p = ch7.pooled(claim)
+    assert (p.pool, p.virtual, p.loop) == tuple(claim[c].measured.value for c in ("F002-d.1a", "F002-d.3b", "F002-d.2b"))
+    h = ch7.held_count(ch7.steps_table(ch7.load()))
+    assert h.steps == 0 or h.held > h.nofile

@@ -7,7 +7,7 @@ from harness import LabError
 from harness.book.chapters.ch0.outcomes import Finding, Tally, findings, findings_table, tally, tally_sentence  # noqa: F401
 from harness.book.chapters.ch0.gather import Answer, Read, answer, has_data  # noqa: F401
 from harness.book.chapters.ch0.terms import Glossary, glossary  # noqa: F401
-from harness.book.chapters.ch0.limits import limits_list, missing_note  # noqa: F401
+from harness.book.chapters.ch0.limits import limits_intro, limits_list, missing_note  # noqa: F401
 from harness.book.chapters.ch0.references import articles_table, findings_by_article  # noqa: F401
 from harness.book.explorer import Explorer, capacity_explorer, explorer_measured
 from harness.lab import store

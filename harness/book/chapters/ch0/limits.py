@@ -8,6 +8,7 @@ from IPython.display import Markdown
 from harness.book.chapters.ch0.gather import Answer
 from harness.book.chapters.ch0.sources import anchor, chapter_name, chapter_section, chapter_title
 from harness.book.faces import Limit
+from harness.book.prose import and_list
 from harness.book.verdict_tables import number
 
 
@@ -18,6 +19,23 @@ def limit_item(limit: Limit) -> str:
     rate = f", {number(limit.rate, 'requests/s')}" if limit.rate is not None else ""
     return (f"**{name}: {number(limit.value, limit.unit)}{rate}.** {limit.sentence} "
             f"(@{anchor(limit.chapter, limit.anchor)})")
+
+
+def limits_intro(answer: Answer) -> str:
+    """Which data the list's numbers come from, and which the findings table's: this edition's run of each chapter,
+    against each chapter's kept passes pooled (as many as its verdicts pool, counted from them)."""
+    pooled = {read.chapter: max(j.measured.passes for j in read.judgements) for read in answer.reads
+              if read.judgements}
+    many = {chapter: n for chapter, n in pooled.items() if n > 1}
+    said = "Each number in this list is from the data of this edition's run of its chapter"
+    if not many:
+        return f"{said}; the findings table further down judges each chapter's kept pass, or that run where none is kept."
+    if len(set(many.values())) == 1 and len(many) == len(pooled):
+        passes = f"each chapter's {next(iter(many.values()))} kept passes"
+    else:
+        passes = "each chapter's kept passes (" + and_list(f"{chapter_name(c)}: {n}" for c, n in many.items()) + ")"
+    return (f"{said}; the findings table further down pools {passes}, so where a limit and a claim measure the same "
+            "thing their numbers can differ by the spread between passes.")
 
 
 def limits_list(answer: Answer) -> Markdown:

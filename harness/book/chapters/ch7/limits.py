@@ -4,9 +4,11 @@ requests in service), then the limits they leave, in the order they bind as user
 process (the server's and k6's), then each server model's memory per connection."""
 from __future__ import annotations
 
-from harness.book.chapters.ch7 import values
+from harness.book.chapters.ch7 import claims, values
 from harness.book.chapters.ch7.runs import CHAPTER, LOOP, MODELS, PLATFORM, VIRTUAL, steps_table
 from harness.book.faces import Limit
+from harness.book.prose import count
+from harness.book.verdict_tables import book_verdicts
 from harness.lab import store
 
 WAYS_OUT, FILES, MEMORY = 2, 8, 9  # after the thread pool (1); the open files bind before memory on this machine
@@ -22,18 +24,32 @@ def limits() -> list[Limit]:
     if set(MODELS) - set(table.model.astype(str)):
         return []
     setup = values.setup(data, table)
-    return [ways_out(setup.threads), open_files(setup, table), *memory(table)]
+    book = {j.rule.claim: j for j in book_verdicts(CHAPTER, claims.judge())}
+    return [ways_out(setup.threads, values.pooled(book)), open_files(setup, table), *memory(table)]
 
 
-def ways_out(threads: int) -> Limit:
+def ways_out(threads: int, pooled: values.Pooled) -> Limit:
+    """Virtual threads' requests in service at once (this edition's run), beside the event loop's and the pool's, and
+    the same claims as the findings table states them (`pooled`)."""
     c = values.concurrency()
     low, high = values.claims.JUDGED_USERS
     sentence = (f"Virtual threads and an event loop take the thread pool's cap away: at {low:,} and {high:,} users "
                 f"{c.virtual:,.0f} requests were in service at once on virtual threads ({c.virtual_threads:,.0f} JVM "
                 f"threads) and {c.loop:,.0f} on the event loop ({c.loop_threads:,.0f}), where {threads:,} platform "
-                f"threads served at most {c.pool:,.0f}.")
-    return Limit(WAYS_OUT, "a thread per request", float(c.virtual), "requests in service at once", sentence, CHAPTER,
-                 ANCHORS[WAYS_OUT])
+                f"threads served at most {c.pool:,.0f}{pooled_clause(c, pooled)}.")
+    return Limit(WAYS_OUT, "past a thread per request (virtual threads)", float(c.virtual),
+                 "requests in service at once", sentence, CHAPTER, ANCHORS[WAYS_OUT])
+
+
+def pooled_clause(c: values.Concurrency, pooled: values.Pooled) -> str:
+    """Where the findings table pools other runs than this edition's: which numbers are which ("" where they are the
+    same runs)."""
+    own, book = (c.virtual, c.loop, c.pool), (pooled.virtual, pooled.loop, pooled.pool)
+    if all(count(a) == count(b) for a, b in zip(own, book, strict=True)):  # the same as the list prints them
+        return ""
+    passes = f"the chapter's {pooled.passes} kept passes" if pooled.passes > 1 else "the chapter's kept pass"
+    return (f" in this edition's run; pooled over {passes}, as in the findings below, {count(pooled.virtual)}, "
+            f"{count(pooled.loop)} and {count(pooled.pool)}")
 
 
 def open_files(s: values.Setup, table) -> Limit:

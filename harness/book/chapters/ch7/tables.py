@@ -38,7 +38,7 @@ def client_table(table: pd.DataFrame) -> Markdown:
 def server_table(table: pd.DataFrame) -> Markdown:
     """Every step from the server's side: what it held, its files, threads and memory, and the limit the data names."""
     return _people(table, {
-        "Java": table.java, "most connections (held or queued)": table.peak_connections,
+        "Java": table.java, "most connections held (kernel's count)": table.peak_connections,
         "most in accept queue": table.accept_queue_max, "most open files": table.peak_open_files,
         "“Too many open files” logged": table.emfile_logged, "JVM threads": table.peak_threads,
         "MiB at peak": table.rss_peak / 2**20, "KiB per connection": table.per_connection_bytes / 1024,

@@ -1,7 +1,8 @@
 """The numbers chapter 7's sentences quote, as small dataclasses: the .qmd writes the prose and puts each number in
 with an inline value (`{python} f"{w.loop_last_s:.0f}"`). Every value comes from the step table
 (harness.book.chapters.ch7.runs), the steps' step.json or the claims' own statistics
-(harness.book.chapters.ch7.claims), so a sentence and the verdict table beside it print the same number.
+(harness.book.chapters.ch7.claims) on the data being read, one pass; the verdict table pools the chapter's kept
+passes, and `pooled` gives its numbers to the sentences that set the two side by side.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.book.chapters.ch7 import claims, elsewhere
+from harness.book.claims import Judgement
 from harness.book.chapters.ch7.runs import LOOP, MODELS, OPEN_FILES, PLATFORM, SERVICE, VIRTUAL, pick
 from harness.lab.spec import FD_RESERVE
 from harness.lab.store import ChapterData
@@ -101,6 +103,29 @@ def concurrency() -> Concurrency:
     per_virtual, per_loop = (claims.STATISTICS[c]() for c in ("F002-d.3c", "F002-d.2c"))
     return Concurrency(pool.runs, pool.value, virtual.value, loop.value, _most_threads(VIRTUAL), _most_threads(LOOP),
                        per_virtual.value, per_loop.value)
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """The same statistics as the verdict table states them: every kept pass pooled (the page's `claim`, from
+    harness.book.verdict_tables.book_verdicts), beside `Concurrency`, which reads the data of one pass."""
+
+    passes: int
+    rounds: int  # the rounds of runs pooled
+    pool: float
+    virtual: float
+    loop: float
+    virtual_per_thread: float
+    loop_per_thread: float
+
+
+CONCURRENCY_CLAIMS = ("F002-d.1a", "F002-d.3b", "F002-d.2b", "F002-d.3c", "F002-d.2c")  # Pooled's order
+
+
+def pooled(claim: dict[str, Judgement]) -> Pooled:
+    """The pooled concurrency claims of `claim` (claim id → the book's judgement)."""
+    pool, virtual, loop, per_virtual, per_loop = (claim[c].measured for c in CONCURRENCY_CLAIMS)
+    return Pooled(pool.passes, pool.runs, pool.value, virtual.value, loop.value, per_virtual.value, per_loop.value)
 
 
 @dataclass(frozen=True)
@@ -199,7 +224,7 @@ class PastLimit:
     above: int  # steps above the limit's users
     emfile_most: int  # the most "Too many open files" lines one server logged
     platform_failed: tuple[tuple[int, int], ...]  # (users, failed) of F000-k.2's steps, "over 20k"
-    established: int  # the most connections established on a server's port at one instant, held or queued
+    established: int  # the most connections established on a server's port in one sample, held or queued
     files_plus_queue: int  # open files + accept-count + 1: chapter 3's ceiling with open files for max-connections
 
 
@@ -235,3 +260,25 @@ def model_fit(table: pd.DataFrame) -> ModelFit:
     fed = (table.succeeded - table.arrivals_ok).abs()
     return ModelFit(len(table), int((at_once == 0).sum()), table.loc[at_once.idxmax(), "step"], int(at_once.max()),
                     table.loc[fed.idxmax(), "step"], int(fed.max()))
+
+
+@dataclass(frozen=True)
+class HeldCount:
+    """Where the kernel's count of held connections (established on the port less the accept queue, one sample) passed
+    the open-files limit, which no process passes: steps, the most it passed it by, and that step."""
+
+    steps: int
+    nofile: int
+    most_over: int
+    step: str
+    held: int
+
+
+def held_count(table: pd.DataFrame) -> HeldCount:
+    over = table[table.peak_connections > table.nofile]
+    nofile = int(table.nofile.max())
+    if over.empty:
+        return HeldCount(0, nofile, 0, "", int(table.peak_connections.max()))
+    top = over.loc[(over.peak_connections - over.nofile).idxmax()]
+    return HeldCount(len(over), int(top.nofile), int(top.peak_connections - top.nofile), str(top.step),
+                     int(top.peak_connections))

@@ -4,12 +4,47 @@ from __future__ import annotations
 
 import math
 
-from harness.book.chapters.ch7.values import FifteenK, OneWait, PastLimit, ThreadCost
-from harness.book.prose import and_list, times, words
+from harness.book.chapters.ch7.values import Concurrency, FifteenK, HeldCount, OneWait, PastLimit, Pooled, ThreadCost
+from harness.book.claims import Judgement
+from harness.book.prose import and_list, count, number, plural, significant, times, words
 
 
-def switches_sentence(cost: ThreadCost | None) -> str:
-    """Chapter 4's context switches per answered request at 800 and 200 threads, or why there are none."""
+def _same(a: float, b: float) -> bool:
+    """One number, as the page would state it twice (both not measured counts as the same)."""
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9)
+
+
+def pooled_sentence(c: Concurrency, p: Pooled) -> str:
+    """What the verdict table states of the concurrency claims the sentences before quote from one pass's runs: the
+    same numbers, or the kept passes pooled."""
+    own = (c.pool, c.virtual, c.loop, c.virtual_per_thread, c.loop_per_thread)
+    book = (p.pool, p.virtual, p.loop, p.virtual_per_thread, p.loop_per_thread)
+    if all(_same(a, b) for a, b in zip(own, book, strict=True)):
+        return "The verdicts below judge these same runs."
+    pooling = (f"pool the chapter's {p.passes} kept passes" if p.passes > 1 else "judge the chapter's kept pass")
+    return (f"Those are one pass's runs. The verdicts below {pooling} ({plural(p.rounds, 'round')}): there platform "
+            f"threads' L was {count(p.pool)}, virtual threads' {count(p.virtual)} and the event loop's "
+            f"{count(p.loop)}, about {count(p.virtual_per_thread)} and {count(p.loop_per_thread)} requests per thread.")
+
+
+def memory_sigma_sentence(cost: ThreadCost | None, verdict: Judgement | None) -> str:
+    """What the ± of a thread's memory is, and how the verdict below states the same claim (F002-d.1b)."""
+    said = "The ± is the two least-squares slopes' standard errors"
+    m = verdict.measured if verdict is not None else None
+    if cost is None or m is None or not m.values or m.sigma is None:
+        return said + "."
+    if _same(m.value, cost.kib) and _same(m.sigma, cost.stderr_kib):
+        return said + ", as in the verdict below."
+    if m.passes > 1 and all(_same(v, cost.kib) for v in m.values):
+        return (f"{said}. The verdict below says ± {significant(m.sigma)}: it pools the chapter's {m.passes} kept "
+                "passes, each of which read these same runs of chapter 2, as if they were independent.")
+    return (f"{said}. The verdict below states what the chapter's {plural(m.passes, 'kept pass', 'kept passes')} "
+            f"recorded: {significant(m.value)} ± {significant(m.sigma)} KiB.")
+
+
+def switches_sentence(cost: ThreadCost | None, verdict: Judgement | None = None) -> str:
+    """Chapter 4's context switches per answered request at 800 and 200 threads, or why there are none; and how the
+    verdict below (`verdict`, F002-d.1c) states the same ratio."""
     if cost is None or math.isnan(cost.switch_ratio):
         return ("Chapter 4's data has no count of the server's context switches yet (step.json's `during_load`): "
                 "the claim stays open until a run of chapter 4 records them.")
@@ -20,7 +55,20 @@ def switches_sentence(cost: ThreadCost | None) -> str:
         compared = f"{times(cost.switch_ratio)} as many, {more} with the bigger pool"
     return (f"With {cost.more_threads:,} threads the server switched {cost.switches_more:,.1f} times per answered "
             f"request, with {cost.fewer_threads:,} {cost.switches_fewer:,.1f}: {compared} (the mean of "
-            f"{cost.switch_pairs} pairs of runs).")
+            f"{cost.switch_pairs} pairs of runs; the rule's statistic, the mean of the pairs' ratios, is "
+            f"{number(cost.switch_ratio, 2)}).{switches_verdict(cost, verdict)}")
+
+
+def switches_verdict(cost: ThreadCost, verdict: Judgement | None) -> str:
+    """How the verdict below states F002-d.1c beside the ratio the sentence quotes ("" without a verdict)."""
+    m = verdict.measured if verdict is not None else None
+    if m is None or not m.values:
+        return ""
+    if _same(m.value, cost.switch_ratio):
+        return " The verdict below reads the same."
+    return (f" The verdict below reads {number(m.value, 2)}: the same statistic over the {count(m.runs)} ratios the "
+            f"chapter's {plural(m.passes, 'kept pass', 'kept passes')} recorded, from runs of chapter 4 other than the "
+            "ones read here.")
 
 
 def one_wait_sentence(w: OneWait) -> str:
@@ -52,3 +100,13 @@ def failed_above_sentence(p: PastLimit) -> str:
         return "The platform-thread steps above 20,000 users have not been measured yet."
     said = and_list(f"{failed:,} of {users:,}" for users, failed in p.platform_failed)
     return f"On platform threads, with the article's settings, {said} users failed."
+
+
+def held_count_sentence(h: HeldCount) -> str:
+    """Whether the kernel's count of held connections (established less queued) ever passed the open-files limit,
+    which the process itself cannot."""
+    if not h.steps:
+        return f"It stayed within the open-files limit in every step: at most {h.held:,}."
+    return (f"It passed the open-files limit, which the process cannot, in {plural(h.steps, 'step')}, by up to "
+            f"{h.most_over:,} ({h.step}: {h.held:,}): those counts include connections established on the port that "
+            "the process had not yet accepted: ss reads the port's sockets one after another, not all at one instant.")

@@ -97,3 +97,24 @@ def test_each_failure_count_of_the_30_s_run_stands_beside_its_own_range():
     assert "How the others failed: 1,400 gave up connecting" in outside and "Nor did" not in outside
     alike = ch3.timeout_effect(fix(1707, 0), repeats(dial=(1707, 1707), request=(0, 0)))
     assert "1,707 gave up connecting (1,707 in every run at 20 s)" in alike and "(0 in every run)" in alike
+
+
+def test_the_machines_of_the_headline_steps_runs_are_compared_by_their_cpus():
+    """Chapter 2's runs of f-10k-pv lend chapter 3 their spread: the pages say whether they ran on the same CPUs."""
+    from harness.book.provenance import machines_compared
+
+    amd = {"machine": {"cores": 2, "cpu_model": "AMD EPYC"}}
+    intel = {"machine": {"cores": 2, "cpu_model": "Intel Xeon"}}
+    assert machines_compared({"a": amd}, {"b": amd}, "this chapter", "chapter 2") == "on the same CPUs, 2 cores (AMD EPYC)"
+    assert machines_compared({"a": intel}, {"b": amd, "c": amd}, "this chapter", "chapter 2") == (
+        "on other CPUs: chapter 2's on 2 cores (AMD EPYC), this chapter's on 2 cores (Intel Xeon)")
+
+
+def test_the_book_says_chapter_2s_headline_runs_ran_on_other_cpus_than_chapter_3s():
+    from harness.book.chapters import ch3
+    from harness.lab.store import complete_steps
+
+    cpus = {c: {m["machine"]["cpu_model"] for n, m in complete_steps(c).items()
+                if n.startswith("f-10k-pv") or m.get("config", {}).get("same_as") == "chapter3:f-10k-pv"}
+            for c in ("chapter2", "chapter3")}
+    assert ch3.repeats_machines().startswith("on the same CPUs" if cpus["chapter2"] == cpus["chapter3"] else "on other CPUs")

@@ -126,6 +126,21 @@ def machine_text(steps: dict[str, dict]) -> str:
     return machines[0] if len(machines) == 1 else f"{len(machines)} machines (each step's below)"
 
 
+def cpus_of(meta: dict) -> str:
+    """A step's CPUs: "2 cores (AMD EPYC)"."""
+    machine = meta.get("machine", {})
+    return f"{machine.get('cores', '?')} cores ({machine.get('cpu_model', 'CPU unknown')})"
+
+
+def machines_compared(ours: dict[str, dict], theirs: dict[str, dict], our_name: str, their_name: str) -> str:
+    """Whether the steps a chapter borrows (theirs) ran on CPUs like the steps it weighs them against (ours): "on the
+    same CPUs, 2 cores (AMD EPYC)", or "on other CPUs: chapter 2's on 2 cores (AMD EPYC), chapter 3's on …"."""
+    mine, other = sorted({cpus_of(m) for m in ours.values()}), sorted({cpus_of(m) for m in theirs.values()})
+    if mine == other:
+        return f"on the same CPUs, {and_list(mine)}"
+    return f"on other CPUs: {their_name}'s on {and_list(other)}, {our_name}'s on {and_list(mine)}"
+
+
 def versions_text(steps: dict[str, dict]) -> str:
     """Every tool's and service's version over the steps; one measured at two versions shows both."""
     found: dict[str, list[str]] = {}

@@ -14,6 +14,7 @@ from harness.book.chapters.ch3.ceiling import (  # noqa: F401
     other_errors,
     plus_one,
     repeats,
+    repeats_machines,
     timeout_effect,
 )
 from harness.book.chapters.ch3.claims import judge  # noqa: F401

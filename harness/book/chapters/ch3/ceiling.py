@@ -14,6 +14,8 @@ from harness.book.chapters.ch3.values import need
 from harness.book.chapters.ch3.words import per_run
 from harness.book.faces import Limit
 from harness.book.prose import words
+from harness.book.provenance import machines_compared
+from harness.lab.store import run_of
 
 BUSY, HELD = "tomcat.threads.busy", "tomcat.connections.current"  # Actuator's busy threads, Tomcat's connections
 
@@ -88,6 +90,15 @@ def repeats() -> Repeats:
                    tuple(int(y.peak("estab")) for y in every if y.sampled),
                    tuple(y.count(REQUEST_TIMEOUT) for y in every), tuple(y.count(DIAL_TIMEOUT) for y in every),
                    tuple(syn_cookies(y) for y in every if y.sampled))
+
+
+def repeats_machines(our_name: str = "this chapter", their_name: str = "chapter 2") -> str:
+    """Whether chapter 2's runs of the headline step (config.same_as), whose spread judges this chapter's claims
+    about it, ran on the CPUs of this chapter's own runs of it."""
+    same = f"{r.CHAPTER}:{HEADLINE}"
+    ours = {n: m for n, m in r.names().items() if run_of(n)[0] == HEADLINE}
+    theirs = {n: m for n, m in r.names(r.REPEATS).items() if m.get("config", {}).get("same_as") == same}
+    return machines_compared(ours, theirs, our_name, their_name)
 
 
 @dataclass(frozen=True)

@@ -321,3 +321,23 @@ def test_the_findings_table_is_a_table_of_five_columns(stand_ins, data_dir):
     frame = outcomes.table_frame(ch0.answer())
     assert list(frame.columns) == ["Finding", "The article says", "Measured here", "Outcome", "Judged in"]
     assert isinstance(frame, pd.DataFrame) and frame["Finding"].is_unique
+
+
+def test_a_findings_core_claims_are_marked_where_it_has_others():
+    """F003-c read "yes; inconclusive; yes" and was inconclusive, F002-d "yes … inconclusive" and partly reproduced:
+    the difference is which claims are core, so the table says it."""
+    from harness.book.chapters.ch0.outcomes import Finding, measured
+    from harness.book.claims import INCONCLUSIVE, REPRODUCED, Judgement, Measured, Rule
+
+    def claim(part, core, outcome):
+        rule = Rule(f"F9-a.{part}", "F9-a", "002", "q", f"part {part}: more", "below", 1.0, "s", core=core)
+        return ("chapter1", rule), Judgement(rule, Measured((0.5,)), outcome, 2.0)
+
+    mixed = [claim(1, True, REPRODUCED), claim(2, False, INCONCLUSIVE)]
+    finding = Finding("F9-a", "002", tuple(c for c, _ in mixed), tuple(j for _, j in mixed), ())
+    assert measured(finding) == "part 1 (core): 0.5 (yes); part 2: 0.5 (inconclusive)"
+    assert finding.outcome == "partly reproduced"
+    alike = [claim(1, True, REPRODUCED), claim(2, True, INCONCLUSIVE)]
+    finding = Finding("F9-a", "002", tuple(c for c, _ in alike), tuple(j for _, j in alike), ())
+    assert measured(finding) == "part 1: 0.5 (yes); part 2: 0.5 (inconclusive)"
+    assert finding.outcome == "inconclusive"

@@ -60,11 +60,15 @@ def findings(answer: Answer) -> list[Finding]:
 
 def measured(finding: Finding) -> str:
     """Each judged claim in a few words, its measured value and whether it held: "200 at once: 0 answers (yes); …",
-    then how many claims are not judged (their chapter's reason is in the Outcome column)."""
+    then how many claims are not judged (their chapter's reason is in the Outcome column). Where a finding has claims
+    that are not core, its core ones say so: an inconclusive core claim leaves the finding inconclusive, another
+    makes it partly reproduced (claims.compose)."""
     judged = {j.rule.claim: j for j in finding.judgements}
     if not judged:
         return "–"
-    said = [f"{short(rule)}: {number(judged[rule.claim].measured.value, rule.unit)} ({WORDS[judged[rule.claim].outcome]})"
+    mixed = len({rule.core for _, rule in finding.claims}) > 1
+    said = [f"{short(rule)}{' (core)' if mixed and rule.core else ''}: "
+            f"{number(judged[rule.claim].measured.value, rule.unit)} ({WORDS[judged[rule.claim].outcome]})"
             for _, rule in finding.claims if rule.claim in judged]
     unjudged = len(finding.claims) - len(judged)
     return "; ".join(said) + (f"; {unjudged} more {'claim' if unjudged == 1 else 'claims'} not judged" if unjudged else "")

@@ -38,13 +38,6 @@ def test_the_articles_thread_pairs_are_its_runs_that_changed_only_the_pool():
     assert ch4.thread_pairs(table) == [ThreadPair(100, 1, 2, 200, 400, 10, 100, 10, 12)]
 
 
-def test_a_least_share_is_never_printed_above_itself():
-    assert words.least_percent(0.9864) == "98.6%"
-    assert words.least_percent(0.99) == "99%"
-    assert words.least_percent(0.98999) == "98.9%"
-    assert words.least_percent(1.0) == "100%"
-
-
 def test_the_cpu_gain_says_which_ratio_is_this_datas_and_which_the_verdicts():
     pooled = Measured(values=(1.97,), pooled_value=2.1948, pooled_sigma=0.1, passes=3)
     assert words.cpu_gain(1.9726, pooled) == "×1.97 in these runs, ×2.19 pooled over the book's three kept passes"

@@ -100,3 +100,13 @@ def test_all_or_how_many_of_them_follows_the_count():
 
     assert of_all(1000, 1000, "threads") == "all 1,000 threads"
     assert of_all(900, 1000, "threads") == "900 of the 1,000 threads"
+
+
+def test_a_share_is_never_printed_above_itself():
+    """"never less than 99% of its core" for 0.9864, and "(100%)" beside "it never ran out" for 28,125 of 28,232."""
+    from harness.book.prose import percent_at_most
+
+    assert percent_at_most(0.9864) == "98.6%" and percent_at_most(0.98999) == "98.9%"
+    assert percent_at_most(28125 / 28232) == "99.6%" and percent_at_most(0.99999) == "99.9%"
+    assert percent_at_most(0.99) == "99%" and percent_at_most(0.994) == "99%" and percent_at_most(0.5) == "50%"
+    assert percent_at_most(1.0) == "100%"

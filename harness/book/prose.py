@@ -9,6 +9,7 @@ Charts use the same conventions through their formats (harness.book.chart_style:
 """
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 
@@ -120,6 +121,15 @@ def percent(share: float, sign: str = "") -> str:
     text = f"{value:.0f}" if round(value) >= 1 or value < 0.05 else f"{value:.1f}"
     shown = float(text) != 0
     return (MINUS if share < 0 and shown else sign if share > 0 and shown else "") + text + "%"
+
+
+def percent_at_most(share: float) -> str:
+    """A share as `percent` writes it, but never above it: where rounding up would print more ("99%" for 0.9864, "100%"
+    for 0.9962), floored to one decimal ("98.6%", "99.6%"), for a least share or one short of all."""
+    text = percent(share)
+    if float(text.rstrip("%").replace(MINUS, "-").lstrip("+")) <= share * 100 + 1e-9:
+        return text
+    return f"{math.floor(round(share * 1000, 6)) / 10:.1f}%"
 
 
 def with_unit(value: float, unit: str, decimals: int = 0) -> str:

@@ -2,8 +2,6 @@
 the data does (the numbers themselves are inline values in the .qmd, or formatted here with harness.book.prose)."""
 from __future__ import annotations
 
-import math
-
 from harness.book.chapters.ch4.values import ThreadPair
 from harness.book.claims import Measured
 from harness.book.prose import count, listed, number, percent, plain, words
@@ -27,12 +25,6 @@ def threads_effect(pairs: list[ThreadPair]) -> str:
         return f"More threads did not: {'; '.join(map(pair, other))}."
     return (f"More threads raised it {at(raised)}: {'; '.join(map(pair, raised))}. {at(other).capitalize()} they did "
             f"not: {'; '.join(map(pair, other))}.")
-
-
-def least_percent(share: float) -> str:
-    """A least share as a percentage never above it: floored to one decimal ("98.6%" for 0.9864, "99%" for 0.99)."""
-    floored = math.floor(round(share * 1000, 6)) / 10
-    return f"{floored:.0f}%" if floored.is_integer() else f"{floored:.1f}%"
 
 
 def cpu_gain(ratio: float, book: Measured) -> str:

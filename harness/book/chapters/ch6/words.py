@@ -1,11 +1,9 @@
 """The few words of chapter 6 whose wording, not only their numbers, depends on the data."""
 from __future__ import annotations
 
-import math
-
 from harness.book.chapters.ch6.model import MODEL_MISS, SATURATED
 from harness.book.chapters.ch6.values import Bottleneck, Wall
-from harness.book.prose import and_list, percent
+from harness.book.prose import and_list, percent, percent_at_most
 
 
 def missed_words(bottleneck: Bottleneck) -> str:
@@ -34,19 +32,11 @@ def beaten_words(bottleneck: Bottleneck) -> str:
             f"steps CPU 1's bound is an estimate, not a bound.{opened}")
 
 
-def short_of_all(share: float) -> str:
-    """A share of a whole as a percent that never reads "100%" while some is left: 0.9962 → "99.6%" (one decimal,
-    rounded down, where the book's percent would round it up to 100%); otherwise as the book writes percents."""
-    if share < 1 and percent(share) == "100%":
-        return f"{math.floor(share * 1000) / 10:.1f}%"
-    return percent(share)
-
-
 def ports_words(wall: Wall) -> str:
     """Whether the long step ran out of ports: when, and what the requests got; or how close it came."""
     if wall.first_error is None:
         return (f"It never ran out: at most {wall.waiting_most:,.0f} of the {wall.ports:,} ports were in TIME_WAIT "
-                f"({short_of_all(wall.waiting_most / wall.ports)}), and no connect() failed for want of one.")
+                f"({percent_at_most(wall.waiting_most / wall.ports)}), and no connect() failed for want of one.")
     return (f"At second {wall.first_error} every port was taken ({wall.waiting_most:,.0f} in TIME_WAIT), nginx logged "
             f"`connect() failed (99: Cannot assign requested address)` {wall.errors:,.0f} times, and {wall.failed:,} "
             "requests got a 502 instead of an answer.")

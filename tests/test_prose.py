@@ -74,8 +74,9 @@ def test_a_text_written_elsewhere_gets_the_books_number_style_and_nothing_else_c
     assert in_book_style("pool 10 against 20 (+37 %); 98.25\u00a0% at 150") == "pool 10 against 20 (+37%); 98.25% at 150"
     assert in_book_style("TPS of max-connections-4000, -6000, -8000 (3 runs each); mc-8000, -6000; 3 runs") == \
         "TPS of max-connections-4000, max-connections-6000, max-connections-8000 (3 runs each); mc-8000, mc-6000; 3 runs"
+    assert in_book_style("answers all 2000 by 50 s; threads.max (2000)") == "answers all 2,000 by 50 s; threads.max (2,000)"
     same = ("in 2023, on 2026-11-27, v1.8.1, step f-10k-cv, 1234.5 ms, 1,200 users, F000-c.2a, port:8080, #4096, "
-            "up to 5 % of a core, a-300-pv, 1-5 s")
+            "up to 5 % of a core, a-300-pv, 1-5 s, /every-nth?sleepMs=2000, Little 1961")
     assert in_book_style(same) == same.replace("5 %", "5%")
 
 

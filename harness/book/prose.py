@@ -30,9 +30,11 @@ def count(n: float) -> str:
     return number(n, 0)
 
 
-# A whole number of four digits or more standing alone in a text (not part of a word, an id, a decimal, a version or a
-# date), other than a year (1900-2099, which are never separated): what `in_book_style` formats.
-BARE_NUMBER = re.compile(r"(?<![\w.,/:#\u2212-])(?!(?:19|20)\d\d\b)\d{4,}(?![\w.,]?\d)")
+# A whole number of four digits or more standing alone in a text (not part of a word, an id, a decimal, a version, a
+# date or a URL's "=2000"), other than a year: what `in_book_style` formats. A year is 19xx or 20xx but not a round
+# hundred: the book cites no year 1900 or 2000, while "all 2000 answered" is a count.
+YEAR = r"(?:19|20)(?!00)\d\d"
+BARE_NUMBER = re.compile(rf"(?<![\w.,/:#=\u2212-])(?!{YEAR}\b)\d{{4,}}(?![\w.,]?\d)")
 SPACED_PERCENT = re.compile(r"(?<=\d)[ \u00a0\u202f]%")
 # "max-connections-4000, -6000, -8000": a list of step names that share a stem, the stem written once.
 ELIDED_STEPS = re.compile(r"\b([a-z][\w]*(?:-[a-z]\w*)*-)(\d+)((?:, -\d+)+)")

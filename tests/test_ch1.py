@@ -275,9 +275,9 @@ def test_the_repeats_sentence_agrees_with_the_runs_in_the_data():
 def test_the_longest_requests_are_counted_in_sleeps_as_the_data_says():
     def queue(low_s, high_s):
         return ch1.values.Queue(500, 400, 5, 30, 480, 0.34, 0.39, 1.0, low_s, high_s, 0.9, 0.92, 1.0)
-    model = "a wait behind at most one sleep, then a sleep of their own"
-    assert ch1.sleeps_words(queue(4.4, 5.9), 2.0) == f"between two and three sleeps: {model}"
-    assert ch1.sleeps_words(queue(4.372, 6.59), 2.0) == f"2.2–3.3 sleeps, where the model ({model}) puts them between two and three"
+    model = "a wait for a thread, then a sleep of their own"
+    assert ch1.sleeps_words(queue(4.4, 5.9), 2.0) == f"between two and three sleeps, as the model puts them: {model}"
+    assert ch1.sleeps_words(queue(4.372, 6.59), 2.0) == f"2.2–3.3 sleeps, where the model puts them between two and three: {model}"
 
 
 def test_a_mean_of_signed_deviations_names_the_runs_on_each_side_it_hides():
@@ -286,6 +286,8 @@ def test_a_mean_of_signed_deviations_names_the_runs_on_each_side_it_hides():
     assert ch1.signed_mean_words(mixed, 0.03) == ("2 of 5 runs lie 10–13% above the model and 3 lie 1–5% below: "
                                                   "their mean, +3%, hides both")
     assert ch1.signed_mean_words((-0.05, -0.02), -0.035) == "every run lies 2–5% below the model, and so does their mean, −4%"
+    assert ch1.signed_mean_words((0.0, -0.02), -0.01) == "their mean is −1%"  # a run on the model: no side
+    assert ch1.signed_mean_words((), 0.0) == "their mean is 0%"
 
 
 def test_the_tail_words_name_the_machines_cores():

@@ -34,6 +34,7 @@ def step(name: str, *changes: str) -> SimpleNamespace:
 def test_the_isolating_steps_say_which_change_more_than_one_thing():
     one = [step("a", "keep-alive"), step("b", "threads.max")]
     assert words.isolating_changes("f", one) == "Two more steps each change one thing of `f` to test this"
+    assert words.isolating_changes("f", one[:1]) == "One more step changes one thing of `f` to test this"
     mixed = one + [step("c", "threads.max", "keep-alive")]
     assert words.isolating_changes("f", mixed) == (
         "Three more steps change `f` to test this, each one thing but `c`, which changes two: threads.max and keep-alive")
@@ -42,6 +43,7 @@ def test_the_isolating_steps_say_which_change_more_than_one_thing():
         "each one thing but `c` (threads.max and keep-alive) and `d` (accept-count and keep-alive)")
     every = [step("c", "threads.max", "keep-alive"), step("d", "accept-count", "keep-alive")]
     assert "each one" not in words.isolating_changes("f", every)
+    assert words.isolating_changes("f", one + [step("e")]).endswith("but `e`, which changes none of its settings")
 
 
 def test_the_isolating_steps_changes_are_their_settings_against_the_headline_steps():
@@ -108,6 +110,8 @@ def test_the_machines_of_the_headline_steps_runs_are_compared_by_their_cpus():
     assert machines_compared({"a": amd}, {"b": amd}, "this chapter", "chapter 2") == "on the same CPUs, 2 cores (AMD EPYC)"
     assert machines_compared({"a": intel}, {"b": amd, "c": amd}, "this chapter", "chapter 2") == (
         "on other CPUs: chapter 2's on 2 cores (AMD EPYC), this chapter's on 2 cores (Intel Xeon)")
+    assert machines_compared({}, {"b": amd}, "chapter 3", "this chapter") == (
+        "on CPUs this book cannot compare: chapter 3 has no runs of it here")
 
 
 def test_the_book_says_chapter_2s_headline_runs_ran_on_other_cpus_than_chapter_3s():

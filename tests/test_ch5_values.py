@@ -192,6 +192,9 @@ def test_the_bottleneck_clause_says_what_the_count_was_when_the_claim_failed():
     assert say.bottleneck(pooled, 7).endswith("in 0–1 of the 7 APIs per kept pass, not in most")
     same = Judgement(one.rule, Measured((2.0, 2.0), pooled_value=2.0, pooled_sigma=0.0, passes=2), DIFFERS, -9.0)
     assert say.bottleneck(same, 7).endswith("in 2 of the 7 APIs per kept pass, not in most")
+    once_most = Judgement(one.rule, Measured((0.0, 4.0, 0.0), pooled_value=4 / 3, pooled_sigma=1.3, passes=3),
+                          NOT_REPRODUCED, -2.0)  # one pass found it in 4 of 7, most: "not in most" would be false
+    assert say.bottleneck(once_most, 7).endswith("in 0–4 of the 7 APIs per kept pass, 1.3 on average, short of most")
     assert say.bottleneck(judgement("F001-b.3", INCONCLUSIVE), 7) == "The database was not clearly the bottleneck"
     unmeasured = Judgement(one.rule, Measured(()), NOT_REPRODUCED, None)  # no count to give: no number is made up
     assert say.bottleneck(unmeasured, 7) == "The database was not clearly the bottleneck"
@@ -225,13 +228,15 @@ def test_the_repeated_steps_the_setup_names_are_every_repeated_step_with_its_run
     runs = steps.set_index("step")["runs"]
     assert r.defaults == (runs[ch5.claims.DEFAULTS],) * 2
     assert r.knobs == (runs[list(values.KNOB_STEPS)].min(), runs[list(values.KNOB_STEPS)].max())
-    assert r.pools == (runs[list(values.TWICE_POOLS)].min(), runs[list(values.TWICE_POOLS)].max())
-    named = {ch5.claims.DEFAULTS, *values.KNOB_STEPS, *values.TWICE_POOLS}
+    assert r.pools == (runs[list(values.REPEATED_POOLS)].min(), runs[list(values.REPEATED_POOLS)].max())
+    named = {ch5.claims.DEFAULTS, *values.KNOB_STEPS, *values.REPEATED_POOLS}
     assert set(runs[runs > 1].index) == named  # the text names every repeated step, and only those
     assert any(s.startswith("max-connections-") for s in values.KNOB_STEPS)  # "each max-connections-*"
 
 
 def test_how_many_times_in_words():
-    assert say.times((5, 5)) == "five times" and say.times((3, 3)) == "three times"
-    assert say.times((2, 2)) == "twice" and say.times((1, 1)) == "once" and say.times((0, 0)) == "never"
-    assert say.times((2, 3)) == "two to three times" and say.times((3, 12)) == "three to 12 times"
+    from harness.book.prose import how_many_times
+
+    assert how_many_times(5, 5) == "five times" and how_many_times(3) == "three times"
+    assert how_many_times(2, 2) == "twice" and how_many_times(1, 1) == "once" and how_many_times(0, 0) == "never"
+    assert how_many_times(2, 3) == "two to three times" and how_many_times(3, 12) == "three to 12 times"

@@ -334,6 +334,9 @@ def test_a_threshold_is_printed_as_its_rule_declares_it_and_a_measurement_to_thr
     assert threshold_text(replace(band, shape="below", threshold=1025.0, unit="files")) == "< 1,025\u00a0files"
     assert threshold_text(replace(band, shape="within", threshold=0.032, unit="%")) == "|·| < 0.032%"
     assert number(106.54, "ms") == "107\u00a0ms"  # a measured value: three significant digits
+    from harness.book.verdict_tables import declared_share
+
+    assert (declared_share(0.032), declared_share(0.34), declared_share(0.345)) == ("3.2%", "34%", "34.5%")
 
 
 def test_a_changed_rules_note_writes_out_the_fields_it_names():

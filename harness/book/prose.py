@@ -113,6 +113,11 @@ def words(n: float) -> str:
     return WORDS.get(round(n), count(n)) if float(n).is_integer() else f"{n:,g}"
 
 
+def cores_text(n: int) -> str:
+    """A machine's cores in words: "one core", "two cores", "12 cores"."""
+    return "one core" if n == 1 else f"{words(n)} cores"
+
+
 def ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
@@ -125,13 +130,23 @@ def percent(share: float, sign: str = "") -> str:
     return (MINUS if share < 0 and shown else sign if share > 0 and shown else "") + text + "%"
 
 
+def how_many_times(low: int, high: int | None = None) -> str:
+    """How many times something ran, in words: "once", "twice", "five times", "three to seven times" from the fewest
+    to the most (`high`) where they differ."""
+    high = low if high is None else high
+    if low != high:
+        return f"{words(low)} to {words(high)} times"
+    return {0: "never", 1: "once", 2: "twice"}.get(low, f"{words(low)} times")
+
+
 def percent_at_most(share: float) -> str:
     """A share as `percent` writes it, but never above it: where rounding up would print more ("99%" for 0.9864, "100%"
     for 0.9962), floored to one decimal ("98.6%", "99.6%"), for a least share or one short of all."""
     text = percent(share)
     if float(text.rstrip("%").replace(MINUS, "-").lstrip("+")) <= share * 100 + 1e-9:
         return text
-    return f"{math.floor(round(share * 1000, 6)) / 10:.1f}%"
+    floored = math.floor(round(abs(share) * 1000, 6)) / 10
+    return f"{MINUS if share < 0 else ''}{floored:.1f}%"
 
 
 def with_unit(value: float, unit: str, decimals: int = 0) -> str:

@@ -32,6 +32,11 @@ def declared(x: float, unit: str = "") -> str:
     return labelled(plain(x), unit)
 
 
+def declared_share(share: float) -> str:
+    """A threshold that is a share, as a percent with every digit its rule gives it (0.032 → "3.2%", 0.34 → "34%")."""
+    return declared(100 * share, "%")
+
+
 def labelled(text: str, unit: str) -> str:
     """A number written out, and its unit after it (a percent sign without a space)."""
     return text + "%" if unit == "%" else f"{text}{NBSP}{unit}" if unit else text
@@ -51,22 +56,22 @@ def threshold_text(rule: Rule) -> str:
 
 def rules_table(chapter: str) -> Markdown:
     """The chapter's rules as declared, before any data: what is measured, the threshold and where it comes from."""
-    declared = rules(chapter)
-    if not declared:
+    declared_rules = rules(chapter)
+    if not declared_rules:
         return Markdown("*This chapter declares no rules yet.*")
     frame = pd.DataFrame([{"Claim": r.claim + (" (core)" if r.core else ""), "The article says": f"“{r.quote}” ({ARTICLES.get(r.seed, r.seed)})",
                            "Measured": in_book_style(r.measure), "Claim holds when": threshold_text(r),
                            "Threshold from": in_book_style(r.source), "k": f"{r.k:g}σ",
                            "Window": in_book_style(r.window + (f" (also {r.nearby})" if r.nearby else ""))}
-                          for r in declared.values()])
-    changed = [f"**{r.claim}** changed: {in_book_style(changed_note(r))}" for r in declared.values() if r.changed]
+                          for r in declared_rules.values()])
+    changed = [f"**{r.claim}** changed: {in_book_style(changed_note(r))}" for r in declared_rules.values() if r.changed]
     return Markdown(markdown_table(frame) + ("\n\n" + "\n\n".join(changed) if changed else ""))
 
 
 def changed_note(rule: Rule) -> str:
     """Why a rule changed, as its claims file says, with the fields it names written out: busy_above as a share, and
     the steps (machine_steps) whose CPUs show the machine fact."""
-    note = rule.changed.replace("busy_above", percent(rule.busy_above))
+    note = rule.changed.replace("busy_above", declared_share(rule.busy_above))
     return note + (f" The steps whose CPUs show it: {and_list(rule.machine_steps)}." if rule.machine_steps else "")
 
 

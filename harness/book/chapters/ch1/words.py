@@ -2,29 +2,30 @@
 from __future__ import annotations
 
 from harness.book.chapters.ch1.values import Busy, Queue, Rates
-from harness.book.prose import and_list, count, number, percent, span, words
+from harness.book.prose import and_list, cores_text, count, number, percent, span
 
 
-def tail_words(rates: Rates, cores: int) -> str:
+
+def tail_words(rates: Rates, n_cores: int) -> str:
     """Whether the tail of sleeps explains how far the whole-run rates fell short of the model, and if not, how long the
     runs that fell further took."""
     if rates.beyond_tail == 0:
         return "the tail explains all of it"
     which = "all" if rates.beyond_tail == rates.full_runs else f"{rates.beyond_tail} of the {rates.full_runs}"
     return (f"the tail explains only part of it: {which} runs fell further short, taking up to "
-            f"{rates.span_high_s:.1f} s where the model expects {rates.full_run_s:g} s and the tail adds at most {rates.tail_s:g} s, on {words(cores)} "
-            f"cores the server shares with the load tool")
+            f"{rates.span_high_s:.1f} s where the model expects {rates.full_run_s:g} s and the tail adds at most {rates.tail_s:g} s, on {cores_text(n_cores)} the server "
+            f"shares with the load tool")
 
 
 def sleeps_words(queue: Queue, sleep_s: float) -> str:
-    """How many sleeps the longest requests took, from the data, against the model's two to three (a wait behind at
-    most one sleep, then one's own): "between two and three sleeps: …" when every run's longest lies there, the span
-    in sleeps otherwise ("2.2–3.3 sleeps, where the model …")."""
+    """How many sleeps the longest requests took, from the data, against the model's two to three (a wait for a
+    thread, then a sleep of their own): "between two and three sleeps, …" when every run's longest lies there, the
+    span in sleeps otherwise ("2.2–3.3 sleeps, where the model puts them between two and three: …")."""
     low, high = queue.longest_low_s / sleep_s, queue.longest_high_s / sleep_s
-    model = "a wait behind at most one sleep, then a sleep of their own"
+    model = "a wait for a thread, then a sleep of their own"
     if 2 <= low and high <= 3:
-        return f"between two and three sleeps: {model}"
-    return f"{span([low, high], lambda v: number(v, 1))} sleeps, where the model ({model}) puts them between two and three"
+        return f"between two and three sleeps, as the model puts them: {model}"
+    return f"{span([low, high], lambda v: number(v, 1))} sleeps, where the model puts them between two and three: {model}"
 
 
 def signed_mean_words(values: tuple[float, ...], mean: float) -> str:
@@ -32,6 +33,8 @@ def signed_mean_words(values: tuple[float, ...], mean: float) -> str:
     partly cancel ("3 of 15 runs lie 10–13% above the model and 12 lie 1–5% below: their mean, +0.1%, …"); with every
     run on one side, only where they lie."""
     above, below = [v for v in values if v > 0], [-v for v in values if v < 0]
+    if not values or len(above) + len(below) < len(values):  # no runs, or some exactly on the model
+        return f"their mean is {percent(mean, '+')}"
     if not (above and below):
         side = "above" if above else "below"
         return f"every run lies {span(above or below)} {side} the model, and so does their mean, {percent(mean, '+')}"

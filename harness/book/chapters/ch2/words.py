@@ -7,7 +7,7 @@ from harness.book.chapters.ch2.lab_checks import Check
 from harness.book.chapters.ch2.lab import BATCH, CV, HOLD, QUEUE
 from harness.book.chapters.ch2.values import Batch, Noise, Overflows, Setup, Starts
 from harness.book.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
-from harness.book.prose import words
+from harness.book.prose import cores_text, words
 
 OUTCOME = {REPRODUCED: "holds", NOT_REPRODUCED: "does not hold", INCONCLUSIVE: "inconclusive"}
 
@@ -72,7 +72,7 @@ def batch_goal(b: Batch, goal_s: float, cores: int) -> str:
     why = ("the machine was saturated, so starting users faster needs more cores, not another way to start them"
            if busy >= 0.8 * cores else "the cores had room, so CPU is not what holds the start back")
     return (f"The lab's goal is {goal_s:g} s. While those users started, k6 used {b.k6_cores:.1f} and the server "
-            f"{b.server_cores:.1f} of the {words(cores)} cores. {why[0].upper()}{why[1:]}.")
+            f"{b.server_cores:.1f} of the {cores_text(cores)}. {why[0].upper()}{why[1:]}.")
 
 
 SERIES_WORDS = {HOLD: "with one VU per user", BATCH: "through http.batch", QUEUE: "on the 200-thread server (queue-N)",

@@ -3,7 +3,7 @@ show, and a range whose ends are one number says it once. Plain values in, text 
 so nothing here imports them)."""
 from __future__ import annotations
 
-from harness.book.prose import and_list, count, span, with_unit, words
+from harness.book.prose import and_list, cores_text, count, span, with_unit, words
 
 
 def per_run(values, each: str, spread: str) -> str:
@@ -30,19 +30,20 @@ def isolating_changes(base: str, steps) -> str:
     """How many steps isolate the ceiling's cause and what each changes of `base` (`steps`: each with its `step` and
     the settings it `changes`): "Four more steps each change one thing of `f-10k-pv` to test this", or the steps that
     change more than one."""
-    lead = f"{words(len(steps)).capitalize()} more steps"
-    several = {i.step: i.changes for i in steps if len(i.changes) > 1}
+    lead = f"{words(len(steps)).capitalize()} more {'step' if len(steps) == 1 else 'steps'}"
+    several = {i.step: i.changes for i in steps if len(i.changes) != 1}  # the exceptions: two or more, or none
     if not several:
-        return f"{lead} each change one thing of `{base}` to test this"
+        each = "changes" if len(steps) == 1 else "each change"
+        return f"{lead} {each} one thing of `{base}` to test this"
     if len(several) == len(steps):
         return f"{lead} change `{base}` to test this: " + "; ".join(
-            f"`{step}` in {and_list(changed)}" for step, changed in several.items())
+            f"`{step}` in {and_list(changed) or 'nothing'}" for step, changed in several.items())
     if len(several) == 1:
         (step, changed), = several.items()
-        return (f"{lead} change `{base}` to test this, each one thing but `{step}`, which changes "
-                f"{words(len(changed))}: {and_list(changed)}")
+        what = f"{words(len(changed))}: {and_list(changed)}" if changed else "none of its settings"
+        return f"{lead} change `{base}` to test this, each one thing but `{step}`, which changes {what}"
     return f"{lead} change `{base}` to test this, each one thing but " + and_list(
-        f"`{step}` ({and_list(changed)})" for step, changed in several.items())
+        f"`{step}` ({and_list(changed) or 'nothing'})" for step, changed in several.items())
 
 
 def answered_in_runs(answered: dict[str, tuple[int, ...]], users: int) -> str:
@@ -73,5 +74,5 @@ def machine_cores(cores) -> str:
     the range when the steps ran on machines that differ."""
     found = sorted(set(cores))
     if len(found) == 1:
-        return f"this machine's {'one core' if found[0] == 1 else words(found[0]) + ' cores'}"
+        return f"this machine's {cores_text(found[0])}"
     return f"these machines' {count(found[0])} to {count(found[-1])} cores"

@@ -139,7 +139,7 @@ def loads(data: ChapterData) -> Loads:
 # The repeated steps as the setup names them: Tomcat's defaults; the other Tomcat settings; the pools 10 and 20.
 KNOB_STEPS = tuple(dict.fromkeys(s for d in (THREAD_STEPS, ACCEPT_STEPS, CONNECTION_STEPS) for s in d.values()
                                  if s != DEFAULTS))
-TWICE_POOLS = (POOL_STEPS[10], POOL_STEPS[20])
+REPEATED_POOLS = (POOL_STEPS[10], POOL_STEPS[20])
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def repeats(steps: pd.DataFrame) -> Repeats:
         found = steps.loc[steps["step"].isin(names), "runs"]
         return (int(found.min()), int(found.max())) if len(found) else (0, 0)
 
-    return Repeats(runs((DEFAULTS,)), runs(KNOB_STEPS), runs(TWICE_POOLS))
+    return Repeats(runs((DEFAULTS,)), runs(KNOB_STEPS), runs(REPEATED_POOLS))
 
 
 @dataclass(frozen=True)

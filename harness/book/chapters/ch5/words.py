@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.book.chapters.ch5.values import Apis, Final, Pools, Tomcat
 from harness.book.claims import DIFFERS, NOT_REPRODUCED, REPRODUCED, Judgement
-from harness.book.prose import count, percent, span, words
+from harness.book.prose import count, number, percent, span
 
 
 def waited(a: Apis) -> str:
@@ -15,24 +15,18 @@ def waited(a: Apis) -> str:
 def bottleneck(j: Judgement, apis: int) -> str:
     """F001-b.3's outcome as the sentence's opening: was the database the bottleneck? Reproduced: it was; not
     reproduced (or differs on this hardware): in how many of the `apis` APIs it was, by the rule's count (one value
-    per kept pass: their range), which is not most; inconclusive: not clearly."""
+    per kept pass: their range), not in most (or, where one pass found it in most, short of most on average);
+    inconclusive: not clearly."""
     if j.outcome == REPRODUCED:
         return "The database was the bottleneck"
     if j.outcome in (NOT_REPRODUCED, DIFFERS) and j.measured.values:
         amount = span(j.measured.values, count)
         per_pass = " per kept pass" if j.measured.passes > 1 else ""
+        most = ("not in most" if 2 * max(j.measured.values) < apis
+                else f"{number(j.measured.value, 1)} on average, short of most")
         return (f"The database was the bottleneck (throttled in most of its CPU periods while requests waited for a "
-                f"connection) in {amount} of the {apis} APIs{per_pass}, not in most")
+                f"connection) in {amount} of the {apis} APIs{per_pass}, {most}")
     return "The database was not clearly the bottleneck"
-
-
-def times(runs: tuple[int, int]) -> str:
-    """How many times a group of steps ran, from its fewest and most runs: "once", "twice", "five times", "two to
-    three times"."""
-    low, high = runs
-    if low != high:
-        return f"{words(low)} to {words(high)} times"
-    return {0: "never", 1: "once", 2: "twice"}.get(low, f"{words(low)} times")
 
 
 def pool_shape(p: Pools) -> str:

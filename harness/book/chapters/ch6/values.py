@@ -14,7 +14,6 @@ from harness.book.chapters.ch6.claims import WARMUP_S as CLAIM_WARMUP_S
 from harness.book.chapters.ch6.model import (LOAD_TOOL, ROUND_TRIPS, SATURATED, SERVERS, beaten, connection_cpu_ms,
                                              limits, misses, model_frame)
 from harness.book.chapters.ch6.runs import WARMUP_S, pick, port_bounds, ports_frame, ports_of
-from harness.book.prose import words
 from harness.lab.store import ChapterData
 from harness.models import proxy
 
@@ -56,7 +55,7 @@ class Setup:
     steps: int
     hosts_steps: int
     repeated: int  # steps run more than once …
-    runs: str  # … this many times: "three" or "three to seven", from the fewest and the most runs of one
+    runs: tuple[int, int]  # … this many times: the fewest and the most runs of one
 
 
 def setup(table: pd.DataFrame) -> Setup:
@@ -66,10 +65,9 @@ def setup(table: pd.DataFrame) -> Setup:
                  int((table["network"] == "hosts").sum()), len(repeated), runs_range(repeated["runs"]))
 
 
-def runs_range(runs: pd.Series) -> str:
-    """How many times repeated steps ran, in words: "three", or "three to seven" where they differ."""
-    low, high = (int(runs.min()), int(runs.max())) if len(runs) else (1, 1)
-    return words(low) if low == high else f"{words(low)} to {words(high)}"
+def runs_range(runs: pd.Series) -> tuple[int, int]:
+    """The fewest and the most times the repeated steps ran ((1, 1) when none repeated)."""
+    return (int(runs.min()), int(runs.max())) if len(runs) else (1, 1)
 
 
 @dataclass(frozen=True)

@@ -30,5 +30,9 @@ def test_pooled_passes_are_counted_from_the_verdicts():
                                        "so where a limit and a claim measure the same thing their numbers can differ "
                                        "by the spread between passes.")
     mixed = Answer((read("chapter1", 2), read("chapter3", 1), read("chapter7", 3)))
-    assert ch0.limits_intro(mixed).startswith(f"{SAID}; the findings table further down pools each chapter's kept "
-                                              "passes (Chapter 1: 2 and Chapter 7: 3), so where")
+    assert ch0.limits_intro(mixed).startswith(f"{SAID}; the findings table further down pools the kept passes of "
+                                              "Chapter 1 (2) and Chapter 7 (3) and judges the other chapters on one, "
+                                              "so where")
+    differ = Answer((read("chapter1", 2), read("chapter7", 3)))
+    assert ch0.limits_intro(differ).startswith(f"{SAID}; the findings table further down pools the kept passes of "
+                                               "Chapter 1 (2) and Chapter 7 (3), so where")

@@ -299,7 +299,7 @@ def test_the_pooled_concurrency_is_the_verdicts_values():
 
 def test_one_pass_and_the_pooled_verdicts_are_told_apart():
     same = values.Pooled(1, 3, 1836.8, 4615.4, 5000.0, 219.8, 277.8)
-    assert words.pooled_sentence(CONCURRENCY, same) == "The verdicts below judge these same runs."
+    assert words.pooled_sentence(CONCURRENCY, same) == "The verdicts below read the same numbers."
     pooled = values.Pooled(3, 9, 1788.9, 4577.2, 4960.7, 218.0, 270.7)
     assert words.pooled_sentence(CONCURRENCY, pooled) == (
         "Those are one pass's runs. The verdicts below pool the chapter's 3 kept passes (9 rounds): there platform "
@@ -336,8 +336,10 @@ def test_the_switches_ratio_is_the_rules_statistic_beside_the_verdicts():
     assert words.switches_sentence(COST, same) == base + " The verdict below reads the same."
     recorded = judgement("F002-d.1c", (0.97, 1.06, 0.99, 1.05, 1.16) * 3, passes=3, sigma=0.019)
     assert words.switches_sentence(COST, recorded) == base + (
-        " The verdict below reads 1.05: the same statistic over the 15 ratios the chapter's 3 kept passes recorded, "
-        "from runs of chapter 4 other than the ones read here.")
+        " The verdict below reads 1.05: the same statistic over the 5 ratios each of the chapter's 3 kept passes "
+        "recorded, from runs of chapter 4 other than the ones read here.")
+    distinct = judgement("F002-d.1c", tuple(1 + k / 100 for k in range(15)), passes=3, sigma=0.019)
+    assert "over the 15 ratios the chapter's 3 kept passes recorded" in words.switches_sentence(COST, distinct)
     empty = book_claims.Judgement(rule("F002-d.1c"), book_claims.Measured(()), book_claims.INCONCLUSIVE, None)
     assert words.switches_sentence(COST, empty) == base
 
@@ -368,10 +370,10 @@ def test_the_answer_pages_way_out_names_virtual_threads_and_the_pooled_values(mo
     assert same.name == "past a thread per request (virtual threads)" and same.value == CONCURRENCY.virtual
     assert same.sentence.endswith("where 2,000 platform threads served at most 1,837.")
     pooled = ch7_limits.ways_out(2000, values.Pooled(3, 9, 1788.9, 4577.2, 4960.7, 218.0, 270.7))
-    assert pooled.sentence.endswith("at most 1,837 in this edition's run; pooled over the chapter's 3 kept passes, as "
-                                    "in the findings below, 4,577, 4,961 and 1,789.")
+    assert pooled.sentence.endswith("at most 1,837 in this edition's run; the chapter's verdicts, pooled over its 3 "
+                                    "kept passes, read 4,577, 4,961 and 1,789.")
     one = ch7_limits.ways_out(2000, values.Pooled(1, 3, 1800.0, 4615.4, 5000.0, 219.8, 277.8))
-    assert "pooled over the chapter's kept pass, as in the findings below, 4,615, 5,000 and 1,800." in one.sentence
+    assert "the chapter's verdicts, on its kept pass, read 4,615, 5,000 and 1,800." in one.sentence
 
 
 def test_the_page_reads_its_pooled_numbers_from_the_verdicts_claims():

@@ -94,9 +94,7 @@ def commit_text(commit: str) -> str:
 
 
 def hardware_of(meta: dict) -> str:
-    machine = meta.get("machine", {})
-    return (f"{machine.get('cores', '?')} cores ({machine.get('cpu_model', 'CPU unknown')}), "
-            f"{machine.get('memory_bytes', 0) / 2**30:.1f}{NBSP}GiB of memory")
+    return f"{cpus_of(meta)}, {meta.get('machine', {}).get('memory_bytes', 0) / 2**30:.1f}{NBSP}GiB of memory"
 
 
 def kernel_of(meta: dict) -> str:
@@ -136,6 +134,8 @@ def machines_compared(ours: dict[str, dict], theirs: dict[str, dict], our_name: 
     """Whether the steps a chapter borrows (theirs) ran on CPUs like the steps it weighs them against (ours): "on the
     same CPUs, 2 cores (AMD EPYC)", or "on other CPUs: chapter 2's on 2 cores (AMD EPYC), chapter 3's on …"."""
     mine, other = sorted({cpus_of(m) for m in ours.values()}), sorted({cpus_of(m) for m in theirs.values()})
+    if not (mine and other):
+        return f"on CPUs this book cannot compare: {our_name if not mine else their_name} has no runs of it here"
     if mine == other:
         return f"on the same CPUs, {and_list(mine)}"
     return f"on other CPUs: {their_name}'s on {and_list(other)}, {our_name}'s on {and_list(mine)}"
@@ -221,8 +221,9 @@ def run_length_text(chapter: str) -> str:
     steps = complete_steps(chapter)
     if not steps:
         return "not measured yet"
+    machines = and_list(sorted({cpus_of(m) for m in steps.values()}))
     return (f"{duration_text(sum(m.get('wall_s', 0) for m in steps.values()))} for its {len(steps)} step"
-            f"{'s' if len(steps) > 1 else ''}, start-up included, on the reference machine below")
+            f"{'s' if len(steps) > 1 else ''}, start-up included, on {machines}")
 
 
 def first_run_sentence(chapter: str) -> Markdown:

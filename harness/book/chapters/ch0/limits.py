@@ -33,7 +33,8 @@ def limits_intro(answer: Answer) -> str:
     if len(set(many.values())) == 1 and len(many) == len(pooled):
         passes = f"each chapter's {next(iter(many.values()))} kept passes"
     else:
-        passes = "each chapter's kept passes (" + and_list(f"{chapter_name(c)}: {n}" for c, n in many.items()) + ")"
+        others = " and judges the other chapters on one" if len(many) < len(pooled) else ""
+        passes = "the kept passes of " + and_list(f"{chapter_name(c)} ({n})" for c, n in many.items()) + others
     return (f"{said}; the findings table further down pools {passes}, so where a limit and a claim measure the same "
             "thing their numbers can differ by the spread between passes.")
 

@@ -4,11 +4,11 @@ requests in service), then the limits they leave, in the order they bind as user
 process (the server's and k6's), then each server model's memory per connection."""
 from __future__ import annotations
 
-from harness.book.chapters.ch7 import claims, values
+from harness.book.chapters.ch7 import claims, values, words
 from harness.book.chapters.ch7.runs import CHAPTER, LOOP, MODELS, PLATFORM, VIRTUAL, steps_table
 from harness.book.faces import Limit
 from harness.book.prose import count
-from harness.book.verdict_tables import book_verdicts
+from harness.book.verdict_tables import book_verdicts, number
 from harness.lab import store
 
 WAYS_OUT, FILES, MEMORY = 2, 8, 9  # after the thread pool (1); the open files bind before memory on this machine
@@ -45,10 +45,10 @@ def pooled_clause(c: values.Concurrency, pooled: values.Pooled) -> str:
     """Where the findings table pools other runs than this edition's: which numbers are which ("" where they are the
     same runs)."""
     own, book = (c.virtual, c.loop, c.pool), (pooled.virtual, pooled.loop, pooled.pool)
-    if all(count(a) == count(b) for a, b in zip(own, book, strict=True)):  # the same as the list prints them
+    if words.printed_alike(own, book):
         return ""
-    passes = f"the chapter's {pooled.passes} kept passes" if pooled.passes > 1 else "the chapter's kept pass"
-    return (f" in this edition's run; pooled over {passes}, as in the findings below, {count(pooled.virtual)}, "
+    over = f"pooled over its {pooled.passes} kept passes" if pooled.passes > 1 else "on its kept pass"
+    return (f" in this edition's run; the chapter's verdicts, {over}, read {count(pooled.virtual)}, "
             f"{count(pooled.loop)} and {count(pooled.pool)}")
 
 
@@ -72,7 +72,7 @@ def memory(table) -> list[Limit]:
     found = []
     for model, kib, java in ((PLATFORM, r.pool_kib, r.pool_java), (VIRTUAL, r.virtual_kib, r.virtual_java),
                              (LOOP, r.loop_kib, r.loop_java)):
-        sentence = (f"On {NAMED[model]} each held connection cost the server at most {kib:,.0f} KiB of resident memory "
+        sentence = (f"On {NAMED[model]} each held connection cost the server at most {number(kib)} KiB of resident memory "
                     f"at {users:,} users (Java {java}; garbage not yet collected counts)")
         if model == PLATFORM and cost:
             sentence += (f"; a pool with a thread for every connection would add about {cost.kib:,.0f} KiB a thread "

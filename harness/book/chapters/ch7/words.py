@@ -10,8 +10,13 @@ from harness.book.prose import and_list, count, number, plural, significant, tim
 
 
 def _same(a: float, b: float) -> bool:
-    """One number, as the page would state it twice (both not measured counts as the same)."""
+    """The same value (both not measured counts as the same)."""
     return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9)
+
+
+def printed_alike(own, book) -> bool:
+    """Whether two sets of counts read the same as the page prints them (whole, with separators)."""
+    return all(count(a) == count(b) for a, b in zip(own, book, strict=True))
 
 
 def pooled_sentence(c: Concurrency, p: Pooled) -> str:
@@ -19,8 +24,8 @@ def pooled_sentence(c: Concurrency, p: Pooled) -> str:
     same numbers, or the kept passes pooled."""
     own = (c.pool, c.virtual, c.loop, c.virtual_per_thread, c.loop_per_thread)
     book = (p.pool, p.virtual, p.loop, p.virtual_per_thread, p.loop_per_thread)
-    if all(_same(a, b) for a, b in zip(own, book, strict=True)):
-        return "The verdicts below judge these same runs."
+    if printed_alike(own, book):
+        return "The verdicts below read the same numbers."
     pooling = (f"pool the chapter's {p.passes} kept passes" if p.passes > 1 else "judge the chapter's kept pass")
     return (f"Those are one pass's runs. The verdicts below {pooling} ({plural(p.rounds, 'round')}): there platform "
             f"threads' L was {count(p.pool)}, virtual threads' {count(p.virtual)} and the event loop's "
@@ -66,9 +71,12 @@ def switches_verdict(cost: ThreadCost, verdict: Judgement | None) -> str:
         return ""
     if _same(m.value, cost.switch_ratio):
         return " The verdict below reads the same."
-    return (f" The verdict below reads {number(m.value, 2)}: the same statistic over the {count(m.runs)} ratios the "
-            f"chapter's {plural(m.passes, 'kept pass', 'kept passes')} recorded, from runs of chapter 4 other than the "
-            "ones read here.")
+    recorded = len(set(m.values))
+    ratios = (f"the {count(recorded)} ratios each of the chapter's {count(m.passes)} kept passes recorded"
+              if m.passes > 1 and recorded * m.passes == m.runs else
+              f"the {count(m.runs)} ratios the chapter's {plural(m.passes, 'kept pass', 'kept passes')} recorded")
+    return (f" The verdict below reads {number(m.value, 2)}: the same statistic over {ratios}, from runs of chapter 4 "
+            "other than the ones read here.")
 
 
 def one_wait_sentence(w: OneWait) -> str:

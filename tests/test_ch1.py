@@ -290,6 +290,11 @@ def test_a_mean_of_signed_deviations_names_the_runs_on_each_side_it_hides():
     assert ch1.signed_mean_words((), 0.0) == "their mean is 0%"
 
 
+def test_the_busy_threads_sampling_interval_is_the_runs_setting(reference):
+    intervals = {m["config"]["system"]["sample_interval_ms"] for m in reference.steps.values()}
+    assert ch1.busy(reference).interval_ms in intervals and len(intervals) == 1
+
+
 def test_the_tail_words_name_the_machines_cores():
     rates = dataclasses.replace(ch1.rates(ch1.load()), beyond_tail=1)
     assert "on two cores the server shares with the load tool" in ch1.tail_words(rates, 2)

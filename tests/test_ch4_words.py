@@ -25,6 +25,7 @@ def test_more_threads_are_said_to_raise_throughput_only_where_they_did():
     assert mixed.endswith(f"At 300 users they did not: 2,730 to 2,532 ({MINUS}7%) in runs 2 and 4, threads.max 200 to 400.")
     assert words.threads_effect([up]).startswith("More threads raised it too: ")
     assert words.threads_effect([down]).startswith("More threads did not: ")
+    assert words.threads_effect([]) == "None of the article's runs raised threads.max and changed nothing else but the pool."
 
 
 def test_the_articles_thread_pairs_are_its_runs_that_changed_only_the_pool():

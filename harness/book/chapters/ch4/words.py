@@ -17,6 +17,8 @@ def threads_effect(pairs: list[ThreadPair]) -> str:
 
     def at(ps: list[ThreadPair]) -> str:
         return f"at {listed({p.users for p in ps})} users"
+    if not pairs:
+        return "None of the article's runs raised threads.max and changed nothing else but the pool."
     raised = [p for p in pairs if p.tps_to > p.tps_from]
     other = [p for p in pairs if p.tps_to <= p.tps_from]
     if not other:

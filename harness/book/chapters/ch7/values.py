@@ -98,9 +98,13 @@ def _most_threads(model: str) -> float:
     return max((r.threads for step in claims.JUDGED[model] for r in claims.runs(step)), default=float("nan"))
 
 
+# The claims on requests in service and per thread: L on platform threads, virtual threads and the event loop, then
+# requests per thread on the last two (the order of Concurrency's and Pooled's fields).
+CONCURRENCY_CLAIMS = ("F002-d.1a", "F002-d.3b", "F002-d.2b", "F002-d.3c", "F002-d.2c")
+
+
 def concurrency() -> Concurrency:
-    pool, virtual, loop = (claims.STATISTICS[c]() for c in ("F002-d.1a", "F002-d.3b", "F002-d.2b"))
-    per_virtual, per_loop = (claims.STATISTICS[c]() for c in ("F002-d.3c", "F002-d.2c"))
+    pool, virtual, loop, per_virtual, per_loop = (claims.STATISTICS[c]() for c in CONCURRENCY_CLAIMS)
     return Concurrency(pool.runs, pool.value, virtual.value, loop.value, _most_threads(VIRTUAL), _most_threads(LOOP),
                        per_virtual.value, per_loop.value)
 
@@ -117,9 +121,6 @@ class Pooled:
     loop: float
     virtual_per_thread: float
     loop_per_thread: float
-
-
-CONCURRENCY_CLAIMS = ("F002-d.1a", "F002-d.3b", "F002-d.2b", "F002-d.3c", "F002-d.2c")  # Pooled's order
 
 
 def pooled(claim: dict[str, Judgement]) -> Pooled:

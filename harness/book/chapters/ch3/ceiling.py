@@ -195,11 +195,9 @@ def isolating() -> list[Isolating]:
     steps = [s for s in ("f-10k-keepalive10s-pv", "f-10k-t8192-keepalive10s-pv", "f-10k-t8192-pv", "f-10k-no-reuse-pv")
              if r.first(s)]
     base = settings(need(HEADLINE))
-    return [Isolating(s, x.meta.get("why", ""), x.threads,
-                      x.keep_alive_s if x.meta["config"]["load"].get("connection_reuse", True) else None,
-                      x.ok, x.meta["model"]["succeeded"], x.ceiling, x.kinds,
-                      tuple(name for name, value in settings(x).items() if value != base[name]))
-            for s in steps for x in [need(s)]]
+    return [Isolating(s, x.meta.get("why", ""), x.threads, own["keep-alive"], x.ok, x.meta["model"]["succeeded"],
+                      x.ceiling, x.kinds, tuple(name for name, value in own.items() if value != base[name]))
+            for s in steps for x in [need(s)] for own in [settings(x)]]
 
 
 def isolation_text(steps: list[Isolating]) -> str:

@@ -27,6 +27,17 @@ def test_the_headline_repeats_say_a_range_only_when_the_runs_differ():
     assert words.repeats_text((8200, 8293), (-93, 0), 1707).endswith(": none of the 1,707 users beyond the ceiling got in")
 
 
+def test_the_timeouts_cause_says_where_a_run_got_the_next_wave_in():
+    """d-3000-t200-pv's third run answered 2,396, nearly 12 waves of 200, where "only 11 waves end before 60 s, so the
+    rest time out" said none could."""
+    assert words.waves_before_timeout(11, 200, 60, 60, (2150, 2200)) == "Only 11 waves end before k6's 60 s, so the rest time out"
+    assert words.waves_before_timeout(11, 200, 60, 60, (2204, 2223, 2396)) == (
+        "Only 11 waves end before k6's 60 s, and the next is due at 60 s: every run got answers of that wave too "
+        "before the timeout, and the rest timed out")
+    assert words.waves_before_timeout(11, 200, 60, 60, (2200, 2396)).endswith(": 1 of the 2 runs got answers of that "
+                                                                             "wave too before the timeout, and the rest timed out")
+
+
 def step(name: str, *changes: str) -> SimpleNamespace:
     return SimpleNamespace(step=name, changes=changes)
 

@@ -337,6 +337,8 @@ def test_a_threshold_is_printed_as_its_rule_declares_it_and_a_measurement_to_thr
     from harness.book.verdict_tables import declared_share
 
     assert (declared_share(0.032), declared_share(0.34), declared_share(0.345)) == ("3.2%", "34%", "34.5%")
+    assert number(1.0, "connections") == "1\u00a0connection" and number(-1.0, "requests") == "\u22121\u00a0request"
+    assert number(2.0, "connections") == "2\u00a0connections" and number(1.0, "requests/s") == "1\u00a0requests/s"
 
 
 def test_a_changed_rules_note_writes_out_the_fields_it_names():

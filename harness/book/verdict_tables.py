@@ -15,7 +15,7 @@ from harness.lab.store import data_root
 from harness.book import passes
 from harness.book.downloads import data_links, step_records
 from harness.book.tables import folded, markdown_table
-from harness.book.prose import NBSP, and_list, in_book_style, percent, plain, plural, signed, significant
+from harness.book.prose import MINUS, NBSP, and_list, in_book_style, percent, plain, plural, signed, significant
 
 ARTICLES = {"000": "Song 2023", "001": "김민종 2024", "002": "Choo 2021", "003": "Çalışkan 2015", "004": "lucas-k 2023"}
 
@@ -37,8 +37,14 @@ def declared_share(share: float) -> str:
     return declared(100 * share, "%")
 
 
+# The claims' units that count things, in the plural: one of them is singular ("1 connection", not "1 connections").
+COUNTED = {"APIs", "answers", "connections", "files", "kinds", "one-way delays", "requests", "threads", "users", "waves"}
+
+
 def labelled(text: str, unit: str) -> str:
-    """A number written out, and its unit after it (a percent sign without a space)."""
+    """A number written out, and its unit after it (a percent sign without a space; a counted unit singular for 1)."""
+    if unit in COUNTED and text.lstrip(MINUS) == "1":
+        unit = unit[:-1]
     return text + "%" if unit == "%" else f"{text}{NBSP}{unit}" if unit else text
 
 

@@ -64,6 +64,19 @@ def answered_in_runs(answered: dict[str, tuple[int, ...]], users: int) -> str:
     return "; ".join(one(step, counts) for step, counts in answered.items())
 
 
+def waves_before_timeout(fit: int, threads: int, next_due_s: float, timeout_s: float, answered) -> str:
+    """Why requests time out in a step with more waves than k6's timeout leaves room for, as far as its runs show it:
+    "Only 11 waves end before k6's 60 s, so the rest time out", or, where a run also got the next wave (due at
+    `next_due_s`) in, how many did."""
+    head = f"Only {fit} waves end before k6's {timeout_s:g} s"
+    beyond = sum(a > fit * threads for a in answered)
+    if not beyond:
+        return f"{head}, so the rest time out"
+    runs = "every run" if beyond == len(answered) else f"{beyond} of the {len(answered)} runs"
+    return (f"{head}, and the next is due at {next_due_s:g} s: {runs} got answers of that wave too before the timeout, "
+            "and the rest timed out")
+
+
 def last_answer(longest_s) -> str:
     """When the last answer came over several runs: "50.7 s", or "50.4–51.0 s" when the runs differ."""
     return span(longest_s, fmt=lambda v: with_unit(v, "s", 1))

@@ -1,6 +1,8 @@
 """[load]: profiles (executors), scenarios and spike modes; their checks and the load plan k6 gets (no k6 needed)."""
+import errno
 import json
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -8,7 +10,9 @@ import pytest
 
 from harness import ROOT, LabError
 from harness.lab.load.k6 import k6_command, summaries_not_whole, summary_counts
+from harness.lab import runner
 from harness.lab.load.options import load_plan
+from harness.lab.load.plan import MAX_VARIABLE_BYTES, PLAN_VARIABLE
 from harness.lab.spec import load_spec, parse_spec
 from harness.models import NoPrediction, expected_step_ms, predict
 
@@ -222,12 +226,12 @@ def test_batch_spike_mode():
 def test_k6_gets_the_plan_and_lingers_only_for_the_dashboard(tmp_path):
     step = step_of(**RAMP_RATE)
     cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path)
-    values = dict(cmd[i + 1].split("=", 1) for i, c in enumerate(cmd) if c == "-e")
-    assert json.loads(values["LAB_PLAN"]) == load_plan(step.load)
-    assert values["TARGET"] == "http://127.0.0.1:18080" and "LAB_LINGER_MS" not in values
+    assert json.loads(env["LAB_PLAN"]) == load_plan(step.load)
+    assert env["TARGET"] == "http://127.0.0.1:18080" and "LAB_LINGER_MS" not in env
+    assert "-e" not in cmd and not any("LAB_PLAN" in c or "127.0.0.1:18080" in c for c in cmd)  # not shown by `ps`
     assert cmd[-1].endswith("experiments/k6/lab.js") and Path(cmd[-1]).exists()
     cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path, dashboard=True)
-    assert "LAB_LINGER_MS=1500" in cmd and env["K6_WEB_DASHBOARD_PERIOD"] == "1000ms"
+    assert env["LAB_LINGER_MS"] == "1500" and env["K6_WEB_DASHBOARD_PERIOD"] == "1000ms"
 
 
 def test_k6_output_is_whole_only_when_its_summaries_count_what_the_recording_holds(tmp_path):
@@ -245,8 +249,8 @@ def test_k6_output_is_whole_only_when_its_summaries_count_what_the_recording_hol
     assert "k6-summary-2.json is missing or unreadable (TypeError" in summaries_not_whole(tmp_path, 2, 6)
 
 
-def test_a_plan_longer_than_one_command_line_argument_is_refused_with_the_spec():
-    """k6 gets the plan as one argument (-e LAB_PLAN=…), and Linux refuses one longer than 128 KiB at exec."""
+def test_a_plan_longer_than_one_environment_variable_is_refused_with_the_spec():
+    """k6 gets the plan as one environment variable (LAB_PLAN=…), and Linux refuses one longer than 128 KiB at exec."""
     def problems(body: str) -> str:
         raw = {"step": [{"id": "s", "load": {"vus": 1, "requests": [{"path": "/hello", "body": body}]}}]}
         try:
@@ -254,9 +258,31 @@ def test_a_plan_longer_than_one_command_line_argument_is_refused_with_the_spec()
         except LabError as err:
             return str(err)
         return ""
-    assert "the load plan is 137 KiB, and k6 gets it as one command-line argument, which holds at most 128 KiB: " \
+    assert "the load plan is 137 KiB, and k6 gets it as one environment variable, which holds at most 128 KiB: " \
            "shorten the requests' bodies or headers" in problems("x" * 140_000)
     assert problems("x" * 100_000) == ""
+
+
+def test_the_plans_limit_is_the_kernels_for_one_environment_variable():
+    """MAX_VARIABLE_BYTES is what exec takes in one variable: a LAB_PLAN that long starts a process, a byte more not."""
+    def starts(size: int) -> bool:
+        try:
+            subprocess.run(["true"], env={PLAN_VARIABLE: "x" * (size - len(PLAN_VARIABLE) - 1)}, check=True)
+        except OSError as err:
+            assert err.errno == errno.E2BIG
+            return False
+        return True
+    assert starts(MAX_VARIABLE_BYTES) and not starts(MAX_VARIABLE_BYTES + 1)
+
+
+def test_k6_gets_no_lab_variable_of_the_users_shell(monkeypatch):
+    """k6 hands lab.js its whole environment: a LAB_LINGER_MS, TARGET or K6_* of the user's shell would change a step."""
+    for name, value in {"LAB_LINGER_MS": "9000", "TARGET": "http://elsewhere", "K6_VUS": "3", "LAB_DATA_DIR": "/x",
+                        "HOME": "/home/reader"}.items():
+        monkeypatch.setenv(name, value)
+    env = runner._k6_env({"TARGET": "http://127.0.0.1:18080"})
+    assert env["TARGET"] == "http://127.0.0.1:18080" and env["HOME"] == "/home/reader"
+    assert not {"LAB_LINGER_MS", "K6_VUS", "LAB_DATA_DIR"} & env.keys()
 
 
 def test_summary_counts(tmp_path):

@@ -361,8 +361,9 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
 
 
 def _k6_env(extra: dict) -> dict:
-    """The user's environment minus any K6_* settings that would change the measurement."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("K6_")} | extra
+    """The user's environment minus what would change the measurement: any K6_* setting, and the variables lab.js
+    reads (LAB_*, TARGET), which k6 would hand it from the user's shell where the step sets none (LAB_LINGER_MS)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("K6_", "LAB_")) and k != "TARGET"} | extra
 
 
 def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:

@@ -1,7 +1,8 @@
 """k6 for a step, and its output as a recording (harness.lab.load.recording: per request or per second).
 
-The lab script (experiments/k6/lab.js) takes the step's load plan and target from -e variables (a plan longer than
-one argument may be is refused with the spec: harness.lab.load.plan). k6 writes one CSV row per metric sample;
+The lab script (experiments/k6/lab.js) takes the step's load plan and target from k6's environment, not its command
+line, where `ps` would show them to every user (a plan longer than one variable may be is refused with the spec:
+harness.lab.load.plan). k6-operator's runners get them the same way (harness.lab.load.kubernetes). k6 writes one CSV row per metric sample;
 recording.py streams them into one row per request or per-second series.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pandas as pd
 from harness.lab.load.tool import LoadTool
 from harness import EXPERIMENTS, TOOLS, LabError
 from harness.lab.load.options import peak_vus
-from harness.lab.load.plan import PLAN_VARIABLE, plan_text
+from harness.lab.load.plan import k6_environment
 from harness.lab.load.recording import (  # noqa: F401 (read_requests, PHASES: the k6 reader's API, kept here)
     INTERRUPTED_CODE,
     INTERRUPTED_ERROR,
@@ -44,6 +45,9 @@ DASHBOARD_REPORT = "k6-report.html"
 
 
 DASHBOARD_PERIOD_MS = 1000  # with the default 10 s, k6 skips the report of a step shorter than two periods
+
+
+LINGER_VARIABLE = "LAB_LINGER_MS"  # lab.js lingers this long after the last response (with the dashboard only)
 
 
 # Plain CSV, not gzip: k6 spends ~12 % more CPU per request compressing (measured at saturation, issue 13); the file
@@ -101,21 +105,17 @@ def source_args(step: Step, part: int, parts: int) -> list[str]:
 
 def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool = False,
                part: int = 1) -> tuple[list[str], dict]:
-    """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target;
-    with load.processes > 1, the execution segment of process `part` and files of its own."""
-    params = {PLAN_VARIABLE: plan_text(step.load), "TARGET": target}
-    if dashboard:  # k6's dashboard drops the last unfinished period: the script lingers past the last response
-        params["LAB_LINGER_MS"] = DASHBOARD_PERIOD_MS * 3 // 2
+    """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target
+    (in the environment: lab.js reads them from __ENV, which k6 fills from its environment and -e alike); with
+    load.processes > 1, the execution segment of process `part` and files of its own."""
+    env = k6_environment(step.load, target)
     parts = step.load.get("processes", 1)
     cmd = [str(k6), "run", "--no-usage-report", "--no-color", "--quiet", "--address", "",
            "--out", f"csv={workdir / part_name(CSV_FILE, part)}",
            "--summary-export", str(workdir / part_name(SUMMARY_FILE, part)), *segment_args(part, parts),
            *source_args(step, part, parts)]
-    for key, value in params.items():
-        cmd += ["-e", f"{key}={value}"]
-    env = {"K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}
-    if dashboard:
-        env |= {"K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_HOST": "127.0.0.1",
+    if dashboard:  # k6's dashboard drops the last unfinished period: the script lingers past the last response
+        env |= {LINGER_VARIABLE: str(DASHBOARD_PERIOD_MS * 3 // 2), "K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_HOST": "127.0.0.1",
                 "K6_WEB_DASHBOARD_PERIOD": f"{DASHBOARD_PERIOD_MS}ms", "K6_WEB_DASHBOARD_EXPORT": str(workdir / DASHBOARD_REPORT)}
     return cmd + [str(SCRIPT)], env
 

@@ -5,7 +5,7 @@
 - a TestRun (k6-operator's custom resource, apiVersion k6.io/v1alpha1): `parallelism` = the step's
   load.processes, which k6-operator turns into as many runner pods, each with its equal execution segment (the
   split `load.processes` makes here); the script from the ConfigMap; the step's load plan and target as the runners'
-  environment (LAB_PLAN, TARGET: what `invoke run` passes to k6), and k6's CSV output in the runner;
+  environment (LAB_PLAN, TARGET: as `invoke run` passes them to k6), and k6's CSV output in the runner;
 - the sample server as a Deployment (one replica: one server is what the book measures) with the step's server
   settings as its environment, JAVA_TOOL_OPTIONS as on both backends, and the step's [container] cpus and memory as
   its resources (requests = limits, so the scheduler gives it what the step asked), behind a Service;
@@ -38,7 +38,7 @@ from harness.lab.services.base import SERVER
 from harness.lab.services.kinds import SAMPLE_SERVER
 from harness.lab.services.tomcat.knobs import server_env
 from harness.lab.jdk import with_jvm_options
-from harness.lab.load.plan import PLAN_VARIABLE, plan_text
+from harness.lab.load.plan import k6_environment
 from harness.lab.store import home_expanded
 from harness.lab.spec import Step, load_spec
 
@@ -86,8 +86,7 @@ def script_config_map(step: Step) -> dict:
 def testrun(step: Step) -> dict:
     """k6-operator's TestRun for the step's load: one runner pod per process, the load plan as the lab passes it."""
     target = f"http://{resource_name(step, '-server')}:{step.port}"
-    env = {PLAN_VARIABLE: plan_text(step.load), "TARGET": target,
-           "K6_CSV_TIME_FORMAT": "unix_micro", "K6_NO_USAGE_REPORT": "true"}
+    env = k6_environment(step.load, target)
     arguments = f"--out csv={RUNNER_DIR}/k6.csv --summary-export {RUNNER_DIR}/k6-summary.json"
     return {
         "apiVersion": API_VERSION, "kind": "TestRun",

@@ -21,13 +21,28 @@ from pathlib import Path
 
 from invoke import Exit, task
 
-from harness import DATA, ROOT, TOOLS, LabError, silence_stdout
+from harness import DATA, ROOT, TOOLS, GuardedOutput, LabError, OutputLost, silence_stdout
 
 # A terminal whose encoding has no ✓ or × (PYTHONIOENCODING=ascii, LANG=C on an old Python) shows "?" for them: a
 # status mark is not worth a UnicodeEncodeError.
 for _stream in (sys.stdout, sys.stderr):
     if hasattr(_stream, "reconfigure"):
         _stream.reconfigure(errors="replace")
+# stdout redirected into a full disk (`invoke list > out.txt`) is one line, not a traceback: in a task, an error
+# (exit 2); in invoke's own help, printed outside any task, a failure (exit 1).
+if sys.stdout is not None and not isinstance(sys.stdout, GuardedOutput):
+    sys.stdout = GuardedOutput(sys.stdout)
+_python_excepthook = sys.excepthook
+
+
+def _one_line_for_lost_output(kind, value, trace):
+    if isinstance(value, OutputLost):
+        print(f"error: {value}", file=sys.stderr)
+    else:
+        _python_excepthook(kind, value, trace)
+
+
+sys.excepthook = _one_line_for_lost_output
 
 
 @contextmanager

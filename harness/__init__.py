@@ -14,6 +14,10 @@ class LabError(Exception):
     """A problem the user can fix; its message is shown as is, without a traceback."""
 
 
+class OutputLost(LabError):
+    """Standard output could not be written (a full disk, a device error): what it was to show is lost."""
+
+
 def say(message: str) -> None:
     """A progress line, shown at once even when output goes to a pipe or a CI log. When the reader has gone
     (`invoke run smoke | head -1`), the run goes on silently: a step is never aborted for its progress lines."""
@@ -23,6 +27,10 @@ def say(message: str) -> None:
         print(message, flush=True)
     except BrokenPipeError:
         silence_stdout()
+    except (OSError, OutputLost) as lost:  # a full disk under a redirected stdout: say so once, on stderr
+        silence_stdout()
+        print(f"note: {lost if isinstance(lost, OutputLost) else lost_output(lost)}; the run goes on without its "
+              f"progress lines", file=sys.stderr, flush=True)
 
 
 def silence_stdout() -> None:
@@ -33,3 +41,35 @@ def silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     finally:
         os.close(devnull)
+
+
+def lost_output(err: OSError) -> OutputLost:
+    return OutputLost(f"standard output could not be written ({err.strerror or err})")
+
+
+class GuardedOutput:
+    """sys.stdout whose failed write names the stream that failed: an OSError from print() is otherwise
+    indistinguishable from one of a data file. A reader that has gone (a broken pipe) stays a BrokenPipeError; any
+    other failure sends the rest of the output to /dev/null (nor does Python's flush at exit fail again) and is an
+    OutputLost, one line for the user."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self._stream.write, text)
+
+    def flush(self) -> None:
+        return self._guarded(self._stream.flush)
+
+    def _guarded(self, operation, *args):
+        try:
+            return operation(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            silence_stdout()
+            raise lost_output(err) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)

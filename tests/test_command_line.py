@@ -51,10 +51,18 @@ def not_a_step(step: str) -> bool:
     return step not in STEP_IDS
 
 
+def a_file(name: str) -> bool:
+    """Whether `name` is a file here; a name no file can have (too long, a NUL) is none."""
+    try:
+        return Path(name).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 @FUZZ
 @given(chapter=ODD, step=ODD, backend=st.one_of(st.just("local"), ODD), server=st.none() | ODD, path=st.none() | ODD)
 def test_run_answers_any_input_clearly(chapter, step, backend, server, path, data_dir):
-    assume(chapter not in NAMES and not Path(chapter).is_file())  # a real spec would start its steps
+    assume(chapter not in NAMES and not a_file(chapter))  # a real spec would start its steps
     code, message = answer(tasks.run, chapter, step=[step], backend=backend, server=server, path=path)
     assert code == 2 and clear(code, message), (code, message)
 

@@ -396,6 +396,36 @@ def test_compare_into_a_reader_that_stopped_early_ends_quietly():
     assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr
 
 
+@pytest.mark.parametrize("args, code", [(["list"], 2), (["compare", "chapter1"], 2), (["list", "--help"], 1)])
+def test_output_redirected_into_a_full_disk_is_one_line_not_a_traceback(args, code):
+    """`invoke list > out.txt` on a full disk (/dev/full fails every write): the listing is lost, and says so in one
+    line on stderr, an error in a task (exit 2) and a failure in invoke's own help, printed outside any task (1)."""
+    import subprocess
+    import sys
+
+    from harness import ROOT
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (code, "error: standard output could not be written (No space left on "
+                                                    "device)\n")
+
+
+def test_progress_lines_into_a_full_disk_are_dropped_with_one_note_and_the_program_goes_on(capsys, monkeypatch):
+    """say()'s promise, a step never aborted for its progress lines, holds for a full disk as for a closed pipe:
+    one note on stderr, then silence, through the guarded stdout of `invoke` and a plain one alike."""
+    from harness import GuardedOutput, say
+
+    for guarded in (True, False):
+        with open("/dev/full", "w") as full:
+            monkeypatch.setattr("sys.stdout", GuardedOutput(full) if guarded else full)
+            say("step 1 of 2")
+            say("step 2 of 2")
+        assert capsys.readouterr().err == ("note: standard output could not be written (No space left on device); "
+                                           "the run goes on without its progress lines\n")
+
+
 def test_progress_lines_into_a_closed_pipe_are_dropped_and_the_program_goes_on(tmp_path):
     import os
     import subprocess

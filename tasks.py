@@ -25,11 +25,12 @@ from harness import DATA, ROOT, TOOLS, GuardedOutput, LabError, OutputLost, sile
 
 # A terminal whose encoding has no ✓ or × (PYTHONIOENCODING=ascii, LANG=C on an old Python) shows "?" for them: a
 # status mark is not worth a UnicodeEncodeError.
+# Line-buffered: a write that fails does so in the print that made it, where a handler sees it (below).
 for _stream in (sys.stdout, sys.stderr):
     if hasattr(_stream, "reconfigure"):
-        _stream.reconfigure(errors="replace")
-# stdout redirected into a full disk (`invoke list > out.txt`) is one line, not a traceback: in a task, an error
-# (exit 2); in invoke's own help, printed outside any task, a failure (exit 1).
+        _stream.reconfigure(errors="replace", line_buffering=True)
+# stdout redirected into a full disk (`invoke list > out.txt`) is one line, not a traceback: an error (exit 2) in a
+# task's _clear_errors, a failure (exit 1) elsewhere (invoke's help of a task, a print outside it).
 if sys.stdout is not None and not isinstance(sys.stdout, GuardedOutput):
     sys.stdout = GuardedOutput(sys.stdout)
 _python_excepthook = sys.excepthook
@@ -51,6 +52,8 @@ def _clear_errors():
     stopped early (`| head -1`) ends the command quietly: the reader had what it wanted."""
     try:
         yield
+        if sys.stdout is not None:
+            sys.stdout.flush()  # what is still held fails here, not in Python's flush at exit, where no handler is
     except LabError as err:
         raise Exit(f"error: {err}", code=2) from None
     except KeyboardInterrupt:

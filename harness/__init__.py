@@ -20,25 +20,29 @@ class OutputLost(LabError):
 
 def say(message: str) -> None:
     """A progress line, shown at once even when output goes to a pipe or a CI log. When the reader has gone
-    (`invoke run smoke | head -1`), the run goes on silently: a step is never aborted for its progress lines."""
+    (`invoke run smoke | head -1`) or the disk under a redirected stdout is full, the work goes on without them: a
+    step is never aborted for its progress lines."""
     if sys.stdout is None:  # started with stdout closed
         return
     try:
         print(message, flush=True)
     except BrokenPipeError:
         silence_stdout()
-    except (OSError, OutputLost) as lost:  # a full disk under a redirected stdout: say so once, on stderr
+    except (OSError, OutputLost) as lost:  # said once, on stderr, unless that is lost too (`> run.log 2>&1`)
         silence_stdout()
-        print(f"note: {lost if isinstance(lost, OutputLost) else lost_output(lost)}; the run goes on without its "
-              f"progress lines", file=sys.stderr, flush=True)
+        try:
+            print(f"note: {lost if isinstance(lost, OutputLost) else lost_output(lost)}; going on without the "
+                  f"progress lines", file=sys.stderr, flush=True)
+        except OSError:
+            silence_stdout(sys.stderr)  # nor may Python's flush at exit fail on it (exit 120, whatever the run did)
 
 
-def silence_stdout() -> None:
-    """Send the rest of stdout to /dev/null once its reader has gone, so no later line (nor Python's flush at exit)
-    fails on the broken pipe again."""
+def silence_stdout(stream=None) -> None:
+    """Send the rest of stdout (or `stream`) to /dev/null once its reader has gone, so no later line (nor Python's
+    flush at exit) fails on the broken pipe again."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, (stream or sys.stdout).fileno())
     finally:
         os.close(devnull)
 
@@ -50,14 +54,18 @@ def lost_output(err: OSError) -> OutputLost:
 class GuardedOutput:
     """sys.stdout whose failed write names the stream that failed: an OSError from print() is otherwise
     indistinguishable from one of a data file. A reader that has gone (a broken pipe) stays a BrokenPipeError; any
-    other failure sends the rest of the output to /dev/null (nor does Python's flush at exit fail again) and is an
-    OutputLost, one line for the user."""
+    other failure sends the rest of the output to /dev/null and is an OutputLost, one line for the user. Output held
+    in the buffer until Python's flush at exit would fail where no handler sees it: invoke's tasks flush before they
+    end (tasks.py), and the stream is line-buffered."""
 
     def __init__(self, stream):
         self._stream = stream
 
     def write(self, text: str) -> int:
         return self._guarded(self._stream.write, text)
+
+    def writelines(self, lines) -> None:
+        return self._guarded(self._stream.writelines, lines)
 
     def flush(self) -> None:
         return self._guarded(self._stream.flush)

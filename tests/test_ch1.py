@@ -232,10 +232,10 @@ def test_the_whole_run_shortfall_is_the_files(reference):
     assert r.full_runs == len(short)
 
 
-def test_the_articles_still_quite_similar_case_is_its_rate_at_as_many_clients_as_threads(reference):
+def test_the_articles_still_quite_similar_case_is_its_rate_with_the_pool_just_full(reference):
     """The article: "an estimated 500 RPS (100 concurrent request * 5 RPS). Still quite similar to the actual 484.10"."""
     r = ch1.rates(reference)
-    assert (r.article_at_pool, r.model_at_pool) == (484.10, pytest.approx(500))
+    assert (r.article_full, r.model_full) == (484.10, pytest.approx(500))
 
 
 def test_the_pool_limit_for_the_answer_page(reference):

@@ -13,7 +13,6 @@ import base64
 import csv
 import gzip
 import json
-import os
 import re
 import subprocess
 from collections import Counter
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.lab import runner
 from harness.lab.services.deploy import Deployment
 from harness.lab.load.k6 import CSV_FILE, DASHBOARD_REPORT, find_k6, k6_command, summary_counts
 from harness.lab.load.recording import read_requests
@@ -96,7 +96,7 @@ def server(tmp_path_factory):
 def run_k6(step, server, workdir: Path, dashboard: bool = False) -> list[dict]:
     """k6 for a step against the server; its CSV rows (k6-summary.json and any report stay in workdir)."""
     cmd, env = k6_command(find_k6(), step, server.url, workdir, dashboard)
-    done = subprocess.run(cmd, env=os.environ | env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, env=runner._load_env(env), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     with open(workdir / CSV_FILE, newline="") as f:
         return list(csv.DictReader(f))

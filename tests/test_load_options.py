@@ -1,6 +1,7 @@
 """[load]: profiles (executors), scenarios and spike modes; their checks and the load plan k6 gets (no k6 needed)."""
 import errno
 import json
+import os
 import re
 import subprocess
 import tomllib
@@ -264,7 +265,8 @@ def test_a_plan_longer_than_one_environment_variable_is_refused_with_the_spec():
 
 
 def test_the_plans_limit_is_the_kernels_for_one_environment_variable():
-    """MAX_VARIABLE_BYTES is what exec takes in one variable: a LAB_PLAN that long starts a process, a byte more not."""
+    """exec takes one variable of at most 32 pages less its NUL: a LAB_PLAN that long starts a process, a byte more
+    not. MAX_VARIABLE_BYTES is that for 4 KiB pages, the least any Linux has, so a plan it admits starts anywhere."""
     def starts(size: int) -> bool:
         try:
             subprocess.run(["true"], env={PLAN_VARIABLE: "x" * (size - len(PLAN_VARIABLE) - 1)}, check=True)
@@ -272,7 +274,9 @@ def test_the_plans_limit_is_the_kernels_for_one_environment_variable():
             assert err.errno == errno.E2BIG
             return False
         return True
-    assert starts(MAX_VARIABLE_BYTES) and not starts(MAX_VARIABLE_BYTES + 1)
+    kernels = 32 * os.sysconf("SC_PAGE_SIZE") - 1
+    assert starts(kernels) and not starts(kernels + 1)
+    assert MAX_VARIABLE_BYTES == 32 * 4096 - 1 <= kernels
 
 
 def test_k6_gets_no_lab_variable_of_the_users_shell(monkeypatch):
@@ -280,7 +284,7 @@ def test_k6_gets_no_lab_variable_of_the_users_shell(monkeypatch):
     for name, value in {"LAB_LINGER_MS": "9000", "TARGET": "http://elsewhere", "K6_VUS": "3", "LAB_DATA_DIR": "/x",
                         "HOME": "/home/reader"}.items():
         monkeypatch.setenv(name, value)
-    env = runner._k6_env({"TARGET": "http://127.0.0.1:18080"})
+    env = runner._load_env({"TARGET": "http://127.0.0.1:18080"})
     assert env["TARGET"] == "http://127.0.0.1:18080" and env["HOME"] == "/home/reader"
     assert not {"LAB_LINGER_MS", "K6_VUS", "LAB_DATA_DIR"} & env.keys()
 

@@ -399,22 +399,26 @@ def test_compare_into_a_reader_that_stopped_early_ends_quietly():
 @pytest.mark.parametrize("args, code", [(["list"], 2), (["compare", "chapter1"], 2), (["list", "--help"], 1)])
 def test_output_redirected_into_a_full_disk_is_one_line_not_a_traceback(args, code):
     """`invoke list > out.txt` on a full disk (/dev/full fails every write): the listing is lost, and says so in one
-    line on stderr, an error in a task (exit 2) and a failure in invoke's own help, printed outside any task (1)."""
+    line on stderr, an error in a task (exit 2) and a failure in invoke's own help, printed outside any task (1).
+    `compare chapter1` prints less than a buffer holds: it fails at the task's end, not at Python's exit."""
+    import os
     import subprocess
     import sys
 
     from harness import ROOT
 
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as a reader's shell has it
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, stdout=full, stderr=subprocess.PIPE,
-                              text=True, timeout=300)
+                              text=True, timeout=300, env=buffered)
     assert (done.returncode, done.stderr) == (code, "error: standard output could not be written (No space left on "
                                                     "device)\n")
 
 
 def test_progress_lines_into_a_full_disk_are_dropped_with_one_note_and_the_program_goes_on(capsys, monkeypatch):
     """say()'s promise, a step never aborted for its progress lines, holds for a full disk as for a closed pipe:
-    one note on stderr, then silence, through the guarded stdout of `invoke` and a plain one alike."""
+    one note on stderr, then silence, through the guarded stdout of `invoke` and a plain one alike; and with stderr
+    on the full disk too (`> run.log 2>&1`), no note and no error, then or at exit (which would exit 120)."""
     from harness import GuardedOutput, say
 
     for guarded in (True, False):
@@ -423,7 +427,12 @@ def test_progress_lines_into_a_full_disk_are_dropped_with_one_note_and_the_progr
             say("step 1 of 2")
             say("step 2 of 2")
         assert capsys.readouterr().err == ("note: standard output could not be written (No space left on device); "
-                                           "the run goes on without its progress lines\n")
+                                           "going on without the progress lines\n")
+    with open("/dev/full", "w") as full, open("/dev/full", "w") as full_too:  # closed (flushed) without an error
+        monkeypatch.setattr("sys.stdout", GuardedOutput(full))
+        monkeypatch.setattr("sys.stderr", full_too)
+        say("step 1 of 2")
+        say("step 2 of 2")
 
 
 def test_progress_lines_into_a_closed_pipe_are_dropped_and_the_program_goes_on(tmp_path):

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harness import ROOT, LabError
+from harness import ROOT, LabError, say as progress
 
 ATTEMPTS = 3
 TAIL_LINES = 200  # Quarto's error and its stack trace fit in this many lines
@@ -65,7 +65,7 @@ def render(args: Sequence[str] = (), on_line: Callable[[str], None] | None = Non
     """`quarto render <args>` from the project's root, every output line passed to `on_line` (default: printed) as it
     comes; tried again while it fails only because a file vanished under Quarto's listing of the project. The book
     renders from data/, whatever LAB_DATA_DIR says. `command` replaces `quarto render` (a test's stand-in)."""
-    say = on_line or (lambda line: print(line, flush=True))
+    say = on_line or progress  # Quarto's lines, dropped once stdout is lost: the render goes on
     argv = [*(command or [quarto(), "render"]), *args]
     env = {k: v for k, v in os.environ.items() if k != "LAB_DATA_DIR"}
     attempt = 1

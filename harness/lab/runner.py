@@ -295,7 +295,7 @@ def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: net
         cmd = placement.command(step, tool.name, hosts.command(clients[part - 1], cmd) if hosts else cmd)
         name = part_name(tool.name, part)
         try:
-            started.append((name, spawn(cmd, _k6_env(env), workdir / f"{name}.log")))
+            started.append((name, spawn(cmd, _load_env(env), workdir / f"{name}.log")))
         except OSError as err:  # an argument list too long, a binary gone since the checks: the step fails, kept
             if err.errno == errno.ENOSPC:
                 raise
@@ -360,9 +360,10 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
         writer.gzip(writer.path / f"{part_name(tool.name, part)}.log", f"{part_name(tool.name, part)}.log")
 
 
-def _k6_env(extra: dict) -> dict:
-    """The user's environment minus what would change the measurement: any K6_* setting, and the variables lab.js
-    reads (LAB_*, TARGET), which k6 would hand it from the user's shell where the step sets none (LAB_LINGER_MS)."""
+def _load_env(extra: dict) -> dict:
+    """The load tool's environment (k6, ab or wrk): the user's, minus what would change the measurement: any K6_*
+    setting, and the variables lab.js reads (LAB_*, TARGET), which k6 would hand it from the user's shell where the
+    step sets none (LAB_LINGER_MS); then the tool's own (`extra`)."""
     return {k: v for k, v in os.environ.items() if not k.startswith(("K6_", "LAB_")) and k != "TARGET"} | extra
 
 

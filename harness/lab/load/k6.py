@@ -2,7 +2,8 @@
 
 The lab script (experiments/k6/lab.js) takes the step's load plan and target from k6's environment, not its command
 line, where `ps` would show them to every user (a plan longer than one variable may be is refused with the spec:
-harness.lab.load.plan). k6-operator's runners get them the same way (harness.lab.load.kubernetes). k6 writes one CSV row per metric sample;
+harness.lab.load.plan). k6-operator's runners get them the same way (harness.lab.load.kubernetes). lab.js's own
+first comment still says -e: its bytes are in every k6 step's fingerprint, so it changes with the next campaign. k6 writes one CSV row per metric sample;
 recording.py streams them into one row per request or per-second series.
 """
 from __future__ import annotations

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.book.chapters.ch1 import runs
-from harness.book.chapters.ch1.claims import ARTICLE_RPS
+from harness.book.chapters.ch1.claims import ARTICLE_RPS, FULL
 from harness.book.chapters.ch1.runs import Pool, pool_of
 from harness.book.prose import and_list, listed, words
 from harness.lab.services.tomcat.knobs import SERVER_DEFAULTS
@@ -102,8 +102,8 @@ class Rates:
     full_run_s: float  # how long a run with the pool full lasts (the model)
     article_low: float  # the article's own shortfall from its model at C ≥ 100, least …
     article_high: float  # … and most
-    article_at_pool: float  # the article's rate with as many clients as threads (its "still quite similar" case) …
-    model_at_pool: float  # … and the model's there
+    article_full: float  # the article's rate with the pool just full (its "still quite similar" case) …
+    model_full: float  # … and the model's there
     tail_s: float  # the longest a request holds a thread: the most tail a run can end with
     full_runs: int  # runs with the pool full
     beyond_tail: int  # … that fell short by more than the tail explains
@@ -125,7 +125,7 @@ def rates(data: ChapterData) -> Rates:
     return Rates(abs(steady[worst]), f"{step}, run {run}",
                  max((abs(runs.whole_rate(r) / pool.model_rps(runs.clients_of(r.meta)) - 1) for r in below), default=0),
                  *span_of(short), tail, max(r.meta["model"]["duration_ms"] for r in full) / 1000, *span_of(article),
-                 ARTICLE_RPS[pool.threads], pool.model_rps(pool.threads), pool.sleep_ms / 1000, len(full),
+                 ARTICLE_RPS[FULL], pool.model_rps(FULL), pool.sleep_ms / 1000, len(full),
                  sum(x > tail for x in short), *span_of(runs.span_s(r) for r in full))
 
 

@@ -170,16 +170,15 @@ def _spec_with_server(chapter, server, path):
 
 @task(help={"server": "your Spring Boot jar (an executable jar with a Start-Class)",
             "path": "the path the load asks your app for (default /)",
-            "backend": "where your app runs: local (default) or docker",
             "profile": "the profile's spec (default experiments/report.toml; the tests give a scaled one)"})
-def report(c, server, path="/", backend="local", profile="report"):
+def report(c, server, path="/", profile="report"):
     """A capacity profile of your own jar: its service time, the throughput plateau against Little's law, the
     connections it holds at once; each step sized by what the steps before it measured (data/report@<jar>/)."""
     from harness.lab.profile import run_profile, summary
 
     with _clear_errors():
         _positionals("report", server=server)
-        found = run_profile(str(_path("--server", server)), path, backend, profile)
+        found = run_profile(str(_path("--server", server)), path, profile)
         print("\n".join(summary(found)))
 
 

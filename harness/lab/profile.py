@@ -263,7 +263,7 @@ def pool_wait_ms(actuator: pd.DataFrame) -> float | None:
 
 # ---- the profile, stage by stage -------------------------------------------------------------------------------
 
-def run_profile(jar: str, path: str, backend: str = "local", template: str = TEMPLATE) -> Profile:
+def run_profile(jar: str, path: str, template: str = TEMPLATE) -> Profile:
     from harness.lab.runner import run_chapter
     from harness.plan import plan_steps
 
@@ -274,7 +274,7 @@ def run_profile(jar: str, path: str, backend: str = "local", template: str = TEM
     def run(stage: str, settings: Settings | None = None) -> Spec:
         spec = stage_spec(template, top, stage_tables(steps, stage, path, settings), jar)
         say(f"report: stage {STAGES.index(stage) + 1} of {len(STAGES)}, {stage}: {len(spec.steps)} step(s)")
-        outcomes = run_chapter(template, force=True, backend=backend, plan=plan_steps, spec=spec)
+        outcomes = run_chapter(template, force=True, plan=plan_steps, spec=spec)  # your jar runs locally on every backend
         failed = [o.step.id for o in outcomes if o.status != "complete"]
         if failed:
             raise LabError(f"report: step {', '.join(failed)} failed (see the reasons above); the profile stops here")

@@ -1,6 +1,7 @@
-"""The package's shape (ARCHITECTURE.md): no import cycles, a chapter's modules never import another chapter's, the
+"""The package's shape (docs/architecture.md): no import cycles, a chapter's modules never import another chapter's, the
 read side (harness.book) and the write side (harness.lab) meet only in data (the book reads it through
-harness.lab.store), models know nothing of either, and no module grows past ~400 lines."""
+harness.lab.store), models know nothing of either but the spec they predict from (and its units), the lab's layers
+import only downward, and no module grows past 450 lines."""
 from __future__ import annotations
 
 import ast
@@ -140,10 +141,11 @@ def test_a_chapter_imports_no_other_chapter():
 
 
 def test_sides_meet_only_in_data():
-    """The lab never imports the book or a chapter; models import neither side's modules but the spec they predict
-    (and its units)."""
+    """The lab never imports the book, a chapter or a model (`invoke run` hands it a plan: harness.plan); models
+    import neither side's modules but the spec they predict (and its units)."""
     graph = imports()
-    lab_to_book = [f"{m} → {t}" for m, ts in graph.items() for t in ts if m.startswith("harness.lab") and t.startswith("harness.book")]
+    lab_to_book = [f"{m} → {t}" for m, ts in graph.items() for t in ts
+                   if m.startswith("harness.lab") and t.startswith(("harness.book", "harness.models"))]
     models_out = [f"{m} → {t}" for m, ts in graph.items() for t in ts if m.startswith("harness.models")
                   and (t.startswith("harness.book") or (t.startswith("harness.lab") and t not in ("harness.lab.spec", "harness.lab.units")))]
     assert not lab_to_book and not models_out, lab_to_book + models_out
@@ -156,7 +158,7 @@ LAB_LAYERS = [
     ("backends", "store", "samplers", "kernel", "typed", "units", "system", "netns", "placement", "interrupts", "build",
      "jdk", "downloads", "histogram", "integrity"),
     ("services", "load.options"),  # the kinds of service and the load's options: what a spec is written in
-    ("spec", "limits", "load.plan"),  # a spec read and checked against the machine's limits and k6's command line
+    ("spec", "limits", "load.plan"),  # a spec read and checked against the machine's limits and k6's environment
 ]
 
 

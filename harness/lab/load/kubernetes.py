@@ -22,9 +22,10 @@ loopback, does not reach the server.
 tests/test_kubernetes.py validates the TestRuns against k6-operator's own CRD schema (when ../shared/k6-operator/
 holds it) and the other resources against the Kubernetes API's schemas (the kubernetes-validate package).
 
-Getting results back: each runner writes k6's CSV and summary to /home/k6 inside its pod; copy them out (`kubectl
-cp <runner-pod>:/home/k6/k6.csv k6-<n>.csv`) into a step directory and the lab merges them as it does its own
-processes' (harness.lab.load.k6.merge_parts). That path is not exercised here: there is no cluster.
+Getting results back: each runner writes k6's CSV and summary to /home/k6 inside its pod; they can be copied out
+(`kubectl cp <runner-pod>:/home/k6/k6.csv k6-<n>.csv`), named as the lab names a split test's files, but no task reads
+them back yet: the lab merges its own processes' files (harness.lab.load.k6.merge_parts) only inside `invoke run`.
+That path is not exercised here: there is no cluster.
 """
 from __future__ import annotations
 

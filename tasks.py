@@ -148,12 +148,17 @@ def run(c, chapter, step=None, force=False, backend="local", dashboard=False, se
 
 
 def _say_how_to_compare(chapter):
-    """After a whole chapter: how its outcomes compare with the book's, and how a clean pass is kept."""
+    """After a whole chapter: how its outcomes compare with the book's, and how a clean pass is kept. A run into
+    another data directory names it: `LAB_DATA_DIR=… invoke run` is often typed for that one command."""
     from harness.lab.protocol import protocol
+    from harness.lab.store import data_root
 
-    if protocol(chapter) is not None:
-        print(f"your outcomes beside the book's: invoke compare {chapter}; a clean pass (every step at one committed "
-              f"commit) is kept as one of the book's with: invoke compare {chapter} --keep")
+    if protocol(chapter) is None:
+        return
+    root = data_root()
+    command = f"invoke compare {chapter}" + ("" if root.resolve() == DATA.resolve() else f" --data {shlex.quote(str(root))}")
+    print(f"your outcomes beside the book's: {command}; a clean pass (every step at one committed commit) is kept as "
+          f"one of the book's with: {command} --keep")
 
 
 def _spec_with_server(chapter, server, path):
@@ -264,7 +269,8 @@ def list_(c):
 
 
 @task(help={"chapter": "a chapter: chapter1 … chapter7, or chapterN@app: as run on your own server (--server app.jar)",
-            "data": "another data directory to judge beside the committed one (e.g. where you ran the chapter)",
+            "data": "another data directory to judge beside the committed one (e.g. where you ran the chapter; "
+                    "default: LAB_DATA_DIR when set)",
             "keep": "keep the run as one of the book's passes (a clean pass only): appended to data/<chapter>/passes.csv"})
 def compare(c, chapter, data=None, keep=False):
     """Judge a chapter's claims on another run's data beside the book's (every kept pass pooled); exit 1 when an
@@ -275,10 +281,18 @@ def compare(c, chapter, data=None, keep=False):
     with _clear_errors():
         _positionals("compare", chapter=chapter)
         base, at, server = chapter.partition("@")  # chapter3@app: chapter 3 run on your own server (--server app.jar)
-        report, moved = compare_runs(known_chapter(base) + at + server, _path("--data", data) if data is not None else None, keep)
+        other = _path("--data", data) if data is not None else _data_dir_if_named()
+        report, moved = compare_runs(known_chapter(base) + at + server, other, keep)
         print(report)  # inside: `invoke compare … | head -1` ends quietly, as `list` and `run` do
     if moved:
         raise Exit(f"{len(moved)} outcome(s) moved between reproduced and not reproduced", code=1)
+
+
+def _data_dir_if_named() -> Path | None:
+    """LAB_DATA_DIR when set, as `run` and `list` read it (the run to compare); None for the book's data/ alone."""
+    from harness.lab.preflight import readable_data_root
+
+    return readable_data_root() if "LAB_DATA_DIR" in os.environ else None
 
 
 @task(help={"chapter": "a chapter: chapter1 … chapter7", "label": "the kept pass, as passes.csv names it",

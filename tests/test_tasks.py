@@ -44,6 +44,29 @@ def test_a_start_that_fails_outside_a_run_is_one_line_naming_which(monkeypatch):
         bench.redeploy_times(3)
 
 
+def test_compare_judges_the_data_directory_run_reads_and_a_run_elsewhere_says_where_it_is(tmp_path, monkeypatch,
+                                                                                         capsys):
+    """README's flow, `LAB_DATA_DIR=/tmp/mine/data invoke run chapter1`, then the command the run suggests: it named
+    no --data, and compare read no LAB_DATA_DIR, so a reader's run was never judged: the book's own data/ was, beside
+    itself. The run names the folder now, and compare reads LAB_DATA_DIR as `run` and `list` do."""
+    import invoke
+
+    import tasks
+
+    mine = tmp_path / "my data"
+    monkeypatch.setenv("LAB_DATA_DIR", str(mine))
+    tasks._say_how_to_compare("chapter1")
+    command = f"invoke compare chapter1 --data '{mine}'"
+    assert capsys.readouterr().out == (f"your outcomes beside the book's: {command}; a clean pass (every step at one "
+                                       f"committed commit) is kept as one of the book's with: {command} --keep\n")
+    with pytest.raises(invoke.exceptions.Exit) as refused:  # nothing of chapter 1 there yet: said, not data/ judged
+        tasks.compare(invoke.Context(), "chapter1")
+    assert refused.value.code == 2 and str(refused.value.message).startswith(f"error: no chapter1 in {mine}: ")
+    monkeypatch.delenv("LAB_DATA_DIR")
+    tasks._say_how_to_compare("chapter1")
+    assert capsys.readouterr().out.startswith("your outcomes beside the book's: invoke compare chapter1; ")
+
+
 def test_a_terminal_without_unicode_gets_the_list_with_its_marks_replaced():
     env = {"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "ascii"}
     done = subprocess.run([sys.executable, "-m", "invoke", "list"], cwd=ROOT, capture_output=True, text=True,

@@ -1,4 +1,5 @@
 """Spec validation: every kind of bad input gives a message naming it, all problems at once."""
+import json
 from pathlib import Path
 
 import pytest
@@ -508,6 +509,23 @@ def test_step_json_records_every_knob_defaults_included_and_the_book_reads_them(
     recorded = {"knobs": {"server": knobs | {"TOMCAT_ACCEPT_COUNT": 7}}, "config": {"server": {}}}
     assert server_knob(recorded, "TOMCAT_ACCEPT_COUNT") == 7  # what it ran with, not today's default of 100
     assert server_knob({"config": {"server": {"TOMCAT_MAX_THREADS": 5}}}, "TOMCAT_ACCEPT_COUNT") == 100
+
+
+def test_a_readers_jar_run_is_read_with_what_the_step_gave_it_else_what_it_reported():
+    """README's `invoke compare chapter3@shop` on a real run (tests/samples/own-server: chapter 3's a-300-pv run on the
+    sample server's own jar as a reader's, from commit 9652e558): its step.json keeps the chapter's settings under
+    `given` and the jar's Tomcat as reported, so a knob read as a sample server's (None) ended compare in a TypeError."""
+    from harness.book.compare import compare
+    from harness.lab.steps import server_knob
+
+    folder = ROOT / "tests" / "samples" / "own-server"
+    meta = json.loads((folder / "chapter3@sample-server" / "a-300-pv" / "step.json").read_text())
+    assert (server_knob(meta, "SLEEP_MS"), server_knob(meta, "TOMCAT_MAX_THREADS")) == (5000, 200)  # given; reported
+    assert server_knob(meta, "TOMCAT_MAX_KEEP_ALIVE_REQUESTS") is None  # neither: nobody knows
+    report, _ = compare("chapter3@sample-server", folder)
+    header, first = report.replace("\xa0", " ").splitlines()[:2]
+    assert header.split()[-1] == "chapter3@sample-server"
+    assert first.split() == ["F000-a.1a", "0", "answers:", "reproduced", "0", "answers:", "inconclusive"]
 
 
 @pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "experiments").glob("*.toml"),

@@ -54,8 +54,12 @@ def step_from_config(chapter: str, step_id: str, config: dict, limits: dict | No
 def server_knob(meta: dict, name: str):
     """A sample-server knob as a recorded step ran with it: step.json's `knobs` (every knob, defaults included);
     for a step recorded before `knobs` existed, its [server] over today's defaults (the one place the book still
-    fills a knob from today's defaults)."""
+    fills a knob from today's defaults). Your jar in its place (spring-jar, `invoke run … --server`): what the step
+    gave it, else what it reported running with (its Tomcat over Actuator), else None: nobody knows."""
     recorded = (meta.get("knobs") or {}).get(SERVER)
+    if recorded is not None and "given" in recorded:
+        reported = ((meta.get("server_info") or {}).get("tomcat") or {}).get(name)
+        return recorded["given"].get(name, reported)
     if recorded is not None:
         return recorded.get(name)
     return (meta.get("config") or {}).get("server", {}).get(name, SAMPLE.defaults.get(name))

@@ -342,8 +342,11 @@ def summary(profile: Profile) -> list[str]:
         pending += "" if profile.pool_wait_ms is None else f", {profile.pool_wait_ms:,.1f} ms mean wait"
         lines.append(f"  2. the database pool: {s.pool:,} connections ({s.sources['pool']}){pending}")
     held = "not measured" if profile.ceiling_held is None else f"{profile.ceiling_held:,} held"
+    # every user held: no ceiling was met (an app that is not Tomcat's, where the prediction is an assumption)
+    unmet = profile.ceiling_held is not None and profile.ceiling_held >= profile.ceiling_users
     lines.append(f"  {3 if s.pool is not None else 2}. connections: max-connections {s.max_connections:,} + accept-count "
-                 f"{s.accept_count:,} + 1 = {s.ceiling:,} predicted, {held} with {profile.ceiling_users:,} users")
+                 f"{s.accept_count:,} + 1 = {s.ceiling:,} predicted, {held} with {profile.ceiling_users:,} users"
+                 + (": every user held, so no ceiling was reached" if unmet else ""))
     if profile.memory_per_connection_kib is not None:
         lines.append(f"  memory per held connection: {profile.memory_per_connection_kib:,.0f} KiB")
     return lines + [f"  note: {n}" for n in profile.notes]

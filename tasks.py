@@ -143,22 +143,25 @@ def run(c, chapter, step=None, force=False, backend="local", dashboard=False, se
                                plan=plan_steps, spec=spec)
     if any(o.status != "complete" for o in outcomes):
         raise Exit("some steps failed: see the reasons above (kept with status failed)", code=1)
-    if outcomes and not step and not server:
+    if outcomes and spec is not None:  # your jar's run (a step of it too): judged beside the book, never kept
+        _say_how_to_compare(spec.chapter, keep=False)
+    elif outcomes and not step:
         _say_how_to_compare(chapter)
 
 
-def _say_how_to_compare(chapter):
-    """After a whole chapter: how its outcomes compare with the book's, and how a clean pass is kept. A run into
-    another data directory names it: `LAB_DATA_DIR=… invoke run` is often typed for that one command."""
+def _say_how_to_compare(chapter, keep=True):
+    """After a run: how its outcomes compare with the book's, and (a whole chapter of the sample server's) how a
+    clean pass is kept. A run into another data directory names it: `LAB_DATA_DIR=… invoke run` is often typed for
+    that one command."""
     from harness.lab.protocol import protocol
     from harness.lab.store import data_root
 
-    if protocol(chapter) is None:
+    if protocol(chapter.partition("@")[0]) is None:
         return
     root = data_root()
     command = f"invoke compare {chapter}" + ("" if root.resolve() == DATA.resolve() else f" --data {shlex.quote(str(root))}")
-    print(f"your outcomes beside the book's: {command}; a clean pass (every step at one committed commit) is kept as "
-          f"one of the book's with: {command} --keep")
+    kept = f"; a clean pass (every step at one committed commit) is kept as one of the book's with: {command} --keep"
+    print(f"your outcomes beside the book's: {command}{kept if keep else ''}")
 
 
 def _spec_with_server(chapter, server, path):

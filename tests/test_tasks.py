@@ -62,6 +62,8 @@ def test_compare_judges_the_data_directory_run_reads_and_a_run_elsewhere_says_wh
     with pytest.raises(invoke.exceptions.Exit) as refused:  # nothing of chapter 1 there yet: said, not data/ judged
         tasks.compare(invoke.Context(), "chapter1")
     assert refused.value.code == 2 and str(refused.value.message).startswith(f"error: no chapter1 in {mine}: ")
+    tasks._say_how_to_compare("chapter3@shop", keep=False)  # your jar's run: judged beside the book, never kept
+    assert capsys.readouterr().out == f"your outcomes beside the book's: invoke compare chapter3@shop --data '{mine}'\n"
     monkeypatch.delenv("LAB_DATA_DIR")
     tasks._say_how_to_compare("chapter1")
     assert capsys.readouterr().out.startswith("your outcomes beside the book's: invoke compare chapter1; ")

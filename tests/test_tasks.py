@@ -69,6 +69,10 @@ def test_compare_judges_the_data_directory_run_reads_and_a_run_elsewhere_says_wh
     assert capsys.readouterr().out.startswith("your outcomes beside the book's: invoke compare chapter1; ")
 
 
+def test_startup_times_read_as_the_book_writes_numbers():
+    assert bench.describe([2014.4, 1976, 2057]) == "median 2,014 ms, min 1,976, max 2,057 over 3 starts: 2,014, 1,976, 2,057"
+
+
 def test_a_terminal_without_unicode_gets_the_list_with_its_marks_replaced():
     env = {"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "ascii"}
     done = subprocess.run([sys.executable, "-m", "invoke", "list"], cwd=ROOT, capture_output=True, text=True,

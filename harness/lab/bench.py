@@ -50,5 +50,5 @@ def redeploy_times(starts: int = 5, chapter: str = "smoke", backend: str = "loca
 
 
 def describe(times: list[float]) -> str:
-    return (f"median {statistics.median(times):.0f} ms, min {min(times):.0f}, max {max(times):.0f} "
-            f"over {len(times)} starts: {', '.join(f'{t:.0f}' for t in times)}")
+    return (f"median {statistics.median(times):,.0f} ms, min {min(times):,.0f}, max {max(times):,.0f} "
+            f"over {len(times)} starts: {', '.join(f'{t:,.0f}' for t in times)}")

@@ -30,9 +30,9 @@ def say(message: str) -> None:
         silence_stdout()
     except (OSError, OutputLost) as lost:  # said once, on stderr, unless that is lost too (`> run.log 2>&1`)
         silence_stdout()
+        why = lost if isinstance(lost, OutputLost) else lost_output(lost)  # a stdout that is not GuardedOutput
         try:
-            print(f"note: {lost if isinstance(lost, OutputLost) else lost_output(lost)}; going on without the "
-                  f"progress lines", file=sys.stderr, flush=True)
+            print(f"note: {why}; going on without the progress lines", file=sys.stderr, flush=True)
         except OSError:
             silence_stdout(sys.stderr)  # nor may Python's flush at exit fail on it (exit 120, whatever the run did)
 

@@ -3,8 +3,9 @@
 The lab script (experiments/k6/lab.js) takes the step's load plan and target from k6's environment, not its command
 line, where `ps` would show them to every user (a plan longer than one variable may be is refused with the spec:
 harness.lab.load.plan). k6-operator's runners get them the same way (harness.lab.load.kubernetes). lab.js's own
-first comment still says -e: its bytes are in every k6 step's fingerprint, so it changes with the next campaign. k6 writes one CSV row per metric sample;
-recording.py streams them into one row per request or per-second series.
+first comment still says -e: its bytes are in every k6 step's fingerprint, so it changes with the next campaign.
+
+k6 writes one CSV row per metric sample; recording.py streams them into one row per request or per-second series.
 """
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool
            "--summary-export", str(workdir / part_name(SUMMARY_FILE, part)), *segment_args(part, parts),
            *source_args(step, part, parts)]
     if dashboard:  # k6's dashboard drops the last unfinished period: the script lingers past the last response
-        env |= {LINGER_VARIABLE: str(DASHBOARD_PERIOD_MS * 3 // 2), "K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_HOST": "127.0.0.1",
+        env |= {LINGER_VARIABLE: str(DASHBOARD_PERIOD_MS * 3 // 2),
+                "K6_WEB_DASHBOARD": "true", "K6_WEB_DASHBOARD_HOST": "127.0.0.1",
                 "K6_WEB_DASHBOARD_PERIOD": f"{DASHBOARD_PERIOD_MS}ms", "K6_WEB_DASHBOARD_EXPORT": str(workdir / DASHBOARD_REPORT)}
     return cmd + [str(SCRIPT)], env
 

@@ -13,6 +13,7 @@ import base64
 import csv
 import gzip
 import json
+import os
 import re
 import subprocess
 from collections import Counter
@@ -91,6 +92,18 @@ def server(tmp_path_factory):
         yield services.server
     finally:
         services.stop()
+
+
+def test_the_server_runs_in_its_own_folder_and_sees_the_clone_read_only(server):
+    """As root, the sample server's JVM (as every JVM the lab starts) works in its own folder of the step's work
+    directory, the only place of the book it may write; elsewhere it runs as the user's own process."""
+    from harness import ROOT
+    from test_process import mount_options
+
+    own = Path(f"/proc/{server.pid}/cwd").resolve()
+    assert own.parts[-2:] == (".tmp", "server")
+    assert ("ro" in mount_options(server.pid, ROOT / "harness")) == (os.geteuid() == 0)
+    assert "rw" in mount_options(server.pid, own)
 
 
 def run_k6(step, server, workdir: Path, dashboard: bool = False) -> list[dict]:

@@ -136,6 +136,24 @@ def test_sigkill_of_the_harness_leaves_no_nginx_worker(lab_ready, tmp_path):  # 
     wait_for(lambda: not any(port_open(p) for p in PORTS), 10, "the ports to close")
 
 
+def test_nginx_sees_the_clone_read_only_but_its_run_folder(tmp_path):
+    """As root nginx's master keeps its capabilities (it runs its workers as www-data), so the book's folders are
+    read-only to it and its workers by a mount namespace of their own; its pid and temp files' folder stays writable."""
+    from test_process import mount_options
+
+    knobs = NginxKind().resolve("edge", {"mode": "return", "port": 8184, "status_port": 8185}, "t", problems := [])
+    assert not problems
+    ports_free()
+    service = NginxKind().start("edge", knobs, Context(SimpleNamespace(placement={}), tmp_path, {}, {}))
+    try:
+        service.wait_ready(timeout_s=10)
+        for pid in service.pids().values():  # the master and its worker
+            assert ("ro" in mount_options(pid, ROOT / "harness")) == (os.geteuid() == 0)
+            assert "rw" in mount_options(pid, service.run_dir)
+    finally:
+        service.stop()
+
+
 def test_an_nginx_that_cannot_start_fails_with_its_log(tmp_path):
     """The status port taken after the checks: nginx exits at once, and the step's reason ends with its log."""
     knobs = NginxKind().resolve("edge", {"mode": "return", "port": 8184, "status_port": 8185}, "t", problems := [])

@@ -1,4 +1,5 @@
-"""The lab's child processes (harness/lab/backends/process.py): as root, a service's JVM runs without privileges."""
+"""The lab's child processes (harness/lab/backends/process.py): as root, a service's JVM runs without privileges, and
+a service sees the book's folders read-only."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.lab.backends.process import spawn, without_privileges
+from harness.lab.backends.process import read_only_view, spawn, without_privileges
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab drops privileges only as root (CI runs as root)")
 
@@ -45,9 +46,73 @@ def test_a_jvms_command_keeps_roots_uid_and_loses_every_capability(tmp_path):
     (theirs / "y").write_text("")  # the harness itself keeps its privileges
 
 
-def test_without_root_the_command_is_left_as_it_is(monkeypatch):
+def mount_options(pid: int, path: Path) -> set[str]:
+    """The options of the mount that holds `path` in the mount namespace of process `pid` (the innermost one listed
+    last, as the kernel does)."""
+    best = ("", "")
+    for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines():
+        point, options = line.split()[4].replace("\\040", " "), line.split()[5]
+        inside = str(path) == point or str(path).startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best[0]):
+            best = (point, options)
+    return set(best[1].split(","))
+
+
+def wait_for_file(path: Path, timeout_s: float = 10) -> str:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return path.read_text()
+
+
+@ROOT_ONLY
+def test_a_service_sees_the_book_read_only_but_its_own_folder_and_cannot_undo_it(tmp_path):
+    """As the lab starts a JVM (read_only_view over without_privileges): the protected folder and what lies below it
+    are read-only to the service, its own folder inside them writable; without capabilities it cannot remount or
+    unmount them; its pid is the command's; and the host's view is unchanged: the harness still writes there."""
+    book, data = tmp_path / "book", tmp_path / "data"
+    own = data / "step" / ".tmp" / "server"
+    own.mkdir(parents=True)
+    (book / "code").mkdir(parents=True)
+    script = ('touch "$1/code/x" 2>/dev/null; a=$?; touch "$2/y" 2>/dev/null; b=$?; touch "$3/z"; c=$?; '
+              'mount -o remount,bind,rw "$1" 2>/dev/null; d=$?; umount "$1" 2>/dev/null; e=$?; '
+              'echo $a $b $c $d $e > "$3/rc"; exec sleep 30')
+    cmd = read_only_view(without_privileges(["sh", "-c", script, "sh", str(book), str(data), str(own)]), own, [book, data])
+    proc = spawn(cmd, dict(os.environ), tmp_path / "log")
+    try:
+        codes = wait_for_file(own / "rc").split()
+        assert codes[0] != "0" and codes[1] != "0", codes  # the book and the data: read-only
+        assert codes[2] == "0", codes  # its own folder
+        assert codes[3] != "0" and codes[4] != "0", codes  # no capability to remount or unmount
+        assert "ro" in mount_options(proc.pid, book / "code") and "ro" in mount_options(proc.pid, data)
+        assert "rw" in mount_options(proc.pid, own)
+        assert b"sleep" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()  # unshare, sh and setpriv exec'd
+        assert "rw" in mount_options(os.getpid(), book)
+    finally:
+        proc.kill()
+        proc.wait()
+    (book / "code" / "x").write_text("")  # the host's view: writable as before
+    assert not (tmp_path / "log").read_text()  # no mount complained
+
+
+@ROOT_ONLY
+def test_a_protected_folder_that_cannot_be_mounted_ends_the_service_with_its_reason(tmp_path):
+    """The view is made before the service runs: a mount that fails ends it at once (exit 125), the reason in its log,
+    instead of running it with the book writable."""
+    own = tmp_path / "own"
+    own.mkdir()
+    cmd = read_only_view(["sh", "-c", "echo ran"], own, [tmp_path])
+    cmd[cmd.index("--") - 1] = str(tmp_path / "gone")  # a folder deleted after the check
+    proc = spawn(cmd, dict(os.environ), tmp_path / "log")
+    assert proc.wait(timeout=10) == 125
+    log = (tmp_path / "log").read_text()
+    assert "ran" not in log and "gone" in log
+
+
+def test_without_root_the_command_is_left_as_it_is(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert without_privileges(["java", "-jar", "x.jar"]) == ["java", "-jar", "x.jar"]
+    assert read_only_view(["java", "-jar", "x.jar"], tmp_path, [tmp_path]) == ["java", "-jar", "x.jar"]
 
 
 @ROOT_ONLY

@@ -37,11 +37,12 @@ def _die_with(parent: int):
     return in_the_child
 
 
-def spawn(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
-    """Start a child in its own session, output appended to `log`, killed if the harness dies."""
+def spawn(cmd: list[str], env: dict, log: Path, cwd: Path | None = None) -> subprocess.Popen:
+    """Start a child in its own session (in `cwd`, else the harness's), output appended to `log`, killed if the
+    harness dies."""
     with open(log, "ab") as out:
         return subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cmd, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=_die_with(os.getpid()),
         )
 
@@ -59,6 +60,31 @@ def without_privileges(cmd: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return cmd
     return [setpriv(), "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "keep", *cmd]
+
+
+# Run by root in the service's own mount namespace, before it execs the service: every protected folder bound onto
+# itself read-only (recursively bound, so what is mounted below it stays visible), then the service's work folder
+# bound writable again. Arguments: mount, the writable folder, the protected folders, "--", the command.
+_READ_ONLY_VIEW = ('mount=$1 writable=$2; shift 2; '
+                   'while [ "$1" != -- ]; do '
+                   '"$mount" --rbind "$1" "$1" && "$mount" -o remount,bind,ro "$1" || exit 125; shift; done; shift; '
+                   '"$mount" --bind "$writable" "$writable" && "$mount" -o remount,bind,rw "$writable" || exit 125; '
+                   'exec "$@"')
+
+
+def read_only_view(cmd: list[str], writable: Path, protected: list[Path]) -> list[str]:
+    """`cmd` in a mount namespace of its own when the harness is root, where the `protected` folders (the clone and the
+    data directory) are read-only but for `writable` (the service's work folder): a service run by root, your jar
+    included, cannot change the book's code, tools or data. Root makes the view, then the shell execs `cmd` (same pid);
+    a service without capabilities (without_privileges) cannot mount them writable again. Nothing changes on the host:
+    the namespace's mounts are private to it and end with it. A mount that fails ends the service with exit 125, the
+    reason in its log."""
+    if os.geteuid() != 0:
+        return cmd
+    folders = [str(p) for p in dict.fromkeys(p.resolve() for p in protected if p.is_dir())]
+    return [shutil.which("unshare") or "/usr/bin/unshare", "--mount", "--propagation", "private",
+            "sh", "-c", _READ_ONLY_VIEW, "sh", shutil.which("mount") or "/usr/bin/mount", str(writable.resolve()),
+            *folders, "--", *cmd]
 
 
 def process_running(pid: int) -> bool:

@@ -21,16 +21,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import LabError
+from harness import ROOT, LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import PASSED_ENV, StepFailed, spawn, terminate, without_privileges
+from harness.lab.backends.process import (PASSED_ENV, StepFailed, read_only_view, spawn, terminate,
+                                          without_privileges)
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command, with_jvm_options
 from harness.lab.kernel import proc_stat_fields
-from harness.lab.store import TEMP_DIR
+from harness.lab.store import TEMP_DIR, data_root
 
 READY_TIMEOUT_S = 30
 SERVER = "server"  # the sample server's name in every step's service graph, and the load's default target
@@ -304,17 +305,25 @@ class JarServiceKind(ServiceKind):
 
 def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     """A JVM of the step's (`cmd`: java and its arguments) under the step's placement and on the service's host, with
-    `env`, the variables every child gets and the options of the step's system.jvm, its log <service>.log, its
-    temporary files in the step's work directory (not /tmp, where they would outlive it), and no privileges when the
-    harness is root (process.without_privileges); returns (process, log, started)."""
+    `env`, the variables every child gets and the options of the step's system.jvm, its log <service>.log. Its
+    temporary files, and its working directory, are its folder in the step's work directory (not /tmp, where they
+    would outlive it; not the directory the harness was started in, whose application.properties Spring Boot would
+    read). When the harness is root it runs without privileges and sees the book's folders read-only but for that
+    one (process.without_privileges, process.read_only_view). Returns (process, log, started)."""
     log = ctx.workdir / f"{service}.log"
     temp = ctx.workdir / TEMP_DIR / service
     temp.mkdir(parents=True, exist_ok=True)
     cmd = [cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
     started = time.monotonic()
     env = with_jvm_options({k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, ctx.step.system)
-    proc = spawn(ctx.command(service, without_privileges(cmd)), env, log)  # placed as root, run without privileges
+    contained = read_only_view(without_privileges(cmd), temp, book_folders())
+    proc = spawn(ctx.command(service, contained), env, log, cwd=temp)  # placed as root, then contained
     return proc, log, started
+
+
+def book_folders() -> list[Path]:
+    """What a service must not change: the clone (code, tools, the committed data) and the data directory in use."""
+    return [ROOT, data_root()]
 
 
 def typed_knobs(knobs: Knobs, values: dict, where: str, problems: list[str]) -> dict:

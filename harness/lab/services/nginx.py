@@ -19,11 +19,11 @@ from functools import cache
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import PASSED_ENV, listener, spawn
+from harness.lab.backends.process import PASSED_ENV, listener, read_only_view, spawn
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
-from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, latest,
-                                       ppid, require)
+from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, book_folders,
+                                       check_listening, latest, ppid, require)
 
 PACKAGE = "nginx"
 # Who nginx's workers run as when root starts it: not nginx's default, `nobody`, who runs PostgreSQL and owns its
@@ -195,6 +195,8 @@ class NginxKind(ServiceKind):
         log = ctx.workdir / f"{service}.log"
         started = time.monotonic()
         url = f"http://{knobs['address']}:{knobs['port']}"
+        # As root the master keeps its capabilities (it runs the workers as www-data): the book is read-only to it.
+        cmd = read_only_view(cmd, run_dir, book_folders())
         proc = spawn(ctx.command(service, cmd), env, log)  # pinned like k6 and the server when asked
         return RunningNginx(service, proc, log, started, url, knobs, run_dir, binary, bool(isolated), upstream)
 

@@ -86,22 +86,32 @@ def step_of(load: dict, server: dict | None = None):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    """Started from a folder with an application.properties of its own, as a reader's project folder may be."""
+    callers = tmp_path_factory.mktemp("callers-folder")
+    (callers / "application.properties").write_text("logging.level.root=DEBUG\n")
     services = Deployment(step_of({"vus": 1}), tmp_path_factory.mktemp("server"))
+    started_in = os.getcwd()
     try:
+        os.chdir(callers)
         services.start()
+        os.chdir(started_in)
         yield services.server
     finally:
+        os.chdir(started_in)
         services.stop()
 
 
 def test_the_server_runs_in_its_own_folder_and_sees_the_clone_read_only(server):
-    """As root, the sample server's JVM (as every JVM the lab starts) works in its own folder of the step's work
-    directory, the only place of the book it may write; elsewhere it runs as the user's own process."""
+    """The sample server's JVM (as every JVM the lab starts) works in its own folder of the step's work directory, so
+    Spring Boot does not read the application.properties of the folder invoke was started in (it did: the server's
+    log filled with DEBUG lines); as root that folder is the only place of the book it may write, elsewhere it runs as
+    the user's own process."""
     from harness import ROOT
     from test_process import mount_options
 
     own = Path(f"/proc/{server.pid}/cwd").resolve()
     assert own.parts[-2:] == (".tmp", "server")
+    assert " DEBUG " not in server.log.read_text()
     assert ("ro" in mount_options(server.pid, ROOT / "harness")) == (os.geteuid() == 0)
     assert "rw" in mount_options(server.pid, own)
 

@@ -136,10 +136,13 @@ def test_sigkill_of_the_harness_leaves_no_nginx_worker(lab_ready, tmp_path):  # 
     wait_for(lambda: not any(port_open(p) for p in PORTS), 10, "the ports to close")
 
 
-def test_nginx_sees_the_clone_read_only_but_its_run_folder(tmp_path):
-    """As root nginx's master keeps its capabilities (it runs its workers as www-data), so the book's folders are
-    read-only to it and its workers by a mount namespace of their own; its pid and temp files' folder stays writable."""
-    from test_process import mount_options
+def test_nginx_keeps_only_the_capabilities_it_needs_and_sees_the_book_read_only(tmp_path):
+    """As root nginx's master keeps the capabilities it needs to run its workers as www-data, and no other (none to
+    override file permissions), and the book's folders are read-only to it and its workers (a mount namespace of
+    their own); its pid and temp files' folder stays writable."""
+    from test_process import mount_options, status_field
+
+    needed = sum(1 << bit for bit in (0, 5, 6, 7, 10))  # chown, kill, setgid, setuid, net_bind_service
 
     knobs = NginxKind().resolve("edge", {"mode": "return", "port": 8184, "status_port": 8185}, "t", problems := [])
     assert not problems
@@ -150,6 +153,10 @@ def test_nginx_sees_the_clone_read_only_but_its_run_folder(tmp_path):
         for pid in service.pids().values():  # the master and its worker
             assert ("ro" in mount_options(pid, ROOT / "harness")) == (os.geteuid() == 0)
             assert "rw" in mount_options(pid, service.run_dir)
+        if os.geteuid() == 0:
+            master, worker = service.pids().values()
+            assert int(status_field(master, "CapEff"), 16) == int(status_field(master, "CapBnd"), 16) == needed
+            assert int(status_field(worker, "CapEff"), 16) == 0 and status_field(worker, "Uid").split()[0] != "0"
     finally:
         service.stop()
 

@@ -229,3 +229,16 @@ def test_upstream_sockets_by_state_count_every_socket_once():
     assert set(values) == set(UPSTREAM_METRICS)
     assert values == {"upstream.estab": 5, "upstream.syn_sent": 1, "upstream.time_wait": 40, "upstream.other": 2,
                       "upstream.sockets": 48}
+
+
+def test_every_service_is_given_the_book_and_each_kinds_kept_folders_to_see_read_only(tmp_path, monkeypatch):
+    """What process.read_only_view protects, as a Deployment hands it to each service: the clone, the data directory
+    in use and what a kind keeps between steps (PostgreSQL's clusters, wherever LAB_PG_CLUSTERS puts them)."""
+    from harness import ROOT
+    from harness.lab.services.base import book_folders
+    from harness.lab.services.kinds import KINDS
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("LAB_PG_CLUSTERS", str(tmp_path / "clusters"))
+    assert book_folders(KINDS.values()) == [ROOT, tmp_path / "data", tmp_path / "clusters"]
+    assert book_folders() == [ROOT, tmp_path / "data"]

@@ -49,6 +49,7 @@ class Context:
     hosts: object = None  # harness.lab.netns.Hosts on network = "hosts", else None
     backend: str = "local"  # the run's backend: the kinds that can run in a container do so on "docker"
     given: dict = field(default_factory=dict)  # what the services this one depends on give it (environment)
+    protected: list = field(default_factory=lambda: book_folders())  # what it sees read-only (process.read_only_view)
 
     def command(self, service: str, cmd: list[str]) -> list[str]:
         """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts. The
@@ -206,6 +207,10 @@ class ServiceKind:
     def check_tools(self, backend: str) -> None:
         """Raise LabError (naming the package to install) before anything starts."""
 
+    def kept_folders(self) -> list[Path]:
+        """Folders of its own that outlive a step (a database's clusters) and no other service may change."""
+        return []
+
     def check_steps(self, steps, backend: str) -> None:
         """Checks of the steps that run this kind, before anything starts (e.g. a launch they need)."""
 
@@ -316,14 +321,15 @@ def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     cmd = [cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
     started = time.monotonic()
     env = with_jvm_options({k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, ctx.step.system)
-    contained = read_only_view(without_privileges(cmd), temp, book_folders())
+    contained = read_only_view(without_privileges(cmd), temp, ctx.protected)
     proc = spawn(ctx.command(service, contained), env, log, cwd=temp)  # placed as root, then contained
     return proc, log, started
 
 
-def book_folders() -> list[Path]:
-    """What a service must not change: the clone (code, tools, the committed data) and the data directory in use."""
-    return [ROOT, data_root()]
+def book_folders(kinds=()) -> list[Path]:
+    """What a service must not change: the clone (code, tools, the committed data), the data directory in use, and the
+    folders the `kinds` keep (ServiceKind.kept_folders)."""
+    return [ROOT, data_root(), *(folder for kind in kinds for folder in kind.kept_folders())]
 
 
 def typed_knobs(knobs: Knobs, values: dict, where: str, problems: list[str]) -> dict:

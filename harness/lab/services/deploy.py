@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness import LabError
 from harness.lab.backends.process import StepFailed, listener
-from harness.lab.services.base import Context, RunningService, port_in_use
+from harness.lab.services.base import Context, RunningService, book_folders, port_in_use
 from harness.lab.services.graph import SERVER, endpoints, hosted, needs, start_order
 from harness.lab.services.kinds import KINDS
 
@@ -82,7 +82,7 @@ class Deployment:
             kind = KINDS[services[name]["kind"]]
             given = self.given_to(name)
             ctx = Context(self.step, self.workdir, dict(self.running), endpoints(services), self.hosts,
-                          placed_on(kind, self.backend), given)
+                          placed_on(kind, self.backend), given, book_folders(KINDS.values()))
             service = kind.start(name, services[name], ctx)
             service.netns = self.hosts.path(name) if self.hosts is not None and name in hosted(services) else None
             self.running[name] = service

@@ -19,11 +19,11 @@ from functools import cache
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import PASSED_ENV, listener, read_only_view, spawn
+from harness.lab.backends.process import PASSED_ENV, listener, read_only_view, setpriv, spawn
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
-from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, book_folders,
-                                       check_listening, latest, ppid, require)
+from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, latest,
+                                       ppid, require)
 
 PACKAGE = "nginx"
 # Who nginx's workers run as when root starts it: not nginx's default, `nobody`, who runs PostgreSQL and owns its
@@ -187,7 +187,7 @@ class NginxKind(ServiceKind):
         conf = ctx.workdir / f"{service}.conf"  # kept in the step directory: the config the step ran with
         conf.write_text(render_config(service, knobs, upstream, run_dir))
         binary = require("nginx", nginx_binary(), PACKAGE)
-        cmd = [binary, "-e", "stderr", "-g", "daemon off;", "-c", str(conf), "-p", f"{run_dir}/"]
+        cmd = master_privileges([binary, "-e", "stderr", "-g", "daemon off;", "-c", str(conf), "-p", f"{run_dir}/"])
         isolated = own_pid_namespace()
         if isolated:  # nginx's master is the namespace's init: if it dies (harness SIGKILLed), the kernel kills the workers
             cmd = [isolated, "--pid", "--fork", "--kill-child", *cmd]
@@ -195,8 +195,7 @@ class NginxKind(ServiceKind):
         log = ctx.workdir / f"{service}.log"
         started = time.monotonic()
         url = f"http://{knobs['address']}:{knobs['port']}"
-        # As root the master keeps its capabilities (it runs the workers as www-data): the book is read-only to it.
-        cmd = read_only_view(cmd, run_dir, book_folders())
+        cmd = read_only_view(cmd, run_dir, ctx.protected)  # its master can switch users: the book is read-only to it
         proc = spawn(ctx.command(service, cmd), env, log)  # pinned like k6 and the server when asked
         return RunningNginx(service, proc, log, started, url, knobs, run_dir, binary, bool(isolated), upstream)
 
@@ -269,6 +268,20 @@ class RunningNginx(RunningService):
             return super().stop()
         finally:
             shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+# What nginx's master needs as root, and no more: switch its workers to www-data (setuid, setgid), give them its
+# temporary folders (chown), stop them (kill: they are no longer its uid), listen on a port below 1024 if a spec asks.
+MASTER_CAPABILITIES = ("setuid", "setgid", "chown", "kill", "net_bind_service")
+
+
+def master_privileges(cmd: list[str]) -> list[str]:
+    """nginx's `cmd` with only MASTER_CAPABILITIES when the harness is root (without the others it cannot override
+    file permissions: it cannot write PostgreSQL's cluster, nobody's); setpriv execs, so the pid is nginx's."""
+    if os.geteuid() != 0:
+        return cmd
+    kept = ",".join(f"+{name}" for name in MASTER_CAPABILITIES)
+    return [setpriv(), "--inh-caps=-all", f"--bounding-set=-all,{kept}", "--pdeathsig", "keep", *cmd]
 
 
 def own_pid_namespace() -> str | None:

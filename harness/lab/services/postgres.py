@@ -109,6 +109,9 @@ class PostgresKind(ServiceKind):
     def ports(self, knobs: dict) -> dict[str, int]:
         return {"port": knobs["port"]}
 
+    def kept_folders(self) -> list[Path]:
+        return [pgcluster.clusters_root()]  # read-only to the other services (nginx's master can switch users)
+
     def check_tools(self, backend: str) -> None:
         try:
             import psycopg  # noqa: F401

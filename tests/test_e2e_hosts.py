@@ -2,13 +2,15 @@
 service each on a host of their own (network namespaces the lab makes, system.network = "hosts"). Checks that the
 traffic crossed the switch from host to host, that the samplers counted the proxy host's sockets and TCP counters
 (not this machine's), the chapter's mechanism (without upstream keep-alive nginx opens a connection per request,
-with it a handful), and that the hosts are removed after the run and after Ctrl-C, with nothing left running."""
+with it a handful), and that the hosts are removed after the run and after Ctrl-C, with nothing left running. The
+run has a proxy in its environment, which nothing of the lab may use."""
 from __future__ import annotations
 
 import json
 import os
 import signal
 import time
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -27,7 +29,10 @@ PROFILE = ROOT / "tests" / "profiles" / "hosts-scaled.toml"
 def run(lab_ready, tmp_path_factory):  # noqa: F811 — the fixture imported from test_e2e
     assert nginx_binary(), "nginx is missing: apt-get install nginx"
     data_dir = tmp_path_factory.mktemp("hosts") / "data"
-    proc = invoke(data_dir, "run", str(PROFILE))
+    # As from a shell with a proxy: nothing of the lab may use it, neither its probes nor k6 (which would send the
+    # requests to the hosts' addresses through it). Nothing listens on the discard port.
+    with mock.patch.dict(os.environ, {"HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}):
+        proc = invoke(data_dir, "run", str(PROFILE))
     code, out = finish(proc, timeout=300)
     print(out)
     assert code == 0, out

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.lab import runner
+from harness.lab.load.tool import tool_environment
 from harness.lab.services.deploy import Deployment
 from harness.lab.load.k6 import CSV_FILE, DASHBOARD_REPORT, find_k6, k6_command, summary_counts
 from harness.lab.load.recording import read_requests
@@ -116,10 +116,21 @@ def test_the_server_runs_in_its_own_folder_and_sees_the_clone_read_only(server):
     assert "rw" in mount_options(server.pid, own)
 
 
+def test_the_users_own_k6_config_file_changes_nothing(server, tmp_path, monkeypatch):
+    """k6 merges a config file into a test's options, by default ~/.config/k6/config.json: a user's tags (or
+    noVUConnectionReuse, which turned the smoke run's 6 timeouts into 0) would change the step. The lab gives k6 an
+    empty one instead."""
+    (tmp_path / "config" / "k6").mkdir(parents=True)
+    (tmp_path / "config" / "k6" / "config.json").write_text(json.dumps({"tags": {"from": "users-config"}}))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    rows = run_k6(step_of({"vus": 1, "iterations": 2, "path": "/hello?sleepMs=1"}), server, tmp_path)
+    assert len(rows) > 0 and not [row for row in rows if "users-config" in json.dumps(row)]
+
+
 def run_k6(step, server, workdir: Path, dashboard: bool = False) -> list[dict]:
     """k6 for a step against the server; its CSV rows (k6-summary.json and any report stay in workdir)."""
     cmd, env = k6_command(find_k6(), step, server.url, workdir, dashboard)
-    done = subprocess.run(cmd, env=runner._load_env(env), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, env=tool_environment(env), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     with open(workdir / CSV_FILE, newline="") as f:
         return list(csv.DictReader(f))

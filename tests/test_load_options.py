@@ -11,7 +11,7 @@ import pytest
 
 from harness import ROOT, LabError
 from harness.lab.load.k6 import k6_command, summaries_not_whole, summary_counts
-from harness.lab import runner
+from harness.lab.load.tool import tool_environment
 from harness.lab.load.options import load_plan
 from harness.lab.load.plan import MAX_VARIABLE_BYTES, PLAN_VARIABLE
 from harness.lab.spec import load_spec, parse_spec
@@ -279,14 +279,16 @@ def test_the_plans_limit_is_the_kernels_for_one_environment_variable():
     assert MAX_VARIABLE_BYTES == 32 * 4096 - 1 <= kernels
 
 
-def test_k6_gets_no_lab_variable_of_the_users_shell(monkeypatch):
-    """k6 hands lab.js its whole environment: a LAB_LINGER_MS, TARGET or K6_* of the user's shell would change a step."""
+def test_k6_gets_no_lab_variable_or_proxy_of_the_users_shell(monkeypatch):
+    """k6 hands lab.js its whole environment: a LAB_LINGER_MS, TARGET or K6_* of the user's shell would change a step;
+    and k6 sends its requests to any address but loopback through the shell's proxy (chapter 6's hosts)."""
+    proxies = {"HTTP_PROXY", "https_proxy", "ALL_PROXY", "no_proxy"}
     for name, value in {"LAB_LINGER_MS": "9000", "TARGET": "http://elsewhere", "K6_VUS": "3", "LAB_DATA_DIR": "/x",
-                        "HOME": "/home/reader"}.items():
+                        "HOME": "/home/reader", **{name: "http://proxy.example:3128" for name in proxies}}.items():
         monkeypatch.setenv(name, value)
-    env = runner._load_env({"TARGET": "http://127.0.0.1:18080"})
+    env = tool_environment({"TARGET": "http://127.0.0.1:18080"})
     assert env["TARGET"] == "http://127.0.0.1:18080" and env["HOME"] == "/home/reader"
-    assert not {"LAB_LINGER_MS", "K6_VUS", "LAB_DATA_DIR"} & env.keys()
+    assert not {"LAB_LINGER_MS", "K6_VUS", "LAB_DATA_DIR", *proxies} & env.keys()
 
 
 def test_summary_counts(tmp_path):

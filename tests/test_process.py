@@ -109,6 +109,37 @@ def test_a_protected_folder_that_cannot_be_mounted_ends_the_service_with_its_rea
     assert "ran" not in log and "gone" in log
 
 
+def test_the_labs_own_requests_never_go_through_the_users_proxy(monkeypatch):
+    """Readiness, Actuator and stub_status reach the service directly with a proxy in the user's shell: urllib would
+    send even 127.0.0.1 to it (every step failed as 'not ready after 90 s')."""
+    import http.server
+    import threading
+    import urllib.request
+
+    from harness.lab.backends.process import http_json
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"status": "UP"}')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/health"
+    try:
+        for name in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens on the discard port
+        with pytest.raises(OSError):
+            urllib.request.urlopen(url, timeout=5)  # what the lab did
+        assert http_json(url) == {"status": "UP"}
+    finally:
+        server.shutdown()
+
+
 def test_without_root_the_command_is_left_as_it_is(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert without_privileges(["java", "-jar", "x.jar"]) == ["java", "-jar", "x.jar"]

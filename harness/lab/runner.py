@@ -22,6 +22,7 @@ from harness.lab import backends, counters, fingerprint, interrupts, lock, netns
 from harness.lab.backends.process import StepFailed, spawn, terminate
 from harness.lab.bench import redeploys
 from harness.lab.load import load_tool
+from harness.lab.load.tool import tool_environment
 from harness.lab.load.k6 import DASHBOARD_REPORT, part_name, request_counts, summary_counts
 from harness.lab.load.recording import write_recording
 from harness.lab.samplers import Samplers, now_ms
@@ -295,7 +296,7 @@ def _start_load(step: Step, tool, url: str, workdir, dashboard: bool, hosts: net
         cmd = placement.command(step, tool.name, hosts.command(clients[part - 1], cmd) if hosts else cmd)
         name = part_name(tool.name, part)
         try:
-            started.append((name, spawn(cmd, _load_env(env), workdir / f"{name}.log")))
+            started.append((name, spawn(cmd, tool_environment(env), workdir / f"{name}.log")))
         except OSError as err:  # an argument list too long, a binary gone since the checks: the step fails, kept
             if err.errno == errno.ENOSPC:
                 raise
@@ -358,13 +359,6 @@ def _write_tables(step: Step, tool, writer: store.StepWriter, meta: dict, sample
         say(f"    note: {tool.name} wrote no dashboard report for this step (see {tool.name}.log.gz)")
     for part in range(1, step.load.get("processes", 1) + 1):
         writer.gzip(writer.path / f"{part_name(tool.name, part)}.log", f"{part_name(tool.name, part)}.log")
-
-
-def _load_env(extra: dict) -> dict:
-    """The load tool's environment (k6, ab or wrk): the user's, minus what would change the measurement: any K6_*
-    setting, and the variables lab.js reads (LAB_*, TARGET), which k6 would hand it from the user's shell where the
-    step sets none (LAB_LINGER_MS); then the tool's own (`extra`)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("K6_", "LAB_")) and k != "TARGET"} | extra
 
 
 def _base_meta(step: Step, backend: str, tool, plan: dict) -> dict:

@@ -15,13 +15,13 @@ import re
 import subprocess
 import threading
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.lab import placement
+from harness.lab.backends.process import http_get
 from harness.lab.netns import entered
 from harness.lab.kernel import (CLOCK_TICKS, SocketCounter, count_fds, parse_proc_stat, proc_stat_fields,  # noqa: F401 - CLOCK_TICKS: services read it here
                                read_net_counters, ss_row)
@@ -350,7 +350,7 @@ class ActuatorSampler(Sampler):
         self.port = server_port
 
     def take(self, ts_ms: int) -> list[dict]:
-        with urllib.request.urlopen(self.url, timeout=max(self.interval_s * 2, 1.0)) as reply:
+        with http_get(self.url, timeout=max(self.interval_s * 2, 1.0)) as reply:
             text = reply.read().decode()
         return [{"ts_ms": ts_ms, "metric": m, "value": v} for m, v in parse_prometheus(text, self.port).items()]
 

@@ -143,6 +143,16 @@ def listener(port: int) -> tuple[str, int] | None:
     return (match.group(1), int(match.group(2))) if match else None
 
 
+# The lab's own requests to its services (readiness, Actuator, stub_status) go straight to them: urllib would send
+# them through a proxy of the user's shell (HTTP_PROXY …), loopback addresses included. Downloads keep the proxy.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_get(url: str, timeout: float):
+    """GET `url` directly, never through a proxy; the response, to use as a context manager (urllib's urlopen)."""
+    return _DIRECT.open(url, timeout=timeout)
+
+
 def http_json(url: str, timeout: float = 2.0) -> dict:
-    with urllib.request.urlopen(url, timeout=timeout) as reply:
+    with http_get(url, timeout) as reply:
         return json.loads(reply.read())

@@ -41,6 +41,10 @@ K6_MODULE = "go.k6.io/k6"
 
 
 SCRIPT = EXPERIMENTS / "k6" / "lab.js"
+# k6 merges a config file into every test's options, by default the user's own (~/.config/k6/config.json, written by
+# `k6 cloud login` and by hand): its noVUConnectionReuse, minIterationDuration, tags or outputs would change a step
+# where lab.js sets none. An empty one of the lab's replaces it.
+EMPTY_CONFIG = Path(__file__).with_name("k6-config.json")
 
 
 DASHBOARD_REPORT = "k6-report.html"
@@ -112,7 +116,7 @@ def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool
     load.processes > 1, the execution segment of process `part` and files of its own."""
     env = k6_environment(step.load, target)
     parts = step.load.get("processes", 1)
-    cmd = [str(k6), "run", "--no-usage-report", "--no-color", "--quiet", "--address", "",
+    cmd = [str(k6), "run", "--no-usage-report", "--no-color", "--quiet", "--address", "", "--config", str(EMPTY_CONFIG),
            "--out", f"csv={workdir / part_name(CSV_FILE, part)}",
            "--summary-export", str(workdir / part_name(SUMMARY_FILE, part)), *segment_args(part, parts),
            *source_args(step, part, parts)]

@@ -1,6 +1,7 @@
 """The one interface of the lab's load tools (k6, ab, wrk)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -33,3 +34,16 @@ class LoadTool:
         if "recording" in meta:
             return ""
         return meta.get("reason") or f"{self.name} wrote no recording: see {self.name}.log.gz"
+
+
+# A proxy of the user's shell: k6 (Go) would send a step's requests to any address but loopback through it, chapter
+# 6's hosts included. Every spelling Go and curl-like tools read.
+PROXY_VARIABLES = {f"{name}_proxy" for name in ("http", "https", "all", "no")}
+
+
+def tool_environment(extra: dict) -> dict:
+    """The load tool's environment (k6, ab or wrk): the user's, minus what would change the measurement: any K6_*
+    setting, the variables lab.js reads (LAB_*, TARGET), which k6 would hand it from the user's shell where the
+    step sets none (LAB_LINGER_MS), and proxies (HTTP_PROXY …); then the tool's own (`extra`)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("K6_", "LAB_")) and k != "TARGET" and k.lower() not in PROXY_VARIABLES} | extra

@@ -14,12 +14,11 @@ import re
 import shutil
 import subprocess
 import time
-import urllib.request
 from functools import cache
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import PASSED_ENV, listener, read_only_view, setpriv, spawn
+from harness.lab.backends.process import PASSED_ENV, http_get, listener, read_only_view, setpriv, spawn
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
 from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, latest,
@@ -235,7 +234,7 @@ class RunningNginx(RunningService):
 
     def ready(self) -> bool:
         try:
-            with urllib.request.urlopen(self.status_url, timeout=1.0) as reply:
+            with http_get(self.status_url, timeout=1.0) as reply:
                 parse_stub_status(reply.read().decode())
             return True
         except (OSError, ValueError):
@@ -320,7 +319,7 @@ class StubStatusSampler(Sampler):
         self.error_log = ErrorLogCounter(log) if log is not None and upstream_port is not None else None
 
     def take(self, ts_ms: int) -> list[dict]:
-        with urllib.request.urlopen(self.url, timeout=max(self.interval_s * 2, 1.0)) as reply:
+        with http_get(self.url, timeout=max(self.interval_s * 2, 1.0)) as reply:
             values = {m: float(v) for m, v in parse_stub_status(reply.read().decode()).items()}
         if self.upstream_port is not None:
             if self.counter is None:

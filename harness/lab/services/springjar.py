@@ -14,12 +14,11 @@ add and goes on with the client's and the kernel's view only.
 from __future__ import annotations
 
 import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
 from harness import ROOT, say
-from harness.lab.backends.process import http_json, listener
+from harness.lab.backends.process import http_get, http_json, listener
 from harness.lab.integrity import sha256
 from harness.lab.jdk import check_java_home, java_command, java_major, virtual_threads_java
 from harness.lab.samplers import ActuatorSampler
@@ -191,7 +190,7 @@ class SpringJarKind(ServiceKind):
     def sampler(self, running: RunningJar, interval_ms: int):
         """Actuator's Prometheus scrape when the app has it; else none, and the run says what to add."""
         try:
-            with urllib.request.urlopen(running.management_url + METRICS_PATH, timeout=2):
+            with http_get(running.management_url + METRICS_PATH, timeout=2):
                 return ActuatorSampler(interval_ms, running.management_url, running.port)
         except (OSError, urllib.error.HTTPError):
             running.metrics = f"none: {running.management_url}{METRICS_PATH} does not answer ({METRICS_HINT})"
@@ -221,7 +220,7 @@ class RunningJar(RunningService):
 
     def ready(self) -> bool:
         try:
-            with urllib.request.urlopen(self.health_url, timeout=1.0) as reply:
+            with http_get(self.health_url, timeout=1.0) as reply:
                 return 200 <= reply.status < 300
         except (OSError, urllib.error.HTTPError):
             return False

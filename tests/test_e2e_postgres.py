@@ -232,6 +232,18 @@ def attempt(port: int, database: str, user: str, password: str | None) -> str:
         return conn.execute("SELECT current_user").fetchone()[0]
 
 
+def test_the_users_libpq_settings_change_nothing(clusters, tmp_path, monkeypatch):
+    """libpq reads PG* variables for what a connection does not name: from a shell with PGSSLMODE=require the cluster
+    was "not ready after 30 s", with PGOPTIONS's statement timeout the step's database could not be prepared."""
+    monkeypatch.setenv("PGSSLMODE", "require")
+    monkeypatch.setenv("PGOPTIONS", "-c statement_timeout=1")
+    with running_db(tmp_path, 26294) as (_, service):
+        with service.cluster.connect(26294, service.database) as conn:
+            assert conn.execute("SHOW statement_timeout").fetchone()[0] == "0"
+            assert conn.execute("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()[0] is False
+    assert "PGSSLMODE" not in os.environ and "PGOPTIONS" not in os.environ
+
+
 def test_wrong_and_missing_passwords_are_refused_for_the_superuser_and_the_app_role(clusters, tmp_path):
     import psycopg
 

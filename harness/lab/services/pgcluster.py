@@ -90,6 +90,7 @@ class Cluster:
             import psycopg
         except ImportError:
             raise LabError("psycopg is missing: pip install -r requirements.lock") from None
+        forget_users_libpq_settings()
         return psycopg.connect(host="127.0.0.1", port=port, dbname=dbname, user=user,
                                password=self.credentials.password(user), connect_timeout=timeout_s, autocommit=True,
                                application_name="lab-harness")
@@ -233,6 +234,15 @@ def remove_unused() -> tuple[list[Path], list[Path]]:
         finally:
             lock.release()
     return removed, kept
+
+
+def forget_users_libpq_settings() -> None:
+    """libpq fills what a connection does not name from the user's PG* variables: with PGSSLMODE=require every step's
+    postgres was "not ready after 30 s", with PGOPTIONS its settings (a statement timeout, or anything that speeds or
+    slows the template load) applied to the harness's sessions. The harness's connections name what they need and
+    read none of them: gone from its environment (the first connection is made before any sampler thread)."""
+    for name in [name for name in os.environ if name.startswith("PG")]:
+        del os.environ[name]
 
 
 def pg_env() -> dict[str, str]:

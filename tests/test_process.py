@@ -133,8 +133,8 @@ def test_the_labs_own_requests_never_go_through_the_users_proxy(monkeypatch):
     try:
         for name in ("HTTP_PROXY", "http_proxy"):
             monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens on the discard port
-        with pytest.raises(OSError):
-            urllib.request.urlopen(url, timeout=5)  # what the lab did
+        with pytest.raises(OSError):  # what the lab did: urlopen's opener, made (once) with the proxies of the time
+            urllib.request.build_opener().open(url, timeout=5)
         assert http_json(url) == {"status": "UP"}
     finally:
         server.shutdown()
@@ -180,3 +180,26 @@ def test_a_busy_port_is_refused_without_ss_its_holder_unnamed(tmp_path, monkeypa
         assert listener(port) is None
         with pytest.raises(LabError, match=rf"server port {port} on 127.0.0.1 is in use: stop that process"):
             check_port_free("127.0.0.1", port, "server")
+
+
+def test_the_commit_is_read_from_a_clone_of_another_user_and_unknown_outside_git(tmp_path):
+    """git refuses to read a clone another user owns ("dubious ownership": a reader's clone run as root for a CPU
+    quota), and a copy without .git is no repository: step.json's git_commit was git's error text, +dirty. Now the
+    commit, or "unknown"; +dirty only for changed code."""
+    from harness.lab.system import git_commit
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    (clone / "code.py").write_text("x = 1\n")
+    for args in (["add", "code.py"], ["-c", "user.name=r", "-c", "user.email=r@x", "commit", "-qm", "one"]):
+        subprocess.run(["git", "-C", str(clone), *args], check=True)
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", "nobody", str(clone)], check=True)
+        assert subprocess.run(["git", "-C", str(clone), "status"], capture_output=True).returncode != 0  # refused
+    assert git_commit(clone) == head
+    (clone / "code.py").write_text("x = 2\n")
+    assert git_commit(clone) == f"{head}+dirty"
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    assert git_commit(copy) == "unknown"

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import platform
 import resource
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -64,21 +63,26 @@ def _cpu_model() -> str:
     return platform.machine()
 
 
-def command_output(*cmd: str) -> str:
-    """stdout+stderr of a short command, or '' when it is missing or fails."""
-    if not shutil.which(cmd[0]) and not Path(cmd[0]).exists():
-        return ""
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return (done.stdout + done.stderr).strip()
-
-
-def git_commit() -> str:
+def git(*args: str, clone: Path | None = None) -> str | None:
+    """stdout of a git command in the clone (the book's own by default), None when git is missing or fails: a copy
+    without .git, say. A clone of another user's, run as root (for a CPU quota), is read too: git refuses one it does
+    not own ("dubious ownership") unless told it is safe, and its refusal was recorded as the commit."""
     from harness import ROOT
 
-    commit = command_output("git", "-C", str(ROOT), "rev-parse", "HEAD")
+    clone = clone or ROOT
+    try:
+        done = subprocess.run(["git", "-c", f"safe.directory={clone}", "-C", str(clone), *args], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_commit(clone: Path | None = None) -> str:
+    """The commit the code runs from, +dirty when it differs from it (or git cannot tell), "unknown" outside git."""
+    commit = git("rev-parse", "HEAD", clone=clone)
+    if not commit:
+        return "unknown"
     # Dirty means the code differs from the commit; results being rewritten under data/ do not count.
-    dirty = command_output("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--", ".", ":!data")
-    return f"{commit}{'+dirty' if dirty else ''}" if commit else "unknown"
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!data", clone=clone)
+    return f"{commit}{'+dirty' if changed is None or changed else ''}"

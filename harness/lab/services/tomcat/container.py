@@ -41,7 +41,7 @@ def build_image(base: str) -> str:
     for jar in (process.JAR, process.PAIR_ROOM_JAR):
         if not jar.exists():
             raise LabError(f"the server jar {jar.relative_to(SERVER_DIR.parent)} is missing: run `invoke setup` first")
-    version = system.command_output("git", "-C", str(SERVER_DIR), "rev-parse", "--short", "HEAD") or "dev"
+    version = system.git("rev-parse", "--short", "HEAD") or "dev"
     return images.build([SERVER_TAG, f"{SERVER_IMAGE}:{version}"], SERVER_DIR, base, {JAR_LABEL: jar_digest()})
 
 

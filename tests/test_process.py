@@ -76,14 +76,16 @@ def test_a_service_sees_the_book_read_only_but_its_own_folder_and_cannot_undo_it
     (book / "code").mkdir(parents=True)
     script = ('touch "$1/code/x" 2>/dev/null; a=$?; touch "$2/y" 2>/dev/null; b=$?; touch "$3/z"; c=$?; '
               'mount -o remount,bind,rw "$1" 2>/dev/null; d=$?; umount "$1" 2>/dev/null; e=$?; '
-              'echo $a $b $c $d $e > "$3/rc"; exec sleep 30')
+              'touch ../../x ../../../x 2>/dev/null; f=$?; echo $a $b $c $d $e $f "$(pwd)" > "$3/rc"; exec sleep 30')
     cmd = read_only_view(without_privileges(["sh", "-c", script, "sh", str(book), str(data), str(own)]), own, [book, data])
-    proc = spawn(cmd, dict(os.environ), tmp_path / "log")
+    proc = spawn(cmd, dict(os.environ), tmp_path / "log", cwd=own)  # as spawn_java: started in its own folder
     try:
         codes = wait_for_file(own / "rc").split()
         assert codes[0] != "0" and codes[1] != "0", codes  # the book and the data: read-only
         assert codes[2] == "0", codes  # its own folder
         assert codes[3] != "0" and codes[4] != "0", codes  # no capability to remount or unmount
+        assert codes[5] != "0" and codes[6] == str(own), codes  # relative paths up from its folder: read-only too
+        assert not (data / "step" / "x").exists() and not (data / "x").exists()
         assert "ro" in mount_options(proc.pid, book / "code") and "ro" in mount_options(proc.pid, data)
         assert "rw" in mount_options(proc.pid, own)
         assert b"sleep" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()  # unshare, sh and setpriv exec'd
@@ -93,6 +95,31 @@ def test_a_service_sees_the_book_read_only_but_its_own_folder_and_cannot_undo_it
         proc.wait()
     (book / "code" / "x").write_text("")  # the host's view: writable as before
     assert not (tmp_path / "log").read_text()  # no mount complained
+
+
+@ROOT_ONLY
+def test_what_is_mounted_below_a_protected_folder_is_read_only_too(tmp_path):
+    """A volume mounted inside the clone (a tmpfs here, a space in its name) stays visible to the service and is
+    read-only to it too: a recursive bind made read-only changes only its top mount."""
+    book = tmp_path / "book"
+    volume = book / "a volume"
+    volume.mkdir(parents=True)
+    own = tmp_path / "own"
+    own.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "lab-test", str(volume)], check=True)
+    try:
+        (volume / "seen").write_text("")
+        script = 'ls "$1/seen" > /dev/null; a=$?; touch "$1/x" 2>/dev/null; b=$?; echo $a $b > rc; exec sleep 30'
+        proc = spawn(read_only_view(without_privileges(["sh", "-c", script, "sh", str(volume)]), own, [book]),
+                     dict(os.environ), tmp_path / "log", cwd=own)
+        try:
+            assert wait_for_file(own / "rc").split() == ["0", "1"]  # visible, read-only
+        finally:
+            proc.kill()
+            proc.wait()
+        (volume / "x").write_text("")  # the host's view: writable as before
+    finally:
+        subprocess.run(["umount", str(volume)], check=True)
 
 
 @ROOT_ONLY
@@ -133,6 +160,8 @@ def test_the_labs_own_requests_never_go_through_the_users_proxy(monkeypatch):
     try:
         for name in ("HTTP_PROXY", "http_proxy"):
             monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens on the discard port
+        for name in ("NO_PROXY", "no_proxy"):  # a machine's own exceptions would let urllib's opener go direct
+            monkeypatch.delenv(name, raising=False)
         with pytest.raises(OSError):  # what the lab did: urlopen's opener, made (once) with the proxies of the time
             urllib.request.build_opener().open(url, timeout=5)
         assert http_json(url) == {"status": "UP"}

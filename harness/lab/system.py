@@ -65,13 +65,13 @@ def _cpu_model() -> str:
 
 def git(*args: str, clone: Path | None = None) -> str | None:
     """stdout of a git command in the clone (the book's own by default), None when git is missing or fails: a copy
-    without .git, say. A clone of another user's, run as root (for a CPU quota), is read too: git refuses one it does
-    not own ("dubious ownership") unless told it is safe, and its refusal was recorded as the commit."""
+    without .git, say. A clone of another user's, run as root (for a CPU quota), is read too: git refuses one it finds
+    and does not own ("dubious ownership"; its refusal was recorded as the commit), not one it is pointed at."""
     from harness import ROOT
 
     clone = clone or ROOT
     try:
-        done = subprocess.run(["git", "-c", f"safe.directory={clone}", "-C", str(clone), *args], capture_output=True,
+        done = subprocess.run(["git", "-C", str(clone), "--git-dir=.git", "--work-tree=.", *args], capture_output=True,
                               text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -63,28 +63,53 @@ def without_privileges(cmd: list[str]) -> list[str]:
 
 
 # Run by root in the service's own mount namespace, before it execs the service: every protected folder bound onto
-# itself read-only (recursively bound, so what is mounted below it stays visible), then the service's work folder
-# bound writable again. Arguments: mount, the writable folder, the protected folders, "--", the command.
+# itself (recursively, so what is mounted below it stays visible), then each of them and every mount below them made
+# read-only, then the service's own folder bound writable again and made its working directory (entered through the
+# new mounts: a directory entered before them would still reach the writable ones below by relative paths).
+# Arguments: mount, the writable folder, the protected folders, "--", the mounts to make read-only, "--", the command.
 _READ_ONLY_VIEW = ('mount=$1 writable=$2; shift 2; '
-                   'while [ "$1" != -- ]; do '
-                   '"$mount" --rbind "$1" "$1" && "$mount" -o remount,bind,ro "$1" || exit 125; shift; done; shift; '
+                   'while [ "$1" != -- ]; do "$mount" --rbind "$1" "$1" || exit 125; shift; done; shift; '
+                   'while [ "$1" != -- ]; do "$mount" -o remount,bind,ro "$1" || exit 125; shift; done; shift; '
                    '"$mount" --bind "$writable" "$writable" && "$mount" -o remount,bind,rw "$writable" || exit 125; '
+                   'cd "$writable" || exit 125; '
                    'exec "$@"')
+CAP_SYS_ADMIN = 21
+
+
+def may_make_namespaces() -> bool:
+    """Root with CAP_SYS_ADMIN, which mount and pid namespaces need (root in an unprivileged container has not)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return os.geteuid() == 0 and bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
+    return False
+
+
+def mounts_below(folders: list[str]) -> list[str]:
+    """The mount points inside `folders` (a volume mounted in the clone, say), from this process's mount table."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])  # \040 is a space
+        if any(point.startswith(folder.rstrip("/") + "/") for folder in folders):
+            points.append(point)
+    return list(dict.fromkeys(points))
 
 
 def read_only_view(cmd: list[str], writable: Path, protected: list[Path]) -> list[str]:
-    """`cmd` in a mount namespace of its own when the harness is root, where the `protected` folders (the clone and the
-    data directory) are read-only but for `writable` (the service's work folder): a service run by root, your jar
-    included, cannot change the book's code, tools or data. Root makes the view, then the shell execs `cmd` (same pid);
-    a service without capabilities (without_privileges) cannot mount them writable again. Nothing changes on the host:
+    """`cmd` in a mount namespace of its own when the harness is root, where the `protected` folders (the clone, the
+    data directory, PostgreSQL's clusters) and whatever is mounted below them are read-only but for `writable` (the
+    service's own folder, its working directory): a service run by root, your jar included, cannot change the book's
+    code, tools or data, by absolute or relative paths. Root makes the view, then the shell execs `cmd` (same pid); a
+    service without capabilities (without_privileges) cannot mount them writable again. Nothing changes on the host:
     the namespace's mounts are private to it and end with it. A mount that fails ends the service with exit 125, the
-    reason in its log."""
-    if os.geteuid() != 0:
+    reason in its log. Without CAP_SYS_ADMIN (root in an unprivileged container) there is no view: `cmd` as it is.
+    It guards the book against a server's writes; it is no sandbox: a server keeps root's uid, and with it the files
+    root owns elsewhere."""
+    if not may_make_namespaces():
         return cmd
     folders = [str(p) for p in dict.fromkeys(p.resolve() for p in protected if p.is_dir())]
     return [shutil.which("unshare") or "/usr/bin/unshare", "--mount", "--propagation", "private",
             "sh", "-c", _READ_ONLY_VIEW, "sh", shutil.which("mount") or "/usr/bin/mount", str(writable.resolve()),
-            *folders, "--", *cmd]
+            *folders, "--", *folders, *mounts_below(folders), "--", *cmd]
 
 
 def process_running(pid: int) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness.lab.backends.process import PASSED_ENV
+
 
 class LoadTool:
     """What the runner asks of a load generator: its binary (found when made: a clear error names what to install),
@@ -36,14 +38,9 @@ class LoadTool:
         return meta.get("reason") or f"{self.name} wrote no recording: see {self.name}.log.gz"
 
 
-# A proxy of the user's shell: k6 (Go) would send a step's requests to any address but loopback through it, chapter
-# 6's hosts included. Every spelling Go and curl-like tools read.
-PROXY_VARIABLES = {f"{name}_proxy" for name in ("http", "https", "all", "no")}
-
-
 def tool_environment(extra: dict) -> dict:
-    """The load tool's environment (k6, ab or wrk): the user's, minus what would change the measurement: any K6_*
-    setting, the variables lab.js reads (LAB_*, TARGET), which k6 would hand it from the user's shell where the
-    step sets none (LAB_LINGER_MS), and proxies (HTTP_PROXY …); then the tool's own (`extra`)."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("K6_", "LAB_")) and k != "TARGET" and k.lower() not in PROXY_VARIABLES} | extra
+    """The load tool's environment (k6, ab or wrk): the few variables of the user's shell every child gets
+    (process.PASSED_ENV), then the tool's own (`extra`). Anything else could change the measurement: a K6_* setting,
+    a variable lab.js reads (LAB_LINGER_MS, TARGET), a proxy (k6 would send chapter 6's requests through it),
+    GOMAXPROCS or GOGC (k6's runtime), LD_PRELOAD."""
+    return {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | extra

@@ -49,7 +49,8 @@ class Context:
     hosts: object = None  # harness.lab.netns.Hosts on network = "hosts", else None
     backend: str = "local"  # the run's backend: the kinds that can run in a container do so on "docker"
     given: dict = field(default_factory=dict)  # what the services this one depends on give it (environment)
-    protected: list = field(default_factory=lambda: book_folders())  # what it sees read-only (process.read_only_view)
+    # What it sees read-only (process.read_only_view): a Deployment gives the book's folders and every kind's kept ones.
+    protected: list = field(default_factory=lambda: book_folders())
 
     def command(self, service: str, cmd: list[str]) -> list[str]:
         """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts. The
@@ -316,9 +317,9 @@ def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     read). When the harness is root it runs without privileges and sees the book's folders read-only but for that
     one (process.without_privileges, process.read_only_view). Returns (process, log, started)."""
     log = ctx.workdir / f"{service}.log"
-    temp = ctx.workdir / TEMP_DIR / service
+    temp = (ctx.workdir / TEMP_DIR / service).resolve()  # it runs there: no path of its may be relative
     temp.mkdir(parents=True, exist_ok=True)
-    cmd = [cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
+    cmd = [str(Path(cmd[0]).absolute()) if "/" in cmd[0] else cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
     started = time.monotonic()
     env = with_jvm_options({k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, ctx.step.system)
     contained = read_only_view(without_privileges(cmd), temp, ctx.protected)

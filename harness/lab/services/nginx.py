@@ -18,7 +18,8 @@ from functools import cache
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import PASSED_ENV, http_get, listener, read_only_view, setpriv, spawn
+from harness.lab.backends.process import (PASSED_ENV, http_get, listener, may_make_namespaces, read_only_view,
+                                          setpriv, spawn)
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
 from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, latest,
@@ -180,10 +181,10 @@ class NginxKind(ServiceKind):
         return {"version": nginx_version(nginx_binary())}
 
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningNginx:
-        run_dir = ctx.workdir / f".{service}-run"  # pid and temp files; removed when stopped
+        run_dir = (ctx.workdir / f".{service}-run").resolve()  # pid and temp files (removed when stopped); its cwd
         run_dir.mkdir(parents=True, exist_ok=True)
         upstream = ctx.endpoints[knobs["upstream"]] if knobs["mode"] == "proxy" else None
-        conf = ctx.workdir / f"{service}.conf"  # kept in the step directory: the config the step ran with
+        conf = (ctx.workdir / f"{service}.conf").resolve()  # kept in the step directory: the config it ran with
         conf.write_text(render_config(service, knobs, upstream, run_dir))
         binary = require("nginx", nginx_binary(), PACKAGE)
         cmd = master_privileges([binary, "-e", "stderr", "-g", "daemon off;", "-c", str(conf), "-p", f"{run_dir}/"])
@@ -286,7 +287,7 @@ def master_privileges(cmd: list[str]) -> list[str]:
 def own_pid_namespace() -> str | None:
     """`unshare` when this user may create a pid namespace (root), else None (nginx then runs as a plain child: if
     the harness is SIGKILLed, PR_SET_PDEATHSIG kills the master but its workers outlive it)."""
-    return shutil.which("unshare") if os.geteuid() == 0 else None
+    return shutil.which("unshare") if may_make_namespaces() else None
 
 
 def namespace_pid(pid: int) -> int:

@@ -240,7 +240,8 @@ def forget_users_libpq_settings() -> None:
     """libpq fills what a connection does not name from the user's PG* variables: with PGSSLMODE=require every step's
     postgres was "not ready after 30 s", with PGOPTIONS its settings (a statement timeout, or anything that speeds or
     slows the template load) applied to the harness's sessions. The harness's connections name what they need and
-    read none of them: gone from its environment (the first connection is made before any sampler thread)."""
+    read none of them: gone from its environment, before anything starts (PostgresKind.check_tools, then again at
+    each connection, where there is then nothing left to remove while a sampler's thread connects)."""
     for name in [name for name in os.environ if name.startswith("PG")]:
         del os.environ[name]
 

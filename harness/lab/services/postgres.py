@@ -117,6 +117,7 @@ class PostgresKind(ServiceKind):
             import psycopg  # noqa: F401
         except ImportError:
             raise LabError("psycopg is missing (the postgres kind's client): pip install -r requirements.lock") from None
+        pgcluster.forget_users_libpq_settings()  # before anything starts, samplers' threads included
         pgbinaries.check_runnable(pgcluster.clusters_root())
         if backend == "docker":
             pgcontainer.check_image()

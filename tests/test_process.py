@@ -223,6 +223,8 @@ def test_the_commit_is_read_from_a_clone_of_another_user_and_unknown_outside_git
     for args in (["add", "code.py"], ["-c", "user.name=r", "-c", "user.email=r@x", "commit", "-qm", "one"]):
         subprocess.run(["git", "-C", str(clone), *args], check=True)
     head = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (clone / "book").mkdir()
+    assert git_commit(clone / "book") == head  # the book in a larger repository: git finds it above
     if os.geteuid() == 0:
         subprocess.run(["chown", "-R", "nobody", str(clone)], check=True)
         assert subprocess.run(["git", "-C", str(clone), "status"], capture_output=True).returncode != 0  # refused

@@ -66,7 +66,8 @@ def test_a_bare_machine_lacks_every_package_but_the_ones_found_by_files(machine)
 
 
 def test_each_command_counts_not_the_package(machine):
-    commands(machine, "ss", "nstat", "ip", "taskset", "setpriv", "unshare", "node", "npm", "chromium-browser", "wrk")
+    commands(machine, "ss", "nstat", "ip", "taskset", "setpriv", "unshare", "mountpoint", "node", "npm", "chromium-browser",
+             "wrk")
     lacking = names(missing())
     assert "iproute2" in lacking  # tc is missing: chapter 6's hosts need it
     assert "nodejs" not in lacking and "npm" not in lacking  # node with its npm from elsewhere: Debian's npm not wanted

@@ -71,8 +71,12 @@ def git(*args: str, clone: Path | None = None) -> str | None:
 
     clone = clone or ROOT
     try:
-        done = subprocess.run(["git", "-C", str(clone), "--git-dir=.git", "--work-tree=.", *args], capture_output=True,
-                              text=True, timeout=30)
+        # GIT_* of the user's shell (a hook's GIT_INDEX_FILE …) would read another repository's state; no optional
+        # lock: as root, `status` would otherwise rewrite the owner's index as root's.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        pointed = ["--git-dir=.git", "--work-tree=."] if (clone / ".git").exists() else []  # else found above it
+        done = subprocess.run(["git", "--no-optional-locks", "-C", str(clone), *pointed, *args],
+                              capture_output=True, text=True, timeout=30, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

@@ -53,11 +53,12 @@ PACKAGES = (
     Package("iproute2", ("ss", "nstat", "ip", "tc"),
             "the samplers read sockets (ss) and kernel counters (nstat); chapter 6's hosts are network namespaces "
             "(ip, tc)"),
-    Package("util-linux", ("taskset", "setpriv", "unshare"),
+    Package("util-linux", ("taskset", "setpriv", "unshare", "mountpoint"),
             "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody and the JVMs without capabilities "
-            "(setpriv), nginx in its own pid namespace, the JVMs and nginx in mount namespaces of their own (unshare)"),
-    Package("mount", ("mount",), "as root, the JVMs and nginx see the clone and the data directory read-only (bind "
-            "mounts in a mount namespace of their own)"),
+            "(setpriv); as root with CAP_SYS_ADMIN, nginx in its own pid namespace, the JVMs and nginx in mount "
+            "namespaces of their own (unshare, mountpoint)"),
+    Package("mount", ("mount",), "as root with CAP_SYS_ADMIN, the JVMs and nginx see the clone and the data "
+            "directory read-only (bind mounts in a mount namespace of their own)"),
     Package("apache2-utils", ("ab",), "chapter 1 cross-checks k6 with ab, the article's tool"),
     Package("nginx", ("nginx",), "chapter 6 and every spec with an nginx service (the lab starts its own)"),
     Package("wrk", ("wrk",), "chapter 6 cross-checks k6 with wrk"),

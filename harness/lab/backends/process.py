@@ -64,8 +64,9 @@ def without_privileges(cmd: list[str]) -> list[str]:
 
 # Run by root in the service's own mount namespace, before it execs the service: every protected folder bound onto
 # itself (recursively, so what is mounted below it stays visible), then each of them and every mount below them made
-# read-only (those still mounts in the view: not hidden by a later mount, nor unbindable, nor gone since), then the service's own folder bound writable again and made its working directory (entered through the
-# new mounts: a directory entered before them would still reach the writable ones below by relative paths).
+# read-only (those still mounts in the view: not hidden by a later mount, nor unbindable, nor gone since), then the
+# service's own folder bound writable again and made its working directory (entered through the new mounts: a
+# directory entered before them would still reach the writable ones below by relative paths).
 # Arguments: mount, the writable folder, the protected folders, "--", the mounts to make read-only, "--", the command.
 _READ_ONLY_VIEW = ('mount=$1 writable=$2; shift 2; '
                    'while [ "$1" != -- ]; do "$mount" --rbind "$1" "$1" || exit 125; shift; done; shift; '

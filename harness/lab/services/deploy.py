@@ -78,11 +78,12 @@ class Deployment:
         names = [n for n in start_order(services) if only is None or n in only]
         if self.hosts is None:  # a host made for the step has nothing on it yet
             check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started
+        protected = book_folders(KINDS.values())  # what every service sees read-only
         for name in names:
             kind = KINDS[services[name]["kind"]]
             given = self.given_to(name)
             ctx = Context(self.step, self.workdir, dict(self.running), endpoints(services), self.hosts,
-                          placed_on(kind, self.backend), given, book_folders(KINDS.values()))
+                          placed_on(kind, self.backend), given, protected)
             service = kind.start(name, services[name], ctx)
             service.netns = self.hosts.path(name) if self.hosts is not None and name in hosted(services) else None
             self.running[name] = service

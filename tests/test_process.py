@@ -3,6 +3,7 @@ a service sees the book's folders read-only."""
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.lab.backends.process import read_only_view, spawn, without_privileges
+from harness.lab.backends.process import SERVER_USER, read_only_view, server_owned, spawn, without_privileges
+
+CAP_DAC_READ_SEARCH = 2
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab drops privileges only as root (CI runs as root)")
 
@@ -22,28 +25,58 @@ def status_field(pid: int, name: str) -> str:
 
 
 @ROOT_ONLY
-def test_a_jvms_command_keeps_roots_uid_and_loses_every_capability(tmp_path):
+def test_a_jvms_command_runs_as_the_servers_user_who_reads_all_and_writes_only_its_own(tmp_path):
     """Started as the lab starts a JVM (spawn, its own session and parent-death signal): the same pid as the command,
-    uid 0, no capability at all, the parent-death signal kept; so it cannot write into a folder of nobody's (as
-    PostgreSQL's cluster is), while the harness can, and it still reads root's own files."""
-    theirs = tmp_path / "cluster"
+    the servers' user with CAP_DAC_READ_SEARCH alone, no new privileges. So it reads root's file in a folder only root
+    may enter (a clone in /root), and writes its own folder (server_owned); but it cannot write a file of root's, a
+    folder of nobody's (as PostgreSQL's cluster is), signal a process of root's or connect to root's socket (as
+    Docker's is), while the harness can do all of these."""
+    import socket
+
+    secret = tmp_path / "closed" / "secret"
+    secret.parent.mkdir(mode=0o700)
+    secret.write_text("read")
+    secret.chmod(0o600)
+    theirs, own = tmp_path / "cluster", tmp_path / "own"
     theirs.mkdir(mode=0o700)
     shutil.chown(theirs, "nobody", "nogroup")
-    script = f'touch "{theirs}/x" 2>/dev/null; echo $? > "{tmp_path}/rc"; exec sleep 30'
-    proc = spawn(without_privileges(["sh", "-c", script]), dict(os.environ), tmp_path / "log")
+    own.mkdir()
+    server_owned(own)
+    roots = tmp_path / "roots"
+    roots.write_text("")
+    roots.chmod(0o644)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "docker.sock"))
+    sock.listen()
+    (tmp_path / "docker.sock").chmod(0o660)
+    rootly = subprocess.Popen(["sleep", "30"])
+    script = ('cat "$1/closed/secret" > "$2/read"; a=$?; touch "$1/cluster/x" 2>/dev/null; b=$?; '
+              'echo x 2>/dev/null >> "$1/roots"; c=$?; kill -0 "$3" 2>/dev/null; d=$?; '
+              '"$4" -c "import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])" "$1/docker.sock" '
+              '2>/dev/null; e=$?; echo $a $b $c $d $e > "$2/rc"; exec sleep 30')
+    args = [str(tmp_path), str(own), str(rootly.pid), sys.executable]
+    proc = spawn(without_privileges(["sh", "-c", script, "sh", *args]),
+                 dict(os.environ), tmp_path / "log")
     try:
-        deadline = time.monotonic() + 10
-        while not (tmp_path / "rc").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert (tmp_path / "rc").read_text().strip() != "0"  # permission denied: nobody's folder
-        assert status_field(proc.pid, "Uid").split()[:2] == ["0", "0"]
-        assert all(int(status_field(proc.pid, f"Cap{kind}"), 16) == 0 for kind in ("Inh", "Prm", "Eff", "Bnd", "Amb"))
+        codes = wait_for_file(own / "rc").split()
+        assert codes[0] == "0" and (own / "read").read_text() == "read", codes  # reads root's, writes its own
+        assert all(code != "0" for code in codes[1:]), codes  # nobody's folder, root's file, process, socket
+        user = pwd.getpwnam(SERVER_USER)
+        assert status_field(proc.pid, "Uid").split() == [str(user.pw_uid)] * 4
+        assert status_field(proc.pid, "Gid").split() == [str(user.pw_gid)] * 4
+        assert status_field(proc.pid, "Groups") == ""
+        assert all(int(status_field(proc.pid, f"Cap{kind}"), 16) == 1 << CAP_DAC_READ_SEARCH
+                   for kind in ("Inh", "Prm", "Eff", "Bnd", "Amb"))
         assert status_field(proc.pid, "NoNewPrivs") == "1"
         assert b"sleep" in Path(f"/proc/{proc.pid}/cmdline").read_bytes()  # setpriv and sh exec'd: the pid is the command's
     finally:
-        proc.kill()
-        proc.wait()
+        for child in (proc, rootly):
+            child.kill()
+            child.wait()
     (theirs / "y").write_text("")  # the harness itself keeps its privileges
+    assert not (tmp_path / "roots").read_text()
+    with sock, socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(tmp_path / "docker.sock"))
 
 
 def mount_options(pid: int, path: Path) -> set[str]:
@@ -68,12 +101,15 @@ def wait_for_file(path: Path, timeout_s: float = 10) -> str:
 @ROOT_ONLY
 def test_a_service_sees_the_book_read_only_but_its_own_folder_and_cannot_undo_it(tmp_path):
     """As the lab starts a JVM (read_only_view over without_privileges): the protected folder and what lies below it
-    are read-only to the service, its own folder inside them writable; without capabilities it cannot remount or
+    are read-only to the service, its own folder inside them writable; without CAP_SYS_ADMIN it cannot remount or
     unmount them; its pid is the command's; and the host's view is unchanged: the harness still writes there."""
     book, data = tmp_path / "book", tmp_path / "data"
     own = data / "step" / ".tmp" / "server"
     own.mkdir(parents=True)
     (book / "code").mkdir(parents=True)
+    for folder in (book / "code", data, data / "step"):  # open to every user: only the view may refuse a write there
+        folder.chmod(0o777)
+    server_owned(own)  # as spawn_java gives it its folder
     script = ('touch "$1/code/x" 2>/dev/null; a=$?; touch "$2/y" 2>/dev/null; b=$?; touch "$3/z"; c=$?; '
               'mount -o remount,bind,rw "$1" 2>/dev/null; d=$?; umount "$1" 2>/dev/null; e=$?; '
               'touch ../../x ../../../x 2>/dev/null; f=$?; echo $a $b $c $d $e $f "$(pwd)" > "$3/rc"; exec sleep 30')
@@ -106,6 +142,7 @@ def test_what_is_mounted_below_a_protected_folder_is_read_only_too(tmp_path):
     volume.mkdir(parents=True)
     own = tmp_path / "own"
     own.mkdir()
+    server_owned(own)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "lab-test", str(volume)], check=True)
     try:
         (volume / "seen").write_text("")
@@ -191,6 +228,17 @@ def test_a_child_without_privileges_still_dies_with_the_harness(tmp_path):
     while Path(f"/proc/{child}").exists() and status_field(child, "State")[0] != "Z" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{child}").exists() or status_field(child, "State")[0] == "Z"
+
+
+@ROOT_ONLY
+def test_a_command_whose_harness_died_while_its_uid_changed_does_not_run(tmp_path):
+    """setpriv's change of uid clears the parent-death signal before it sets it again: a harness killed in between
+    sends none. The command then finds its parent is no longer the harness (here: it never was) and does not run."""
+    server_owned(tmp_path)
+    cmd = without_privileges(["touch", str(tmp_path / "ran")])
+    orphaned = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *cmd])  # its parent: this sh, not the harness
+    assert orphaned.returncode == 1 and not (tmp_path / "ran").exists()
+    assert subprocess.run(cmd).returncode == 0 and (tmp_path / "ran").exists()  # the harness's own child runs
 
 
 def test_a_busy_port_is_refused_without_ss_its_holder_unnamed(tmp_path, monkeypatch):

@@ -186,6 +186,30 @@ def test_not_root_setup_stops_first_with_the_list():
     assert " ab " not in line and "git" not in line.split()  # only what is missing
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the servers' own user is made only as root")
+def test_as_root_setup_makes_the_servers_user_once_and_the_lab_refuses_to_start_a_jvm_without_it(monkeypatch):
+    """The JVMs run as a system user of their own (process.SERVER_USER): setup makes it, with its group, no home and
+    no login, and says so; a second setup finds it; a machine without it stops before anything starts, naming the
+    command that makes it."""
+    import pwd
+
+    from harness.lab.backends import process
+
+    name = f"lab-test-{os.getpid()}"
+    monkeypatch.setattr(system_packages, "SERVER_USER", name)
+    monkeypatch.setattr(process, "SERVER_USER", name)
+    with pytest.raises(LabError, match=rf"no user or group {name}: run `invoke setup`, which makes them"):
+        process.check_server_user()
+    try:
+        assert system_packages.make_server_user() == f"{name} (made now)"
+        user = pwd.getpwnam(name)
+        assert user.pw_uid < 1000 and user.pw_shell == "/usr/sbin/nologin" and not os.path.exists(user.pw_dir)
+        assert system_packages.make_server_user() == f"{name} (there already)"
+        process.check_server_user()
+    finally:
+        subprocess.run(["userdel", name], check=False)
+
+
 def test_readme_has_the_table_made_from_the_code():
     assert system_packages.markdown_table() in (ROOT / "docs" / "reference.md").read_text()
 

@@ -10,7 +10,9 @@ root; Python with venv, which comes before setup; Quarto, which no package regis
 """
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -18,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness import LabError, say
+from harness.lab.backends.process import SERVER_USER
 from harness.lab.jdk import java_command, java_major
 
 MIN_JAVA = 17
@@ -54,11 +57,12 @@ PACKAGES = (
             "the samplers read sockets (ss) and kernel counters (nstat); chapter 6's hosts are network namespaces "
             "(ip, tc)"),
     Package("util-linux", ("taskset", "setpriv", "unshare", "mountpoint"),
-            "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody and the JVMs without capabilities "
+            "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody and the JVMs as lab-server "
             "(setpriv); as root with CAP_SYS_ADMIN, nginx in its own pid namespace, the JVMs and nginx in mount "
             "namespaces of their own (unshare, mountpoint)"),
     Package("mount", ("mount",), "as root with CAP_SYS_ADMIN, the JVMs and nginx see the clone and the data "
             "directory read-only (bind mounts in a mount namespace of their own)"),
+    Package("passwd", ("useradd",), "as root, setup makes the system user the JVMs run as (lab-server) with it"),
     Package("apache2-utils", ("ab",), "chapter 1 cross-checks k6 with ab, the article's tool"),
     Package("nginx", ("nginx",), "chapter 6 and every spec with an nginx service (the lab starts its own)"),
     Package("wrk", ("wrk",), "chapter 6 cross-checks k6 with wrk"),
@@ -161,6 +165,23 @@ def ensure(docker: bool = False) -> str:
     if still:
         raise LabError(f"apt-get installed them, yet these commands are still missing:\n{listing(still)}")
     return f"installed {', '.join(p.name for p in wanted)}"
+
+
+def make_server_user() -> str:
+    """As root: the system user the JVMs run as (process.SERVER_USER), without home or login; what setup did."""
+    if os.geteuid() != 0:
+        return "none needed (not root: the servers run as you)"
+    try:
+        pwd.getpwnam(SERVER_USER), grp.getgrnam(SERVER_USER)
+        return f"{SERVER_USER} (there already)"
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd", path=os.pathsep.join([os.environ.get("PATH", os.defpath), *SBIN]))
+    done = subprocess.run([useradd or "useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
+                           "/nonexistent", "--shell", "/usr/sbin/nologin", SERVER_USER], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LabError(f"useradd could not make {SERVER_USER}, the user the JVMs run as: {done.stderr.strip()}")
+    return f"{SERVER_USER} (made now)"
 
 
 def markdown_table() -> str:

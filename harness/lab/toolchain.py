@@ -1,8 +1,8 @@
 """What `invoke setup` does: Python ≥ 3.11, the system packages the book needs (harness.lab.system_packages: installed
-with apt-get as root, else listed before anything else is done), JDK ≥ 17, the pinned k6 (built with Go: PATH's or the
-pinned toolchain, harness.lab.gotoolchain), the pinned PostgreSQL binaries (the postgres kind:
-harness.lab.services.pgbinaries), what each service kind runs (its `build`: the sample server's jars and CDS archive,
-the Netty and WebFlux services' jars) and the book's chart libraries."""
+with apt-get as root, else listed before anything else is done), as root the user the JVMs run as (lab-server),
+JDK ≥ 17, the pinned k6 (built with Go: PATH's or the pinned toolchain, harness.lab.gotoolchain), the pinned PostgreSQL
+binaries (the postgres kind: harness.lab.services.pgbinaries), what each service kind runs (its `build`: the sample
+server's jars and CDS archive, the Netty and WebFlux services' jars) and the book's chart libraries."""
 from __future__ import annotations
 
 import os
@@ -73,6 +73,7 @@ def setup(docker: bool = False) -> None:
     check_python()
     say(f"system packages: {system_packages.ensure(docker)}")
     say(f"java: {check_java()}")
+    say(f"the servers' user: {system_packages.make_server_user()}")
     say(f"k6:   {ensure_k6()}")
     say(f"java for virtual threads: {describe_virtual_threads_java()}")
     say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import grp
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -52,14 +54,46 @@ def setpriv() -> str:
     return shutil.which("setpriv") or "/usr/bin/setpriv"
 
 
+# The user every JVM runs as when root runs the lab (`invoke setup` makes it): it owns nothing but each server's own
+# folder, and is neither PostgreSQL's user (nobody) nor nginx's workers' (www-data).
+SERVER_USER = "lab-server"
+
+
 def without_privileges(cmd: list[str]) -> list[str]:
-    """`cmd` with no capability left when the harness is root: it keeps root's uid, so it reads the clone wherever it
-    lies (/root included), but can no longer override file permissions, so it cannot write the files of the services
-    that run as other users (PostgreSQL's cluster, nobody's; nginx's workers, www-data's). setpriv execs: the pid and
-    the parent-death signal stay the command's."""
+    """`cmd` as SERVER_USER when the harness is root, with one capability, CAP_DAC_READ_SEARCH: it reads what root
+    may (the JDK, the jar and the clone, wherever they lie, /root included), but writes only its own folder (server_owned)
+    and what every user may; it cannot change root's files (/etc, /proc/sys, cgroups), signal root's processes or
+    connect to root's sockets (Docker's), nor write the files of the services that run as other users. setpriv execs:
+    the pid stays the command's, and the parent-death signal, which a change of uid clears, is set again."""
     if os.geteuid() != 0:
         return cmd
-    return [setpriv(), "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "keep", *cmd]
+    return [setpriv(), f"--reuid={SERVER_USER}", f"--regid={SERVER_USER}", "--clear-groups",
+            "--inh-caps=-all,+dac_read_search", "--ambient-caps=+dac_read_search", "--bounding-set=-all,+dac_read_search",
+            "--no-new-privs", "--pdeathsig", "keep", "sh", "-c", _STILL_THE_HARNESS_CHILD, str(os.getpid()), *cmd]
+
+
+# Run after setpriv: a harness killed while setpriv changed the uid (which clears the parent-death signal, before setpriv
+# sets it again) sent no signal, and the command would outlive it. Its parent is the harness (each wrapper execs) until
+# the harness dies. Argument: the harness's pid, then the command.
+_STILL_THE_HARNESS_CHILD = '[ "$PPID" = "$0" ] || exit 1; exec "$@"'
+
+
+def server_owned(folder: Path) -> None:
+    """Give `folder` (a JVM's own) to SERVER_USER when the harness is root: the one place it may write."""
+    if os.geteuid() == 0:
+        user = pwd.getpwnam(SERVER_USER)
+        os.chown(folder, user.pw_uid, user.pw_gid)
+
+
+def check_server_user() -> None:
+    """Before anything starts, as root: SERVER_USER exists (`invoke setup` makes it)."""
+    if os.geteuid() != 0:
+        return
+    try:
+        pwd.getpwnam(SERVER_USER), grp.getgrnam(SERVER_USER)
+    except KeyError:
+        raise LabError(f"as root, the lab runs its JVMs as the system user {SERVER_USER}, and this machine has no user "
+                       f"or group {SERVER_USER}: run `invoke setup`, which makes them") from None
 
 
 # Run by root in the service's own mount namespace, before it execs the service: every protected folder bound onto
@@ -101,11 +135,10 @@ def read_only_view(cmd: list[str], writable: Path, protected: list[Path]) -> lis
     data directory, PostgreSQL's clusters) and whatever is mounted below them are read-only but for `writable` (the
     service's own folder, its working directory): a service run by root, your jar included, cannot change the book's
     code, tools or data, by absolute or relative paths. Root makes the view, then the shell execs `cmd` (same pid); a
-    service without capabilities (without_privileges) cannot mount them writable again. Nothing changes on the host:
-    the namespace's mounts are private to it and end with it. A mount that fails ends the service with exit 125, the
-    reason in its log. Without CAP_SYS_ADMIN (root in an unprivileged container) there is no view: `cmd` as it is.
-    It guards the book against a server's writes; it is no sandbox: a server keeps root's uid, and with it the files
-    root owns elsewhere."""
+    service without CAP_SYS_ADMIN (without_privileges, nginx's master_privileges) cannot mount them writable again.
+    Nothing changes on the host: the namespace's mounts are private to it and end with it. A mount that fails ends the
+    service with exit 125, the reason in its log. Without CAP_SYS_ADMIN (root in an unprivileged container) there is
+    no view: `cmd` as it is."""
     if not may_make_namespaces():
         return cmd
     folders = [str(p) for p in dict.fromkeys(p.resolve() for p in protected if p.is_dir())]

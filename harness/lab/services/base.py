@@ -25,8 +25,8 @@ from harness import ROOT, LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import (PASSED_ENV, StepFailed, read_only_view, spawn, terminate,
-                                          without_privileges)
+from harness.lab.backends.process import (PASSED_ENV, StepFailed, check_server_user, read_only_view, server_owned, spawn,
+                                          terminate, without_privileges)
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command, with_jvm_options
@@ -298,7 +298,7 @@ class JarServiceKind(ServiceKind):
         return {"port": knobs["port"], "management_port": knobs["management_port"]}
 
     def check_tools(self, backend: str) -> None:
-        check_java_home(java_command())  # a clear LabError when there is no usable JDK 17+
+        check_local_jvm()
         if not self.jar.is_file():
             raise LabError(f"the {self.name} service's jar is missing ({self.jar}): run `invoke setup`")
 
@@ -309,16 +309,23 @@ class JarServiceKind(ServiceKind):
 
 
 
+def check_local_jvm() -> None:
+    """Before a JVM starts here: a usable JDK 17+ and, as root, the user it runs as; else a clear LabError."""
+    check_java_home(java_command())
+    check_server_user()
+
+
 def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     """A JVM of the step's (`cmd`: java and its arguments) under the step's placement and on the service's host, with
     `env`, the variables every child gets and the options of the step's system.jvm, its log <service>.log. Its
     temporary files, and its working directory, are its folder in the step's work directory (not /tmp, where they
     would outlive it; not the directory the harness was started in, whose application.properties Spring Boot would
-    read). When the harness is root it runs without privileges and sees the book's folders read-only but for that
-    one (process.without_privileges, process.read_only_view). Returns (process, log, started)."""
+    read). When the harness is root it runs as the servers' user, which owns that folder and nothing else, and sees
+    the book's folders read-only but for that one (process.without_privileges, process.read_only_view). Returns (process, log, started)."""
     log = ctx.workdir / f"{service}.log"
     temp = (ctx.workdir / TEMP_DIR / service).resolve()  # it runs there: no path of its may be relative
     temp.mkdir(parents=True, exist_ok=True)
+    server_owned(temp)
     cmd = [str(Path(cmd[0]).absolute()) if "/" in cmd[0] else cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
     started = time.monotonic()
     env = with_jvm_options({k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, ctx.step.system)

@@ -20,9 +20,10 @@ from pathlib import Path
 from harness import ROOT, say
 from harness.lab.backends.process import http_get, http_json, listener
 from harness.lab.integrity import sha256
-from harness.lab.jdk import check_java_home, java_command, java_major, virtual_threads_java
+from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.samplers import ActuatorSampler
-from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, check_listening, latest, spawn_java
+from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, check_local_jvm,
+                                       latest, spawn_java)
 
 # The [server] knobs Spring Boot understands, as its own properties (what the sample server maps them to as well).
 PROPERTIES = {
@@ -174,7 +175,7 @@ class SpringJarKind(ServiceKind):
         return {"server": knobs["port"], "management": knobs["management_port"]}
 
     def check_tools(self, backend: str) -> None:
-        check_java_home(java_command())
+        check_local_jvm()
 
     def check_steps(self, steps, backend: str) -> None:
         if any(s.server.get("VIRTUAL_THREADS") for s in steps):

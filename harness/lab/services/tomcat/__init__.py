@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from harness import SERVER_DIR, LabError
 from harness.lab.integrity import tree_digest
-from harness.lab.jdk import check_java_home, java_command, with_jvm_options
+from harness.lab.jdk import with_jvm_options
 from harness.lab.samplers import ActuatorSampler
-from harness.lab.services.base import Context, RunningService, ServiceKind, latest, loopback_problem, spawn_java
+from harness.lab.services.base import Context, RunningService, ServiceKind, check_local_jvm, latest, loopback_problem, spawn_java
 from harness.lab.services.tomcat import container, process
 from harness.lab.services.tomcat.knobs import JVM_OPTIONS, SERVER_DEFAULTS, SERVER_KEYS, knob, server_env, virtual
 from harness.lab.services.tomcat.process import RunningServer
@@ -81,7 +81,7 @@ class TomcatKind(ServiceKind):
         if backend == "docker":
             container.check_image()
             return
-        check_java_home(java_command())
+        check_local_jvm()
         if not process.JAR.exists():
             raise LabError(f"the server jar {process.JAR.relative_to(SERVER_DIR.parent)} is missing: "
                            f"run `invoke setup`")

@@ -173,6 +173,31 @@ def test_a_protected_folder_that_cannot_be_mounted_ends_the_service_with_its_rea
     assert "ran" not in log and "gone" in log
 
 
+@ROOT_ONLY
+def test_a_machine_that_refuses_the_mounts_runs_the_servers_without_the_view_and_says_so_once(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """Root with CAP_SYS_ADMIN may still be refused mounts (Docker's AppArmor profile, here a `mount` that fails as it
+    does there): every server ended at its start with exit 125. Now a probe, once, finds it: one line names the
+    reason, and the servers start without the view."""
+    from harness.lab.backends import process
+
+    if not process.may_make_namespaces():
+        pytest.skip("no CAP_SYS_ADMIN here: the probe is not made")
+    (tmp_path / "mount").write_text('#!/bin/sh\necho "mount: permission denied by the profile" >&2\nexit 32\n')
+    (tmp_path / "mount").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    process.mounts_work.cache_clear()
+    try:
+        assert not process.may_make_namespaces() and not process.may_make_namespaces()
+        assert read_only_view(["java"], tmp_path, [tmp_path]) == ["java"]
+        said = capsys.readouterr().out
+        assert said.count("note: this machine refuses the mounts") == 1 and "permission denied by the profile" in said
+    finally:
+        process.mounts_work.cache_clear()
+    monkeypatch.undo()
+    assert process.may_make_namespaces()  # with the machine's own mount
+
+
 def test_the_labs_own_requests_never_go_through_the_users_proxy(monkeypatch):
     """Readiness, Actuator and stub_status reach the service directly with a proxy in the user's shell: urllib would
     send even 127.0.0.1 to it (every step failed as 'not ready after 90 s')."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import grp
 import json
 import os
@@ -15,10 +16,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import urllib.request
 from pathlib import Path
 
-from harness import LabError
+from harness import LabError, say
 
 STOP_GRACE_S = 10
 
@@ -113,11 +115,32 @@ CAP_SYS_ADMIN = 21
 
 
 def may_make_namespaces() -> bool:
-    """Root with CAP_SYS_ADMIN, which mount and pid namespaces need (root in an unprivileged container has not)."""
+    """Root with CAP_SYS_ADMIN, which mount and pid namespaces need (root in an unprivileged container has not), on a
+    machine that lets it mount in them (mounts_work)."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("CapEff:"):
-            return os.geteuid() == 0 and bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
+            return os.geteuid() == 0 and bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1) and mounts_work()
     return False
+
+
+@functools.cache
+def mounts_work() -> bool:
+    """Whether a read-only bind mount can be made in a new mount and pid namespace, tried once: a Linux security
+    module may refuse it to root with CAP_SYS_ADMIN (Docker's default AppArmor profile does, in a container run with
+    `--cap-add SYS_ADMIN`), and every service would then end at its start. Refused, the servers run without the view
+    (still as SERVER_USER, who owns none of the book's files), and this is said once."""
+    with tempfile.TemporaryDirectory() as folder:
+        probe = subprocess.run([shutil.which("unshare") or "/usr/bin/unshare", "--mount", "--pid", "--fork",
+                                "--propagation", "private", "sh", "-c", _PROBE, shutil.which("mount") or "/usr/bin/mount",
+                                folder], capture_output=True, text=True)
+    if probe.returncode != 0:
+        reason = " ".join(probe.stderr.split()) or f"exit {probe.returncode}"
+        say(f"note: this machine refuses the mounts that make each server's read-only view of the book ({reason}): "
+            f"the servers run without it")
+    return probe.returncode == 0
+
+
+_PROBE = '"$0" --bind "$1" "$1" && "$0" -o remount,bind,ro "$1"'  # as _READ_ONLY_VIEW mounts; arguments: mount, a folder
 
 
 def mounts_below(folders: list[str]) -> list[str]:

@@ -25,8 +25,8 @@ from harness import ROOT, LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import (PASSED_ENV, StepFailed, check_server_user, read_only_view, server_owned, spawn,
-                                          terminate, without_privileges)
+from harness.lab.backends.process import (PASSED_ENV, StepFailed, check_server_user, may_make_namespaces, read_only_view,
+                                          server_owned, spawn, terminate, without_privileges)
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command, with_jvm_options
@@ -310,9 +310,11 @@ class JarServiceKind(ServiceKind):
 
 
 def check_local_jvm() -> None:
-    """Before a JVM starts here: a usable JDK 17+ and, as root, the user it runs as; else a clear LabError."""
+    """Before a JVM starts here: a usable JDK 17+ and, as root, the user it runs as; else a clear LabError. Also the
+    probe of the read-only view, whose note (if the machine refuses it) then comes before anything starts."""
     check_java_home(java_command())
     check_server_user()
+    may_make_namespaces()
 
 
 def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):

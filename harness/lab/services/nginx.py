@@ -169,6 +169,7 @@ class NginxKind(ServiceKind):
 
     def check_tools(self, backend: str) -> None:
         require("nginx", nginx_binary(), PACKAGE)
+        may_make_namespaces()  # the view's probe: its note, if any, before anything starts
         if os.geteuid() == 0:
             try:
                 pwd.getpwnam(WORKER_USER), grp.getgrnam(WORKER_USER)

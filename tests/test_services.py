@@ -162,6 +162,28 @@ def test_a_missing_nginx_is_named_before_anything_starts(monkeypatch):
         deploy.check_services([step], "local")
 
 
+def test_a_backend_where_none_of_the_services_runs_is_refused_before_anything_starts(monkeypatch):
+    """`invoke run chapter3 --server app.jar --backend docker`: your jar runs as a local process (spring-jar has no
+    container), so nothing ran in docker while step.json said backend docker. Now one line refuses it; a step with one
+    service that runs there (the sample server, a database) still runs on it, the others beside it."""
+    from types import SimpleNamespace
+
+    from harness.lab.services.kinds import KINDS
+
+    yours = SimpleNamespace(services={"server": {"kind": "spring-jar"}, "proxy": {"kind": "nginx"}})
+    with pytest.raises(LabError, match=r"^--backend docker: none of these steps' services runs there \(kinds nginx, "
+                                       r"spring-jar run as local processes only\): run them without --backend docker$"):
+        deploy.check_services([yours], "docker")
+    checked = []
+    for kind in ("spring-jar", "postgres"):
+        monkeypatch.setattr(KINDS[kind], "check_tools", lambda where, kind=kind: checked.append((kind, where)))
+        monkeypatch.setattr(KINDS[kind], "check_steps", lambda steps, where: None)
+    with_database = SimpleNamespace(services={"server": {"kind": "spring-jar"}, "db": {"kind": "postgres"}},
+                                    system={"network": "hosts"})
+    deploy.check_services([with_database], "docker")
+    assert checked == [("postgres", "docker"), ("spring-jar", "local")]
+
+
 def test_a_busy_service_port_names_the_service_and_port(monkeypatch):
     step = parse(spec_with({"proxy": PROXY})).steps[0]
     monkeypatch.setattr(nginx, "nginx_binary", lambda: "/usr/sbin/nginx")

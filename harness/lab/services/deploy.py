@@ -24,8 +24,13 @@ def kind_of(step, name: str):
 
 def check_services(steps, backend: str) -> None:
     """Before anything starts: every kind's tools (naming the package to install) and its checks of the steps that
-    run it, then every service port free."""
-    for kind in sorted({k["kind"] for step in steps for k in step.services.values()}):
+    run it, then every service port free. A backend where none of them runs is refused (every service would run as a
+    local process, and step.json would say the backend)."""
+    kinds = sorted({k["kind"] for step in steps for k in step.services.values()})
+    if kinds and not any(backend in KINDS[kind].backends for kind in kinds):
+        raise LabError(f"--backend {backend}: none of these steps' services runs there (kinds {', '.join(kinds)} run as "
+                       f"local processes only): run them without --backend {backend}")
+    for kind in kinds:
         using = [s for s in steps if any(k["kind"] == kind for k in s.services.values())]
         where = placed_on(KINDS[kind], backend)
         KINDS[kind].check_tools(where)

@@ -71,13 +71,14 @@ def without_privileges(cmd: list[str]) -> list[str]:
         return cmd
     return [setpriv(), f"--reuid={SERVER_USER}", f"--regid={SERVER_USER}", "--clear-groups",
             "--inh-caps=-all,+dac_read_search", "--ambient-caps=+dac_read_search", "--bounding-set=-all,+dac_read_search",
-            "--no-new-privs", "--pdeathsig", "keep", "sh", "-c", _STILL_THE_HARNESS_CHILD, str(os.getpid()), *cmd]
+            "--no-new-privs", "--pdeathsig", "keep", *still_the_harness_child(), *cmd]
 
 
-# Run after setpriv: a harness killed while setpriv changed the uid (which clears the parent-death signal, before setpriv
-# sets it again) sent no signal, and the command would outlive it. Its parent is the harness (each wrapper execs) until
-# the harness dies. Argument: the harness's pid, then the command.
-_STILL_THE_HARNESS_CHILD = '[ "$PPID" = "$0" ] || exit 1; exec "$@"'
+def still_the_harness_child() -> list[str]:
+    """What runs a command after setpriv changed its uid only if the harness is still its parent: that change clears
+    the parent-death signal before setpriv sets it again, so a harness killed in between sent none, and the command
+    would outlive it. Its parent is the harness (each wrapper execs) until the harness dies; then it exits 1."""
+    return ["sh", "-c", '[ "$PPID" = "$0" ] || exit 1; exec "$@"', str(os.getpid())]
 
 
 def server_owned(folder: Path) -> None:

@@ -104,22 +104,24 @@ def server(tmp_path_factory):
 def test_the_server_runs_in_its_own_folder_and_sees_the_clone_read_only(server):
     """The sample server's JVM (as every JVM the lab starts) works in its own folder of the step's work directory, so
     Spring Boot does not read the application.properties of the folder invoke was started in (it did: the server's
-    log filled with DEBUG lines); as root it runs as the servers' user, who owns that folder, the only place of the book
-    it may write; elsewhere it runs as the user's own process."""
+    log filled with DEBUG lines); as root it runs as the servers' user, whose HOME is that folder, the one place of the
+    book it may write; elsewhere it runs as the user's own process."""
     import pwd
 
     from harness import ROOT
-    from harness.lab.backends.process import SERVER_USER, may_make_namespaces
+    from harness.lab.backends.process import SERVER_USER, may_make_view
     from test_process import mount_options, status_field
 
     own = Path(f"/proc/{server.pid}/cwd").resolve()
     assert own.parts[-2:] == (".tmp", "server")
     assert " DEBUG " not in server.log.read_text()
-    assert ("ro" in mount_options(server.pid, ROOT / "harness")) == may_make_namespaces()
+    assert ("ro" in mount_options(server.pid, ROOT / "harness")) == may_make_view()
     assert "rw" in mount_options(server.pid, own)
     runs_as = pwd.getpwnam(SERVER_USER).pw_uid if os.geteuid() == 0 else os.geteuid()
     assert status_field(server.pid, "Uid").split() == [str(runs_as)] * 4
     assert own.stat().st_uid == runs_as
+    environ = dict(item.split("=", 1) for item in Path(f"/proc/{server.pid}/environ").read_text().split("\0") if item)
+    assert environ["HOME"] == (str(own) if os.geteuid() == 0 else os.environ["HOME"])  # root's home is not its
 
 
 def test_the_users_own_k6_config_file_changes_nothing(server, tmp_path, monkeypatch):

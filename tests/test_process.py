@@ -1,5 +1,5 @@
-"""The lab's child processes (harness/lab/backends/process.py): as root, a service's JVM runs without privileges, and
-a service sees the book's folders read-only."""
+"""The lab's child processes (harness/lab/backends/process.py): as root, a service's JVM runs as the servers' own user,
+and a service sees the book's folders read-only."""
 from __future__ import annotations
 
 import os
@@ -45,22 +45,25 @@ def test_a_jvms_command_runs_as_the_servers_user_who_reads_all_and_writes_only_i
     roots = tmp_path / "roots"
     roots.write_text("")
     roots.chmod(0o644)
-    sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(tmp_path / "docker.sock"))
-    sock.listen()
-    (tmp_path / "docker.sock").chmod(0o660)
+    sock, open_sock = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
+    for listening, name, mode in ((sock, "docker.sock", 0o660), (open_sock, "open.sock", 0o666)):
+        listening.bind(str(tmp_path / name))
+        listening.listen()
+        (tmp_path / name).chmod(mode)
     rootly = subprocess.Popen(["sleep", "30"])
+    connect = '"$4" -c "import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])"'
     script = ('cat "$1/closed/secret" > "$2/read"; a=$?; touch "$1/cluster/x" 2>/dev/null; b=$?; '
               'echo x 2>/dev/null >> "$1/roots"; c=$?; kill -0 "$3" 2>/dev/null; d=$?; '
-              '"$4" -c "import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])" "$1/docker.sock" '
-              '2>/dev/null; e=$?; echo $a $b $c $d $e > "$2/rc"; exec sleep 30')
+              f'{connect} "$1/docker.sock" 2>/dev/null; e=$?; kill -0 $$; f=$?; {connect} "$1/open.sock"; g=$?; '
+              'echo $a $b $c $d $e $f $g > "$2/rc"; exec sleep 30')
     args = [str(tmp_path), str(own), str(rootly.pid), sys.executable]
     proc = spawn(without_privileges(["sh", "-c", script, "sh", *args]),
                  dict(os.environ), tmp_path / "log")
     try:
         codes = wait_for_file(own / "rc").split()
         assert codes[0] == "0" and (own / "read").read_text() == "read", codes  # reads root's, writes its own
-        assert all(code != "0" for code in codes[1:]), codes  # nobody's folder, root's file, process, socket
+        assert all(code != "0" for code in codes[1:5]), codes  # nobody's folder, root's file, process, socket
+        assert codes[5:] == ["0", "0"], codes  # its own process, a socket open to every user: the checks do run
         user = pwd.getpwnam(SERVER_USER)
         assert status_field(proc.pid, "Uid").split() == [str(user.pw_uid)] * 4
         assert status_field(proc.pid, "Gid").split() == [str(user.pw_gid)] * 4
@@ -75,6 +78,7 @@ def test_a_jvms_command_runs_as_the_servers_user_who_reads_all_and_writes_only_i
             child.wait()
     (theirs / "y").write_text("")  # the harness itself keeps its privileges
     assert not (tmp_path / "roots").read_text()
+    open_sock.close()
     with sock, socket.socket(socket.AF_UNIX) as client:
         client.connect(str(tmp_path / "docker.sock"))
 
@@ -182,7 +186,7 @@ def test_a_machine_that_refuses_the_mounts_runs_the_servers_without_the_view_and
     from harness.lab.backends import process
     from harness.lab.services.base import check_local_jvm
 
-    if not process.may_make_namespaces():
+    if not process.may_make_view():
         pytest.skip("no CAP_SYS_ADMIN here: the probe is not made")
     (tmp_path / "mount").write_text('#!/bin/sh\necho "mount: permission denied by the profile" >&2\nexit 32\n')
     (tmp_path / "mount").chmod(0o755)
@@ -192,13 +196,33 @@ def test_a_machine_that_refuses_the_mounts_runs_the_servers_without_the_view_and
         check_local_jvm()  # the checks before anything starts
         said = capsys.readouterr().out
         assert "note: this machine refuses the mounts" in said and "permission denied by the profile" in said
-        assert not process.may_make_namespaces() and not process.may_make_namespaces()
+        assert not process.may_make_view() and not process.may_make_view()
         assert read_only_view(["java"], tmp_path, [tmp_path]) == ["java"]
         assert not capsys.readouterr().out  # said once
     finally:
         process.mounts_work.cache_clear()
     monkeypatch.undo()
-    assert process.may_make_namespaces()  # with the machine's own mount
+    assert process.may_make_view()  # with the machine's own mount
+
+
+@ROOT_ONLY
+def test_a_jdk_the_servers_user_cannot_run_is_named_before_anything_starts(tmp_path):
+    """A JDK unpacked with umask 077 runs for root, not for the servers' user: every server start would fail. The
+    check before anything starts runs it as that user, and names the JDK and what to do."""
+    from harness import LabError
+    from harness.lab.backends.process import check_server_can_run
+
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text('#!/bin/sh\necho \'openjdk version "17.0.15"\' >&2\n')
+    java.chmod(0o755)
+    check_server_can_run(str(java))
+    java.chmod(0o700)
+    assert subprocess.run([str(java), "-version"]).returncode == 0  # root may
+    with pytest.raises(LabError, match=rf"^{SERVER_USER}, the user the lab runs its JVMs as, cannot run {java} \(.*"
+                                       r"Permission denied\): let every user run that JDK \(chmod -R o\+rX on its "
+                                       r"folder\), or set JAVA_HOME to one they can$"):
+        check_server_can_run(str(java))
 
 
 def test_the_labs_own_requests_never_go_through_the_users_proxy(monkeypatch):
@@ -264,8 +288,9 @@ def test_a_command_whose_harness_died_while_its_uid_changed_does_not_run(tmp_pat
     sends none. The command then finds its parent is no longer the harness (here: it never was) and does not run."""
     server_owned(tmp_path)
     cmd = without_privileges(["touch", str(tmp_path / "ran")])
-    orphaned = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *cmd])  # its parent: this sh, not the harness
+    orphaned = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *cmd], capture_output=True, text=True)  # its parent: sh
     assert orphaned.returncode == 1 and not (tmp_path / "ran").exists()
+    assert orphaned.stderr == "not started: the harness that started it is gone\n"
     assert subprocess.run(cmd).returncode == 0 and (tmp_path / "ran").exists()  # the harness's own child runs
 
 

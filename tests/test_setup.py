@@ -191,6 +191,7 @@ def test_as_root_setup_makes_the_servers_user_once_and_the_lab_refuses_to_start_
     """The JVMs run as a system user of their own (process.SERVER_USER): setup makes it, with its group, no home and
     no login, and says so; a second setup finds it; a machine without it stops before anything starts, naming the
     command that makes it."""
+    import grp
     import pwd
 
     from harness.lab.backends import process
@@ -206,8 +207,13 @@ def test_as_root_setup_makes_the_servers_user_once_and_the_lab_refuses_to_start_
         assert user.pw_uid < 1000 and user.pw_shell == "/usr/sbin/nologin" and not os.path.exists(user.pw_dir)
         assert system_packages.make_server_user() == f"{name} (there already)"
         process.check_server_user()
+        subprocess.run(["userdel", name], check=True)
+        subprocess.run(["groupadd", "--system", name], check=True)  # a group left behind: useradd -U refuses it
+        assert system_packages.make_server_user() == f"{name} (made now)"
+        assert pwd.getpwnam(name).pw_gid == grp.getgrnam(name).gr_gid
     finally:
         subprocess.run(["userdel", name], check=False)
+        subprocess.run(["groupdel", name], check=False, capture_output=True)
 
 
 def test_readme_has_the_table_made_from_the_code():

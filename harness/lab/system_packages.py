@@ -62,7 +62,8 @@ PACKAGES = (
             "namespaces of their own (unshare, mountpoint)"),
     Package("mount", ("mount",), "as root with CAP_SYS_ADMIN, the JVMs and nginx see the clone and the data "
             "directory read-only (bind mounts in a mount namespace of their own)"),
-    Package("passwd", ("useradd",), "as root, setup makes the system user the JVMs run as (lab-server) with it"),
+    Package("passwd", ("useradd",), "as root, setup makes the system user the JVMs run as (lab-server) with it",
+            present=lambda: os.geteuid() != 0 or find("useradd")),
     Package("apache2-utils", ("ab",), "chapter 1 cross-checks k6 with ab, the article's tool"),
     Package("nginx", ("nginx",), "chapter 6 and every spec with an nginx service (the lab starts its own)"),
     Package("wrk", ("wrk",), "chapter 6 cross-checks k6 with wrk"),
@@ -176,9 +177,14 @@ def make_server_user() -> str:
         return f"{SERVER_USER} (there already)"
     except KeyError:
         pass
+    try:
+        grp.getgrnam(SERVER_USER)
+        group = ["--gid", SERVER_USER]  # left by a removed user: useradd --user-group would refuse it
+    except KeyError:
+        group = ["--user-group"]
     useradd = shutil.which("useradd", path=os.pathsep.join([os.environ.get("PATH", os.defpath), *SBIN]))
-    done = subprocess.run([useradd or "useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
-                           "/nonexistent", "--shell", "/usr/sbin/nologin", SERVER_USER], capture_output=True, text=True)
+    done = subprocess.run([useradd or "useradd", "--system", *group, "--no-create-home", "--home-dir", "/nonexistent",
+                           "--shell", "/usr/sbin/nologin", SERVER_USER], capture_output=True, text=True)
     if done.returncode != 0:
         raise LabError(f"useradd could not make {SERVER_USER}, the user the JVMs run as: {done.stderr.strip()}")
     return f"{SERVER_USER} (made now)"

@@ -61,29 +61,38 @@ def setpriv() -> str:
 SERVER_USER = "lab-server"
 
 
-def without_privileges(cmd: list[str]) -> list[str]:
-    """`cmd` as SERVER_USER when the harness is root, with one capability, CAP_DAC_READ_SEARCH: it reads what root
-    may (the JDK, the jar and the clone, wherever they lie, /root included), but writes only its own folder (server_owned)
-    and what every user may; it cannot change root's files (/etc, /proc/sys, cgroups), signal root's processes or
-    connect to root's sockets (Docker's), nor write the files of the services that run as other users. setpriv execs:
-    the pid stays the command's, and the parent-death signal, which a change of uid clears, is set again."""
-    if os.geteuid() != 0:
-        return cmd
-    return [setpriv(), f"--reuid={SERVER_USER}", f"--regid={SERVER_USER}", "--clear-groups",
-            "--inh-caps=-all,+dac_read_search", "--ambient-caps=+dac_read_search", "--bounding-set=-all,+dac_read_search",
-            "--no-new-privs", "--pdeathsig", "keep", *still_the_harness_child(), *cmd]
+def as_user(user: str, group: str, keep: tuple[str, ...] = ()) -> list[str]:
+    """The argv prefix (root only) that runs a command as `user`:`group`, in no other group, with no capability but
+    `keep` (ambient, so they survive its exec) and no way to gain more (no-new-privs). The change of uid clears the
+    parent-death signal: setpriv sets it again, and the command does not run if the harness died in between
+    (still_the_harness_child). setpriv and sh exec: the pid stays the command's."""
+    kept = "".join(f",+{name}" for name in keep)
+    ambient = [f"--ambient-caps={kept[1:]}"] if keep else []
+    return [setpriv(), f"--reuid={user}", f"--regid={group}", "--clear-groups", f"--inh-caps=-all{kept}", *ambient,
+            f"--bounding-set=-all{kept}", "--no-new-privs", "--pdeathsig", "keep", *still_the_harness_child()]
 
 
 def still_the_harness_child() -> list[str]:
-    """What runs a command after setpriv changed its uid only if the harness is still its parent: that change clears
-    the parent-death signal before setpriv sets it again, so a harness killed in between sent none, and the command
-    would outlive it. Its parent is the harness (each wrapper execs) until the harness dies; then it exits 1."""
-    return ["sh", "-c", '[ "$PPID" = "$0" ] || exit 1; exec "$@"', str(os.getpid())]
+    """What runs a command only if the harness is still its parent (each wrapper before it execs, so its parent is the
+    harness until the harness dies); else it says so and exits 1. See as_user."""
+    return ["sh", "-c", '[ "$PPID" = "$0" ] || { echo "not started: the harness that started it is gone" >&2; exit 1; }; '
+            'exec "$@"', str(os.getpid())]
+
+
+def without_privileges(cmd: list[str]) -> list[str]:
+    """`cmd` as SERVER_USER when the harness is root, with one capability, CAP_DAC_READ_SEARCH: it reads every file
+    (the JDK, the jar and the clone wherever they lie, /root included), but writes only its own folder (server_owned)
+    and what every user may; it cannot change root's files (/etc, /proc/sys, cgroups), signal root's processes or
+    connect to root's sockets (Docker's), nor write the files of the services that run as other users."""
+    if os.geteuid() != 0:
+        return cmd
+    return [*as_user(SERVER_USER, SERVER_USER, keep=("dac_read_search",)), *cmd]
 
 
 def server_owned(folder: Path) -> None:
     """Give `folder` (a JVM's own) to SERVER_USER when the harness is root: the one place it may write."""
     if os.geteuid() == 0:
+        check_server_user()
         user = pwd.getpwnam(SERVER_USER)
         os.chown(folder, user.pw_uid, user.pw_gid)
 
@@ -97,6 +106,18 @@ def check_server_user() -> None:
     except KeyError:
         raise LabError(f"as root, the lab runs its JVMs as the system user {SERVER_USER}, and this machine has no user "
                        f"or group {SERVER_USER}: run `invoke setup`, which makes them") from None
+
+
+def check_server_can_run(java: str) -> None:
+    """Before anything starts, as root: SERVER_USER can run `java` (a JDK unpacked with umask 077 it cannot)."""
+    if os.geteuid() != 0:
+        return
+    check_server_user()
+    done = subprocess.run(without_privileges([java, "-version"]), capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise LabError(f"{SERVER_USER}, the user the lab runs its JVMs as, cannot run {java} ({last}): let every user "
+                       f"run that JDK (chmod -R o+rX on its folder), or set JAVA_HOME to one they can")
 
 
 # Run by root in the service's own mount namespace, before it execs the service: every protected folder bound onto
@@ -116,24 +137,28 @@ CAP_SYS_ADMIN = 21
 
 
 def may_make_namespaces() -> bool:
-    """Root with CAP_SYS_ADMIN, which mount and pid namespaces need (root in an unprivileged container has not), on a
-    machine that lets it mount in them (mounts_work)."""
+    """Root with CAP_SYS_ADMIN, which mount and pid namespaces need (root in an unprivileged container has not)."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("CapEff:"):
-            return os.geteuid() == 0 and bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1) and mounts_work()
+            return os.geteuid() == 0 and bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
     return False
+
+
+def may_make_view() -> bool:
+    """Whether read_only_view can be made here: mount namespaces, and a machine that lets root mount in them."""
+    return may_make_namespaces() and mounts_work()
 
 
 @functools.cache
 def mounts_work() -> bool:
-    """Whether a read-only bind mount can be made in a new mount and pid namespace, tried once: a Linux security
-    module may refuse it to root with CAP_SYS_ADMIN (Docker's default AppArmor profile does, in a container run with
-    `--cap-add SYS_ADMIN`), and every service would then end at its start. Refused, the servers run without the view
-    (still as SERVER_USER, who owns none of the book's files), and this is said once."""
+    """Whether a read-only bind mount can be made in a new mount namespace, tried once: a Linux security module may
+    refuse it to root with CAP_SYS_ADMIN (Docker's default AppArmor profile does, in a container run with `--cap-add
+    SYS_ADMIN`), and every service would then end at its start. Refused, the servers run without the view (the JVMs
+    still as SERVER_USER, who owns none of the book's files), and this is said once."""
     with tempfile.TemporaryDirectory() as folder:
-        probe = subprocess.run([shutil.which("unshare") or "/usr/bin/unshare", "--mount", "--pid", "--fork",
-                                "--propagation", "private", "sh", "-c", _PROBE, shutil.which("mount") or "/usr/bin/mount",
-                                folder], capture_output=True, text=True)
+        probe = subprocess.run([shutil.which("unshare") or "/usr/bin/unshare", "--mount", "--propagation", "private",
+                                "sh", "-c", _PROBE, shutil.which("mount") or "/usr/bin/mount", folder],
+                               capture_output=True, text=True)
     if probe.returncode != 0:
         reason = " ".join(probe.stderr.split()) or f"exit {probe.returncode}"
         say(f"note: this machine refuses the mounts that make each server's read-only view of the book ({reason}): "
@@ -157,13 +182,13 @@ def mounts_below(folders: list[str]) -> list[str]:
 def read_only_view(cmd: list[str], writable: Path, protected: list[Path]) -> list[str]:
     """`cmd` in a mount namespace of its own when the harness is root, where the `protected` folders (the clone, the
     data directory, PostgreSQL's clusters) and whatever is mounted below them are read-only but for `writable` (the
-    service's own folder, its working directory): a service run by root, your jar included, cannot change the book's
-    code, tools or data, by absolute or relative paths. Root makes the view, then the shell execs `cmd` (same pid); a
+    service's own folder, its working directory): no service, whatever its user (nginx's master keeps root's), can
+    change the book's code, tools or data, by absolute or relative paths. Root makes the view, then the shell execs `cmd` (same pid); a
     service without CAP_SYS_ADMIN (without_privileges, nginx's master_privileges) cannot mount them writable again.
     Nothing changes on the host: the namespace's mounts are private to it and end with it. A mount that fails ends the
     service with exit 125, the reason in its log. Without CAP_SYS_ADMIN (root in an unprivileged container) there is
     no view: `cmd` as it is."""
-    if not may_make_namespaces():
+    if not may_make_view():
         return cmd
     folders = [str(p) for p in dict.fromkeys(p.resolve() for p in protected if p.is_dir())]
     return [shutil.which("unshare") or "/usr/bin/unshare", "--mount", "--propagation", "private",

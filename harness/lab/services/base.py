@@ -25,8 +25,8 @@ from harness import ROOT, LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import (PASSED_ENV, StepFailed, check_server_user, may_make_namespaces, read_only_view,
-                                          server_owned, spawn, terminate, without_privileges)
+from harness.lab.backends.process import (PASSED_ENV, StepFailed, check_server_can_run, check_server_user, may_make_view,
+                                          read_only_view, server_owned, spawn, terminate, without_privileges)
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command, with_jvm_options
@@ -309,12 +309,15 @@ class JarServiceKind(ServiceKind):
 
 
 
-def check_local_jvm() -> None:
-    """Before a JVM starts here: a usable JDK 17+ and, as root, the user it runs as; else a clear LabError. Also the
-    probe of the read-only view, whose note (if the machine refuses it) then comes before anything starts."""
-    check_java_home(java_command())
+def check_local_jvm(java: str | None = None) -> None:
+    """Before a JVM starts here: a usable JDK 17+ (`java`, else the lab's) and, as root, the user it runs as, able to
+    run it; else a clear LabError. Also the probe of the read-only view, whose note (if the machine refuses it) then
+    comes before anything starts."""
+    java = java or java_command()
+    check_java_home(java)
     check_server_user()
-    may_make_namespaces()
+    check_server_can_run(java)
+    may_make_view()
 
 
 def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
@@ -331,6 +334,8 @@ def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     cmd = [str(Path(cmd[0]).absolute()) if "/" in cmd[0] else cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
     started = time.monotonic()
     env = with_jvm_options({k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, ctx.step.system)
+    if os.geteuid() == 0:
+        env["HOME"] = str(temp)  # not root's: SERVER_USER's home is its folder
     contained = read_only_view(without_privileges(cmd), temp, ctx.protected)
     proc = spawn(ctx.command(service, contained), env, log, cwd=temp)  # placed as root, then contained
     return proc, log, started

@@ -18,7 +18,8 @@ from functools import cache
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import (PASSED_ENV, http_get, listener, may_make_namespaces, read_only_view,
+from harness.lab.backends.process import (PASSED_ENV, http_get, listener, may_make_namespaces, may_make_view,
+                                          read_only_view,
                                           setpriv, spawn)
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
@@ -169,7 +170,7 @@ class NginxKind(ServiceKind):
 
     def check_tools(self, backend: str) -> None:
         require("nginx", nginx_binary(), PACKAGE)
-        may_make_namespaces()  # the view's probe: its note, if any, before anything starts
+        may_make_view()  # the view's probe: its note, if any, before anything starts
         if os.geteuid() == 0:
             try:
                 pwd.getpwnam(WORKER_USER), grp.getgrnam(WORKER_USER)

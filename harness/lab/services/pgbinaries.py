@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness import TOOLS, LabError
 from harness.lab.downloads import download_checked
-from harness.lab.backends.process import setpriv, still_the_harness_child
+from harness.lab.backends.process import as_user
 
 PG_VERSION = "17.6.0"  # the Maven artifact's version (PostgreSQL 17.6)
 MAVEN = "https://repo.maven.apache.org/maven2/io/zonky/test/postgres"
@@ -88,13 +88,11 @@ def as_root() -> bool:
 
 
 def run_as_prefix(root: bool | None = None) -> list[str]:
-    """The argv prefix that runs a command as `nobody` when the harness is root (exec, same pid, the parent-death
-    signal kept, not run if the harness died meanwhile), nothing otherwise."""
+    """The argv prefix that runs a command as `nobody` when the harness is root (process.as_user: exec, same pid, no
+    capability, the parent-death signal kept), nothing otherwise."""
     if not (as_root() if root is None else root):
         return []
-    user, group = RUN_AS
-    return [setpriv(), f"--reuid={user}", f"--regid={group}", "--clear-groups", "--pdeathsig", "keep",
-            *still_the_harness_child()]
+    return as_user(*RUN_AS)
 
 
 def runner_uid() -> int:

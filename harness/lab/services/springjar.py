@@ -179,7 +179,7 @@ class SpringJarKind(ServiceKind):
 
     def check_steps(self, steps, backend: str) -> None:
         if any(s.server.get("VIRTUAL_THREADS") for s in steps):
-            virtual_threads_java()  # a clear error now when there is no Java 21+
+            check_local_jvm(virtual_threads_java()[0])  # a clear error now when there is no Java 21+ it can run
 
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningJar:
         java = virtual_threads_java()[0] if ctx.step.server.get("VIRTUAL_THREADS") else java_command()

@@ -16,7 +16,7 @@ from harness import SERVER_DIR, LabError
 from harness.lab.backends.process import http_json
 from harness.lab.build import maven_package, run_build
 from harness.lab.jdk import java_command, virtual_threads_java
-from harness.lab.services.base import RunningService, StepFailed
+from harness.lab.services.base import RunningService, StepFailed, check_local_jvm
 from harness.lab.services.tomcat.knobs import knob, pair_room, virtual
 
 JAR = SERVER_DIR / "target" / "sample-server.jar"
@@ -85,7 +85,7 @@ def check_launches(steps) -> None:
             raise LabError(f"step(s) {', '.join(ids)} run {what} does not fit: leave system.launch at auto or set it "
                            f"to jar")
     if any(virtual(s.server) for s in steps):
-        virtual_threads_java()  # a clear error now when there is no Java 21+
+        check_local_jvm(virtual_threads_java()[0])  # a clear error now when there is no Java 21+ it can run
     rooms = [s.id for s in steps if pair_room(s.server)]
     if rooms and not PAIR_ROOM_JAR.exists():
         raise LabError(f"step(s) {', '.join(rooms)} run the pair-room API, but "

@@ -149,7 +149,7 @@ def test_generated_config_proxies_with_keepalive_and_serves_stub_status(tmp_path
                  "server 127.0.0.1:38080;", "keepalive 8;", "proxy_http_version 1.1;", 'proxy_set_header Connection "";',
                  "listen 127.0.0.1:38092 backlog=511;", "listen 127.0.0.1:38093;", "stub_status;"):
         assert line in conf, line
-    assert ("user www-data www-data;" in conf) == (os.geteuid() == 0)  # not nobody, PostgreSQL's user
+    assert "user " not in conf  # as root, master and workers start as www-data (as_nginx_user): none to switch
     edge = parse(spec_with({"edge": {**PROXY, "mode": "return"}})).steps[0].services["edge"]
     conf = nginx.render_config("edge", edge, None, tmp_path)
     assert 'return 200 "ok\\n";' in conf and "upstream" not in conf and "proxy_pass" not in conf
@@ -182,6 +182,22 @@ def test_a_backend_where_none_of_the_services_runs_is_refused_before_anything_st
                                     system={"network": "hosts"})
     deploy.check_services([with_database], "docker")
     assert checked == [("postgres", "docker"), ("spring-jar", "local")]
+
+
+def test_as_root_nginx_runs_as_www_data_guarded_where_the_harness_is_its_parent(monkeypatch):
+    """Master and workers as www-data (no `user` in its config, which only a root master may follow); the guard that
+    stops a command whose harness died while its uid changed only where the harness is its parent, not under
+    `unshare --pid --fork` (whose --kill-child setpriv keeps)."""
+    from harness.lab.backends.process import still_the_harness_child
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    plain, isolated = (nginx.as_nginx_user(["nginx"], in_own_pid_namespace=flag) for flag in (False, True))
+    for cmd in (plain, isolated):
+        assert cmd[1:4] == ["--reuid=www-data", "--regid=www-data", "--clear-groups"] and cmd[-1] == "nginx"
+        assert "--ambient-caps=+dac_read_search,+net_bind_service" in cmd
+    assert plain[-5:-1] == still_the_harness_child() and isolated[-2:] == ["keep", "nginx"]
+    knobs = nginx.NginxKind().resolve("edge", {"mode": "return"}, "t", problems := [])
+    assert not problems and "user" not in nginx.render_config("edge", knobs, None, Path("/run/x")).split()
 
 
 def test_a_busy_service_port_names_the_service_and_port(monkeypatch):

@@ -57,8 +57,8 @@ PACKAGES = (
             "the samplers read sockets (ss) and kernel counters (nstat); chapter 6's hosts are network namespaces "
             "(ip, tc)"),
     Package("util-linux", ("taskset", "setpriv", "unshare", "mountpoint"),
-            "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody and the JVMs as lab-server "
-            "(setpriv); as root with CAP_SYS_ADMIN, nginx in its own pid namespace, the JVMs and nginx in mount "
+            "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody, the JVMs as lab-server "
+            "and nginx as www-data (setpriv); as root with CAP_SYS_ADMIN, nginx in its own pid namespace, the JVMs and nginx in mount "
             "namespaces of their own (unshare, mountpoint)"),
     Package("mount", ("mount",), "as root with CAP_SYS_ADMIN, the JVMs and nginx see the clone and the data "
             "directory read-only (bind mounts in a mount namespace of their own)"),

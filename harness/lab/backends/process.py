@@ -61,15 +61,17 @@ def setpriv() -> str:
 SERVER_USER = "lab-server"
 
 
-def as_user(user: str, group: str, keep: tuple[str, ...] = ()) -> list[str]:
+def as_user(user: str, group: str, keep: tuple[str, ...] = (), harness_child: bool = True) -> list[str]:
     """The argv prefix (root only) that runs a command as `user`:`group`, in no other group, with no capability but
     `keep` (ambient, so they survive its exec) and no way to gain more (no-new-privs). The change of uid clears the
     parent-death signal: setpriv sets it again, and the command does not run if the harness died in between
-    (still_the_harness_child). setpriv and sh exec: the pid stays the command's."""
+    (still_the_harness_child; not for a command whose parent is not the harness: `harness_child` False). setpriv
+    and sh exec: the pid stays the command's."""
     kept = "".join(f",+{name}" for name in keep)
     ambient = [f"--ambient-caps={kept[1:]}"] if keep else []
     return [setpriv(), f"--reuid={user}", f"--regid={group}", "--clear-groups", f"--inh-caps=-all{kept}", *ambient,
-            f"--bounding-set=-all{kept}", "--no-new-privs", "--pdeathsig", "keep", *still_the_harness_child()]
+            f"--bounding-set=-all{kept}", "--no-new-privs", "--pdeathsig", "keep",
+            *(still_the_harness_child() if harness_child else [])]
 
 
 def still_the_harness_child() -> list[str]:
@@ -182,9 +184,9 @@ def mounts_below(folders: list[str]) -> list[str]:
 def read_only_view(cmd: list[str], writable: Path, protected: list[Path]) -> list[str]:
     """`cmd` in a mount namespace of its own when the harness is root, where the `protected` folders (the clone, the
     data directory, PostgreSQL's clusters) and whatever is mounted below them are read-only but for `writable` (the
-    service's own folder, its working directory): no service, whatever its user (nginx's master keeps root's), can
-    change the book's code, tools or data, by absolute or relative paths. Root makes the view, then the shell execs `cmd` (same pid); a
-    service without CAP_SYS_ADMIN (without_privileges, nginx's master_privileges) cannot mount them writable again.
+    service's own folder, its working directory): no service, whatever its user, can change the book's code, tools
+    or data, by absolute or relative paths. Root makes the view, then the shell execs `cmd` (same pid); a
+    service without CAP_SYS_ADMIN (without_privileges, nginx's as_nginx_user) cannot mount them writable again.
     Nothing changes on the host: the namespace's mounts are private to it and end with it. A mount that fails ends the
     service with exit 125, the reason in its log. Without CAP_SYS_ADMIN (root in an unprivileged container) there is
     no view: `cmd` as it is."""

@@ -162,25 +162,31 @@ def test_a_missing_nginx_is_named_before_anything_starts(monkeypatch):
         deploy.check_services([step], "local")
 
 
-def test_a_backend_where_none_of_the_services_runs_is_refused_before_anything_starts(monkeypatch):
+def test_a_step_none_of_whose_services_runs_on_the_backend_is_refused_before_anything_starts(monkeypatch):
     """`invoke run chapter3 --server app.jar --backend docker`: your jar runs as a local process (spring-jar has no
-    container), so nothing ran in docker while step.json said backend docker. Now one line refuses it; a step with one
+    container), so nothing ran in docker while step.json said backend docker; so did a step of nginx and Netty in a
+    chapter whose other steps run the sample server in a container. Now one line names those steps; a step with one
     service that runs there (the sample server, a database) still runs on it, the others beside it."""
     from types import SimpleNamespace
 
     from harness.lab.services.kinds import KINDS
 
-    yours = SimpleNamespace(services={"server": {"kind": "spring-jar"}, "proxy": {"kind": "nginx"}})
-    with pytest.raises(LabError, match=r"^--backend docker: none of these steps' services runs there \(kinds nginx, "
+    def step(id, **kinds):
+        return SimpleNamespace(id=id, services={name: {"kind": kind} for name, kind in kinds.items()},
+                               system={"network": "hosts"})
+
+    yours = step("a-300", server="spring-jar", proxy="nginx")
+    with pytest.raises(LabError, match=r"^--backend docker: no service of step\(s\) a-300 runs there \(kinds nginx, "
                                        r"spring-jar run as local processes only\): run them without --backend docker$"):
         deploy.check_services([yours], "docker")
+    many = [step(f"s{n}", api="netty") for n in range(7)]
+    with pytest.raises(LabError, match=r"step\(s\) s0, s1, s2, s3, s4 and 2 more runs there"):
+        deploy.check_services([step("tomcat", server="tomcat"), *many], "docker")
     checked = []
     for kind in ("spring-jar", "postgres"):
         monkeypatch.setattr(KINDS[kind], "check_tools", lambda where, kind=kind: checked.append((kind, where)))
         monkeypatch.setattr(KINDS[kind], "check_steps", lambda steps, where: None)
-    with_database = SimpleNamespace(services={"server": {"kind": "spring-jar"}, "db": {"kind": "postgres"}},
-                                    system={"network": "hosts"})
-    deploy.check_services([with_database], "docker")
+    deploy.check_services([step("db", server="spring-jar", db="postgres")], "docker")
     assert checked == [("postgres", "docker"), ("spring-jar", "local")]
 
 

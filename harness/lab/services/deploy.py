@@ -24,13 +24,15 @@ def kind_of(step, name: str):
 
 def check_services(steps, backend: str) -> None:
     """Before anything starts: every kind's tools (naming the package to install) and its checks of the steps that
-    run it, then every service port free. A backend where none of them runs is refused (every service would run as a
-    local process, and step.json would say the backend)."""
-    kinds = sorted({k["kind"] for step in steps for k in step.services.values()})
-    if kinds and not any(backend in KINDS[kind].backends for kind in kinds):
-        raise LabError(f"--backend {backend}: none of these steps' services runs there (kinds {', '.join(kinds)} run as "
-                       f"local processes only): run them without --backend {backend}")
-    for kind in kinds:
+    run it, then every service port free. A step none of whose services runs on the backend is refused (each would
+    run as a local process, and its step.json would say the backend)."""
+    elsewhere = [s for s in steps if s.services and not any(backend in kind_of(s, name).backends for name in s.services)]
+    if elsewhere:
+        ids = ", ".join(s.id for s in elsewhere[:5]) + (f" and {len(elsewhere) - 5} more" if len(elsewhere) > 5 else "")
+        kinds = ", ".join(sorted({k["kind"] for s in elsewhere for k in s.services.values()}))
+        raise LabError(f"--backend {backend}: no service of step(s) {ids} runs there (kinds {kinds} run as local "
+                       f"processes only): run them without --backend {backend}")
+    for kind in sorted({k["kind"] for step in steps for k in step.services.values()}):
         using = [s for s in steps if any(k["kind"] == kind for k in s.services.values())]
         where = placed_on(KINDS[kind], backend)
         KINDS[kind].check_tools(where)

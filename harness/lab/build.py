@@ -11,10 +11,12 @@ MAVEN_WRAPPER = SERVER_DIR / "mvnw"
 
 
 def maven_package(project: Path, what: str, skip_tests: bool = False) -> None:
-    """`mvnw package` of `project` (a directory with a pom.xml) with the sample server's Maven wrapper."""
+    """`mvnw package` of `project` (a directory with a pom.xml) with the sample server's Maven wrapper. The jar is
+    made anew each time (forceCreation): a jar the jar plugin found up to date was the one Spring Boot had already
+    repackaged in place, and the sample server's pair-room jar, repackaged from it, started JarLauncher, not the app."""
     say(f"building {what} (Maven wrapper) …")
-    run_build([str(MAVEN_WRAPPER), "-B", "-q", "-f", str(project / "pom.xml"), "package"]
-              + (["-DskipTests"] if skip_tests else []), cwd=project)
+    run_build([str(MAVEN_WRAPPER), "-B", "-q", "-f", str(project / "pom.xml"), "-Dmaven.jar.forceCreation=true",
+               "package"] + (["-DskipTests"] if skip_tests else []), cwd=project)
 
 
 def run_build(cmd: list[str], **kwargs) -> None:

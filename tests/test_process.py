@@ -294,6 +294,53 @@ def test_a_command_whose_harness_died_while_its_uid_changed_does_not_run(tmp_pat
     assert subprocess.run(cmd).returncode == 0 and (tmp_path / "ran").exists()  # the harness's own child runs
 
 
+@ROOT_ONLY
+def test_in_its_own_pid_namespace_a_command_whose_unshare_died_while_its_uid_changed_does_not_run(tmp_path):
+    """nginx's case: its parent is `unshare --pid --fork --kill-child`, and inside the namespace $PPID is 0. The guard
+    reads the parent from the host's /proc: not unshare (here: it never was), the command does not run."""
+    from harness.lab.backends.process import as_user
+
+    server_owned(tmp_path)
+    cmd = [*as_user(SERVER_USER, SERVER_USER, ("dac_read_search",), under_unshare=True), "touch", str(tmp_path / "ran")]
+    orphaned = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *cmd], capture_output=True, text=True)
+    assert orphaned.returncode == 1 and not (tmp_path / "ran").exists()
+    assert orphaned.stderr == "not started: the harness that started it is gone\n"
+    unshare = shutil.which("unshare") or "/usr/bin/unshare"
+    assert subprocess.run([unshare, "--pid", "--fork", "--kill-child", *cmd]).returncode == 0
+    assert (tmp_path / "ran").exists()
+
+
+@ROOT_ONLY
+def test_a_root_without_cap_dac_read_search_still_starts_its_servers_and_names_a_closed_folder():
+    """Docker's default capabilities lack CAP_DAC_READ_SEARCH, and setpriv cannot give what the bounding set lacks:
+    every JVM and nginx failed at start (setpriv: exit 127). Now they start without it, reading what every user may;
+    a folder of the book closed to other users is named before anything starts."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="lab-reach-"))  # /tmp/pytest-of-root is closed to other users
+    base.chmod(0o755)
+    closed = base / "closed" / "data"
+    closed.mkdir(parents=True)
+    closed.parent.chmod(0o700)
+    code = ("import subprocess, sys; from harness import LabError; "
+            "from harness.lab.backends.process import bounded, check_servers_reach, without_privileges; "
+            "print(bounded('dac_read_search'), subprocess.run(without_privileges(['true'])).returncode); "
+            "check_servers_reach([__import__('pathlib').Path(sys.argv[1]).parent.parent]); print('open ok')\n"
+            "try: check_servers_reach([__import__('pathlib').Path(sys.argv[1])])\n"
+            "except LabError as err: print(err)")
+    try:
+        done = subprocess.run([shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-dac_read_search",
+                               sys.executable, "-c", code, str(closed)], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+    finally:
+        shutil.rmtree(base)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[:2] == ["False 0", "open ok"], done.stdout + done.stderr
+    assert lines[2] == (f"root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), so the "
+                        f"lab's servers read only what every user may, and {closed.parent} is closed to them (on the "
+                        f"way to {closed}): chmod o+x {closed.parent}, or give root that capability")
+
+
 def test_a_busy_port_is_refused_without_ss_its_holder_unnamed(tmp_path, monkeypatch):
     """`ss` names who holds a busy port; on a machine without it the port is still refused in one line (it was a
     FileNotFoundError while naming the holder: issue 42)."""

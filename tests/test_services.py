@@ -190,20 +190,16 @@ def test_a_step_none_of_whose_services_runs_on_the_backend_is_refused_before_any
     assert checked == [("postgres", "docker"), ("spring-jar", "local")]
 
 
-def test_as_root_nginx_runs_as_www_data_guarded_where_the_harness_is_its_parent(monkeypatch):
-    """Master and workers as www-data (no `user` in its config, which only a root master may follow); the guard that
-    stops a command whose harness died while its uid changed only where the harness is its parent, not under
-    `unshare --pid --fork` (whose --kill-child setpriv keeps)."""
-    from harness.lab.backends.process import still_the_harness_child
+def test_as_root_nginx_runs_as_www_data_guarded_against_a_parent_gone_while_its_uid_changed(monkeypatch):
+    """Master and workers as www-data; the guard that stops a command whose parent died while its uid changed checks
+    the harness where that is its parent, and `unshare` in a pid namespace of its own (where $PPID is 0)."""
+    from harness.lab.backends.process import still_a_child
 
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     plain, isolated = (nginx.as_nginx_user(["nginx"], in_own_pid_namespace=flag) for flag in (False, True))
     for cmd in (plain, isolated):
         assert cmd[1:4] == ["--reuid=www-data", "--regid=www-data", "--clear-groups"] and cmd[-1] == "nginx"
-        assert "--ambient-caps=+dac_read_search,+net_bind_service" in cmd
-    assert plain[-5:-1] == still_the_harness_child() and isolated[-2:] == ["keep", "nginx"]
-    knobs = nginx.NginxKind().resolve("edge", {"mode": "return"}, "t", problems := [])
-    assert not problems and "user" not in nginx.render_config("edge", knobs, None, Path("/run/x")).split()
+    assert plain[-5:-1] == still_a_child() and isolated[-5:-1] == still_a_child(under_unshare=True)
 
 
 def test_a_busy_service_port_names_the_service_and_port(monkeypatch):

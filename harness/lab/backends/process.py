@@ -57,28 +57,43 @@ def setpriv() -> str:
 
 
 # The user every JVM runs as when root runs the lab (`invoke setup` makes it): it owns nothing but each server's own
-# folder, and is neither PostgreSQL's user (nobody) nor nginx's workers' (www-data).
+# folder, and is neither PostgreSQL's user (nobody) nor nginx's (www-data).
 SERVER_USER = "lab-server"
+CAPABILITY_BITS = {"dac_read_search": 2, "net_bind_service": 10}
 
 
-def as_user(user: str, group: str, keep: tuple[str, ...] = (), harness_child: bool = True) -> list[str]:
+def as_user(user: str, group: str, keep: tuple[str, ...] = (), under_unshare: bool = False) -> list[str]:
     """The argv prefix (root only) that runs a command as `user`:`group`, in no other group, with no capability but
-    `keep` (ambient, so they survive its exec) and no way to gain more (no-new-privs). The change of uid clears the
-    parent-death signal: setpriv sets it again, and the command does not run if the harness died in between
-    (still_the_harness_child; not for a command whose parent is not the harness: `harness_child` False). setpriv
-    and sh exec: the pid stays the command's."""
-    kept = "".join(f",+{name}" for name in keep)
-    ambient = [f"--ambient-caps={kept[1:]}"] if keep else []
+    those of `keep` that this root holds (ambient, so they survive its exec; a container may lack them), and no way to
+    gain more (no-new-privs). The change of uid clears the parent-death signal: setpriv sets it again, and the command
+    does not run if its parent died in between (still_a_child). setpriv and sh exec: the pid stays the command's."""
+    kept = "".join(f",+{name}" for name in keep if bounded(name))
+    ambient = [f"--ambient-caps={kept[1:]}"] if kept else []
     return [setpriv(), f"--reuid={user}", f"--regid={group}", "--clear-groups", f"--inh-caps=-all{kept}", *ambient,
-            f"--bounding-set=-all{kept}", "--no-new-privs", "--pdeathsig", "keep",
-            *(still_the_harness_child() if harness_child else [])]
+            f"--bounding-set=-all{kept}", "--no-new-privs", "--pdeathsig", "keep", *still_a_child(under_unshare)]
 
 
-def still_the_harness_child() -> list[str]:
-    """What runs a command only if the harness is still its parent (each wrapper before it execs, so its parent is the
-    harness until the harness dies); else it says so and exits 1. See as_user."""
-    return ["sh", "-c", '[ "$PPID" = "$0" ] || { echo "not started: the harness that started it is gone" >&2; exit 1; }; '
-            'exec "$@"', str(os.getpid())]
+def bounded(capability: str) -> bool:
+    """Whether this process may still hold `capability` (its bounding set: Docker's default lacks dac_read_search)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapBnd:"):
+            return bool(int(line.split()[1], 16) >> CAPABILITY_BITS[capability] & 1)
+    return False
+
+
+_NOT_STARTED = '{ echo "not started: the harness that started it is gone" >&2; exit 1; }'
+# In a pid namespace of its own $PPID is 0: its parent, unshare, is read from /proc/self/stat (the host's /proc).
+_UNSHARES_CHILD = ('read -r s < /proc/self/stat; s=${s##*) }; s=${s#* }; '
+                   '[ "$(cat "/proc/${s%% *}/comm" 2>/dev/null)" = unshare ]')
+
+
+def still_a_child(under_unshare: bool = False) -> list[str]:
+    """What runs a command only if its parent is still the harness (each wrapper before it execs, so its parent is
+    the harness until the harness dies) or, `under_unshare`, still `unshare --pid --fork --kill-child` (which dies
+    with the harness); else it says so and exits 1. See as_user."""
+    if under_unshare:
+        return ["sh", "-c", f'{_UNSHARES_CHILD} || {_NOT_STARTED}; exec "$@"', "sh"]
+    return ["sh", "-c", f'[ "$PPID" = "$0" ] || {_NOT_STARTED}; exec "$@"', str(os.getpid())]
 
 
 def without_privileges(cmd: list[str]) -> list[str]:
@@ -120,6 +135,19 @@ def check_server_can_run(java: str) -> None:
         last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         raise LabError(f"{SERVER_USER}, the user the lab runs its JVMs as, cannot run {java} ({last}): let every user "
                        f"run that JDK (chmod -R o+rX on its folder), or set JAVA_HOME to one they can")
+
+
+def check_servers_reach(folders: list[Path]) -> None:
+    """Before anything starts, as root without CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH):
+    the servers, which then read only what every user may, can enter `folders` (the clone, the data directory)."""
+    if os.geteuid() != 0 or bounded("dac_read_search"):
+        return
+    for folder in folders:
+        for above in [*reversed(Path(os.path.abspath(folder)).parents), Path(os.path.abspath(folder))]:
+            if above.is_dir() and not above.stat().st_mode & 0o001:
+                raise LabError(f"root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), "
+                               f"so the lab's servers read only what every user may, and {above} is closed to them "
+                               f"(on the way to {folder}): chmod o+x {above}, or give root that capability")
 
 
 # Run by root in the service's own mount namespace, before it execs the service: every protected folder bound onto

@@ -25,8 +25,9 @@ from harness import ROOT, LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import (PASSED_ENV, StepFailed, check_server_can_run, check_server_user, may_make_view,
-                                          read_only_view, server_owned, spawn, terminate, without_privileges)
+from harness.lab.backends.process import (PASSED_ENV, StepFailed, check_server_can_run, check_server_user,
+                                          check_servers_reach, may_make_view, read_only_view, server_owned, spawn,
+                                          terminate, without_privileges)
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command, with_jvm_options
@@ -316,6 +317,7 @@ def check_local_jvm(java: str | None = None) -> None:
     java = java or java_command()
     check_java_home(java)
     check_server_user()
+    check_servers_reach(book_folders())
     check_server_can_run(java)
     may_make_view()
 

@@ -18,12 +18,12 @@ from functools import cache
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import (PASSED_ENV, as_user, http_get, listener, may_make_namespaces,
-                                          may_make_view, read_only_view, spawn)
+from harness.lab.backends.process import (PASSED_ENV, as_user, check_servers_reach, http_get, listener,
+                                          may_make_namespaces, may_make_view, read_only_view, spawn)
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
-from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, latest,
-                                       ppid, require)
+from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, book_folders, check_listening,
+                                       latest, ppid, require)
 
 PACKAGE = "nginx"
 # Who nginx runs as when root starts it, master and workers: not nginx's default, `nobody`, who runs PostgreSQL and owns
@@ -168,6 +168,7 @@ class NginxKind(ServiceKind):
 
     def check_tools(self, backend: str) -> None:
         require("nginx", nginx_binary(), PACKAGE)
+        check_servers_reach(book_folders())
         may_make_view()  # the view's probe: its note, if any, before anything starts
         if os.geteuid() == 0:
             try:
@@ -281,10 +282,10 @@ KEPT_CAPABILITIES = ("dac_read_search", "net_bind_service")
 def as_nginx_user(cmd: list[str], in_own_pid_namespace: bool) -> list[str]:
     """nginx's `cmd` as NGINX_USER, master and workers, when the harness is root (process.as_user): no process of
     it is root, so none can write another service's files, root's, or signal root's processes. In its own pid
-    namespace its parent is `unshare`, whose --kill-child outlives the change of uid (setpriv keeps the signal)."""
+    namespace its parent is `unshare`, whose --kill-child signal setpriv sets again after the change of uid."""
     if os.geteuid() != 0:
         return cmd
-    return [*as_user(NGINX_USER, NGINX_USER, KEPT_CAPABILITIES, harness_child=not in_own_pid_namespace), *cmd]
+    return [*as_user(NGINX_USER, NGINX_USER, KEPT_CAPABILITIES, under_unshare=in_own_pid_namespace), *cmd]
 
 
 def own_pid_namespace() -> str | None:

@@ -2,8 +2,8 @@
 
 Each cluster gets two generated passwords (`secrets`), kept beside its data in `<cluster>/credentials.json`, mode 0600
 and owned by the harness's user: when the harness is root the cluster's files are `nobody`'s (PostgreSQL runs as
-nobody), so nobody, like any other local user, cannot read them (but the JVMs' user, who reads every file:
-process.without_privileges). `postgres` (the superuser) is the harness's own: the
+nobody), so nobody, like any other local user, cannot read them (but the JVMs' and nginx's, who read every file
+where root holds CAP_DAC_READ_SEARCH: process.as_user). `postgres` (the superuser) is the harness's own: the
 template load, the clone, the sampler and the drop. `lab` owns the template's objects and is the sample server's login,
 handed to it through the service's `server_env`; the superuser's password never leaves the harness.
 

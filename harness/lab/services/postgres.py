@@ -110,7 +110,7 @@ class PostgresKind(ServiceKind):
         return {"port": knobs["port"]}
 
     def kept_folders(self) -> list[Path]:
-        return [pgcluster.clusters_root()]  # read-only to the other services (nginx's master can switch users)
+        return [pgcluster.clusters_root()]  # read-only to the other services, whatever their user
 
     def check_tools(self, backend: str) -> None:
         try:

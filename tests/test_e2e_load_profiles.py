@@ -122,6 +122,7 @@ def test_the_server_runs_in_its_own_folder_and_sees_the_clone_read_only(server):
     assert own.stat().st_uid == runs_as
     environ = dict(item.split("=", 1) for item in Path(f"/proc/{server.pid}/environ").read_text().split("\0") if item)
     assert environ["HOME"] == (str(own) if os.geteuid() == 0 else os.environ["HOME"])  # root's home is not its
+    assert (f"-Duser.home={own}" in Path(f"/proc/{server.pid}/cmdline").read_text().split("\0")) == (os.geteuid() == 0)
 
 
 def test_the_users_own_k6_config_file_changes_nothing(server, tmp_path, monkeypatch):

@@ -153,7 +153,9 @@ def test_nginx_runs_as_www_data_with_the_capabilities_it_needs_and_sees_the_book
     if not own_pid_namespace:
         monkeypatch.setattr(nginx, "own_pid_namespace", lambda: None)
 
-    needed = sum(1 << bit for bit in (2, 10))  # dac_read_search, net_bind_service
+    from harness.lab.backends.process import CAPABILITY_BITS, bounded
+
+    needed = sum(1 << CAPABILITY_BITS[name] for name in nginx.KEPT_CAPABILITIES if bounded(name))
 
     knobs = NginxKind().resolve("edge", {"mode": "return", "port": 8184, "status_port": 8185}, "t", problems := [])
     assert not problems

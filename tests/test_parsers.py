@@ -199,3 +199,19 @@ def test_a_costly_sample_under_a_cpu_budget_skips_ticks_until_its_cost_is_spread
     assert next_tick(0, 0.0, 0.03, 0.025, 0.5, 0.02) == 3
     assert next_tick(0, 0.0, 0.001, 0.0005, 0.5, 0.02) == 1  # a cheap sample keeps the schedule
     assert next_tick(4, 2.0, 2.01, 0.01, 0.5, 0.02) == 5  # exactly on the budget: the next tick
+
+
+def test_a_process_whose_executable_root_may_not_read_is_named_by_its_command(monkeypatch):
+    """Root without CAP_SYS_PTRACE (a container's default) may not read the exe link of another user's process, and
+    the servers run as users of their own: the placement check failed on every sample. Its command name answers."""
+    import os
+
+    from harness.lab import kernel
+
+    assert kernel.executable_name(os.getpid()) == os.path.basename(os.readlink("/proc/self/exe"))
+
+    def refused(path):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(kernel.os, "readlink", refused)
+    assert kernel.executable_name(os.getpid()) == open("/proc/self/comm").read().strip()

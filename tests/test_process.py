@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.lab.backends.process import SERVER_USER, read_only_view, server_owned, spawn, without_privileges
+from harness.lab.backends.process import (SERVER_USER, bounded, may_make_namespaces, read_only_view, server_owned, spawn,
+                                          without_privileges)
 
 CAP_DAC_READ_SEARCH = 2
 
@@ -25,6 +26,8 @@ def status_field(pid: int, name: str) -> str:
 
 
 @ROOT_ONLY
+@pytest.mark.skipif(not bounded("dac_read_search"), reason="this root cannot lend CAP_DAC_READ_SEARCH (see the test "
+                    "of a root without it)")
 def test_a_jvms_command_runs_as_the_servers_user_who_reads_all_and_writes_only_its_own(tmp_path):
     """Started as the lab starts a JVM (spawn, its own session and parent-death signal): the same pid as the command,
     the servers' user with CAP_DAC_READ_SEARCH alone, no new privileges. So it reads root's file in a folder only root
@@ -294,15 +297,17 @@ def test_a_command_whose_harness_died_while_its_uid_changed_does_not_run(tmp_pat
     assert subprocess.run(cmd).returncode == 0 and (tmp_path / "ran").exists()  # the harness's own child runs
 
 
-@ROOT_ONLY
+@pytest.mark.skipif(not may_make_namespaces(), reason="a pid namespace needs root with CAP_SYS_ADMIN")
 def test_in_its_own_pid_namespace_a_command_whose_unshare_died_while_its_uid_changed_does_not_run(tmp_path):
-    """nginx's case: its parent is `unshare --pid --fork --kill-child`, and inside the namespace $PPID is 0. The guard
-    reads the parent from the host's /proc: not unshare (here: it never was), the command does not run."""
+    """nginx's case: its parent is `unshare --pid --fork --kill-child`, and inside the namespace $PPID is 0. Root
+    notes the parent (from /proc/self/stat) before setpriv; the guard after it compares: a parent gone meanwhile
+    (here: a parent noted that never was), the command does not run."""
     from harness.lab.backends.process import as_user
 
     server_owned(tmp_path)
     cmd = [*as_user(SERVER_USER, SERVER_USER, ("dac_read_search",), under_unshare=True), "touch", str(tmp_path / "ran")]
-    orphaned = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *cmd], capture_output=True, text=True)
+    after_root = cmd[cmd.index("sh", 1) + 1:]  # setpriv onwards: what runs after root noted the parent
+    orphaned = subprocess.run(after_root, env=dict(os.environ, LAB_PARENT="1"), capture_output=True, text=True)
     assert orphaned.returncode == 1 and not (tmp_path / "ran").exists()
     assert orphaned.stderr == "not started: the harness that started it is gone\n"
     unshare = shutil.which("unshare") or "/usr/bin/unshare"
@@ -322,23 +327,26 @@ def test_a_root_without_cap_dac_read_search_still_starts_its_servers_and_names_a
     closed = base / "closed" / "data"
     closed.mkdir(parents=True)
     closed.parent.chmod(0o700)
+    (base / "link").symlink_to(closed)  # open by its name, closed where it leads
     code = ("import subprocess, sys; from harness import LabError; "
             "from harness.lab.backends.process import bounded, check_servers_reach, without_privileges; "
             "print(bounded('dac_read_search'), subprocess.run(without_privileges(['true'])).returncode); "
             "check_servers_reach([__import__('pathlib').Path(sys.argv[1]).parent.parent]); print('open ok')\n"
-            "try: check_servers_reach([__import__('pathlib').Path(sys.argv[1])])\n"
-            "except LabError as err: print(err)")
+            "for folder in sys.argv[1:]:\n"
+            "    try: check_servers_reach([__import__('pathlib').Path(folder)])\n"
+            "    except LabError as err: print(err)")
     try:
         done = subprocess.run([shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-dac_read_search",
-                               sys.executable, "-c", code, str(closed)], capture_output=True, text=True,
+                               sys.executable, "-c", code, str(closed), str(base / "link")], capture_output=True, text=True,
                               cwd=Path(__file__).resolve().parent.parent)
     finally:
         shutil.rmtree(base)
     lines = done.stdout.splitlines()
     assert done.returncode == 0 and lines[:2] == ["False 0", "open ok"], done.stdout + done.stderr
-    assert lines[2] == (f"root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), so the "
+    for line, named in zip(lines[2:], (closed, base / "link"), strict=True):
+        assert line == (f"root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), so the "
                         f"lab's servers read only what every user may, and {closed.parent} is closed to them (on the "
-                        f"way to {closed}): chmod o+x {closed.parent}, or give root that capability")
+                        f"way to {named}): chmod o+x {closed.parent}, or give root that capability")
 
 
 def test_a_busy_port_is_refused_without_ss_its_holder_unnamed(tmp_path, monkeypatch):

@@ -197,9 +197,11 @@ def test_as_root_nginx_runs_as_www_data_guarded_against_a_parent_gone_while_its_
 
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     plain, isolated = (nginx.as_nginx_user(["nginx"], in_own_pid_namespace=flag) for flag in (False, True))
-    for cmd in (plain, isolated):
+    for cmd in (plain, isolated[isolated.index("sh", 1) + 1:]):  # after the note of the parent
         assert cmd[1:4] == ["--reuid=www-data", "--regid=www-data", "--clear-groups"] and cmd[-1] == "nginx"
-    assert plain[-5:-1] == still_a_child() and isolated[-5:-1] == still_a_child(under_unshare=True)
+    guard, noted = still_a_child(str(os.getpid())), still_a_child("")
+    assert plain[-1 - len(guard):-1] == guard and isolated[-1 - len(noted):-1] == noted
+    assert isolated[:2] == ["sh", "-c"] and "export LAB_PARENT" in isolated[2]  # noted by root, before setpriv
 
 
 def test_a_busy_service_port_names_the_service_and_port(monkeypatch):

@@ -191,6 +191,15 @@ def proc_stat_fields(pid: int | str) -> list[str]:
     return stat[stat.rindex(")") + 2:].split()
 
 
+def executable_name(pid: int) -> str:
+    """What a process runs: its executable's name, else (root without CAP_SYS_PTRACE, as in a container, may not read
+    the link of another user's process: the servers') its command name."""
+    try:
+        return Path(os.readlink(f"/proc/{pid}/exe")).name
+    except PermissionError:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+
+
 def count_fds(pid: int) -> int:
     """Open file descriptors of a process: since Linux 6.2 the size of /proc/<pid>/fd is their number (no listing
     of 15,000 entries per sample); older kernels report 0 there, and then the directory is listed."""

@@ -24,7 +24,7 @@ from harness.lab import placement
 from harness.lab.backends.process import http_get
 from harness.lab.netns import entered
 from harness.lab.kernel import (CLOCK_TICKS, SocketCounter, count_fds, parse_proc_stat, proc_stat_fields,  # noqa: F401 - CLOCK_TICKS: services read it here
-                               read_net_counters, ss_row)
+                               executable_name, read_net_counters, ss_row)
 
 # ss state names → ss.parquet columns; every other state is summed into other_states.
 SS_STATES = {"ESTAB": "estab", "SYN-RECV": "syn_recv", "TIME-WAIT": "time_wait", "CLOSE-WAIT": "close_wait"}
@@ -378,7 +378,7 @@ class ProcessSampler(Sampler):
             try:
                 allowed = placement.allowed_cpus(pid)
                 rows.append({"ts_ms": ts_ms, "process": process, **read_proc(pid), "cpus_allowed": allowed})
-                if process in self.placed_names and Path(os.readlink(f"/proc/{pid}/exe")).name not in WRAPPERS:
+                if process in self.placed_names and executable_name(pid) not in WRAPPERS:
                     self._saw(process, allowed, placement.thread_cpus(pid))
             except (FileNotFoundError, ProcessLookupError):
                 pass  # exited between the lookup and the read

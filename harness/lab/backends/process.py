@@ -69,8 +69,11 @@ def as_user(user: str, group: str, keep: tuple[str, ...] = (), under_unshare: bo
     does not run if its parent died in between (still_a_child). setpriv and sh exec: the pid stays the command's."""
     kept = "".join(f",+{name}" for name in keep if bounded(name))
     ambient = [f"--ambient-caps={kept[1:]}"] if kept else []
-    return [setpriv(), f"--reuid={user}", f"--regid={group}", "--clear-groups", f"--inh-caps=-all{kept}", *ambient,
-            f"--bounding-set=-all{kept}", "--no-new-privs", "--pdeathsig", "keep", *still_a_child(under_unshare)]
+    switch = [setpriv(), f"--reuid={user}", f"--regid={group}", "--clear-groups", f"--inh-caps=-all{kept}", *ambient,
+              f"--bounding-set=-all{kept}", "--no-new-privs", "--pdeathsig", "keep"]
+    if under_unshare:  # its parent, unshare, is noted by root before the switch (no /proc of root's to read after it)
+        return ["sh", "-c", f'{_PARENT}; export LAB_PARENT="$p"; exec "$@"', "sh", *switch, *still_a_child("")]
+    return [*switch, *still_a_child(str(os.getpid()))]
 
 
 def bounded(capability: str) -> bool:
@@ -81,19 +84,17 @@ def bounded(capability: str) -> bool:
     return False
 
 
-_NOT_STARTED = '{ echo "not started: the harness that started it is gone" >&2; exit 1; }'
-# In a pid namespace of its own $PPID is 0: its parent, unshare, is read from /proc/self/stat (the host's /proc).
-_UNSHARES_CHILD = ('read -r s < /proc/self/stat; s=${s##*) }; s=${s#* }; '
-                   '[ "$(cat "/proc/${s%% *}/comm" 2>/dev/null)" = unshare ]')
+# A process's parent, $p, from its own /proc/self/stat: in a pid namespace of its own $PPID is 0. After the last ')'
+# come the state and the parent's pid (the command's name before it may hold spaces or ')').
+_PARENT = 'read -r p < /proc/self/stat; p=${p##*) }; p=${p#* }; p=${p%% *}'
 
 
-def still_a_child(under_unshare: bool = False) -> list[str]:
-    """What runs a command only if its parent is still the harness (each wrapper before it execs, so its parent is
-    the harness until the harness dies) or, `under_unshare`, still `unshare --pid --fork --kill-child` (which dies
-    with the harness); else it says so and exits 1. See as_user."""
-    if under_unshare:
-        return ["sh", "-c", f'{_UNSHARES_CHILD} || {_NOT_STARTED}; exec "$@"', "sh"]
-    return ["sh", "-c", f'[ "$PPID" = "$0" ] || {_NOT_STARTED}; exec "$@"', str(os.getpid())]
+def still_a_child(parent: str) -> list[str]:
+    """What runs a command only if its parent is still `parent` (the harness's pid: each wrapper before it execs, so
+    its parent is the harness until the harness dies), or "" for the one as_user noted in LAB_PARENT (unshare's, in a
+    pid namespace of its own); else it says so and exits 1. See as_user."""
+    return ["sh", "-c", f'{_PARENT}; [ "$p" = "${{1:-$LAB_PARENT}}" ] || {{ echo "not started: the harness that '
+            f'started it is gone" >&2; exit 1; }}; unset LAB_PARENT; shift; exec "$@"', "sh", parent]
 
 
 def without_privileges(cmd: list[str]) -> list[str]:
@@ -143,7 +144,8 @@ def check_servers_reach(folders: list[Path]) -> None:
     if os.geteuid() != 0 or bounded("dac_read_search"):
         return
     for folder in folders:
-        for above in [*reversed(Path(os.path.abspath(folder)).parents), Path(os.path.abspath(folder))]:
+        ways = {Path(os.path.abspath(folder)), Path(folder).resolve()}  # as named, and where its links lead
+        for above in [step for way in ways for step in (*reversed(way.parents), way)]:
             if above.is_dir() and not above.stat().st_mode & 0o001:
                 raise LabError(f"root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), "
                                f"so the lab's servers read only what every user may, and {above} is closed to them "

@@ -333,7 +333,8 @@ def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     temp = (ctx.workdir / TEMP_DIR / service).resolve()  # it runs there: no path of its may be relative
     temp.mkdir(parents=True, exist_ok=True)
     server_owned(temp)
-    cmd = [str(Path(cmd[0]).absolute()) if "/" in cmd[0] else cmd[0], f"-Djava.io.tmpdir={temp}", *cmd[1:]]
+    home = [f"-Duser.home={temp}"] if os.geteuid() == 0 else []  # not SERVER_USER's passwd entry: /nonexistent
+    cmd = [str(Path(cmd[0]).absolute()) if "/" in cmd[0] else cmd[0], f"-Djava.io.tmpdir={temp}", *home, *cmd[1:]]
     started = time.monotonic()
     env = with_jvm_options({k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, ctx.step.system)
     if os.geteuid() == 0:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.lab.backends.process import (SERVER_USER, bounded, may_make_namespaces, read_only_view, server_owned, spawn,
-                                          without_privileges)
+from harness.lab.backends.process import (SERVER_USER, bounded, may_make_namespaces, read_only_view, server_owned,
+                                          spawn, without_privileges)
 
 CAP_DAC_READ_SEARCH = 2
 
@@ -291,7 +291,8 @@ def test_a_command_whose_harness_died_while_its_uid_changed_does_not_run(tmp_pat
     sends none. The command then finds its parent is no longer the harness (here: it never was) and does not run."""
     server_owned(tmp_path)
     cmd = without_privileges(["touch", str(tmp_path / "ran")])
-    orphaned = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *cmd], capture_output=True, text=True)  # its parent: sh
+    orphaned = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *cmd],  # its parent: this sh
+                              capture_output=True, text=True)
     assert orphaned.returncode == 1 and not (tmp_path / "ran").exists()
     assert orphaned.stderr == "not started: the harness that started it is gone\n"
     assert subprocess.run(cmd).returncode == 0 and (tmp_path / "ran").exists()  # the harness's own child runs
@@ -337,7 +338,8 @@ def test_a_root_without_cap_dac_read_search_still_starts_its_servers_and_names_a
             "    except LabError as err: print(err)")
     try:
         done = subprocess.run([shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-dac_read_search",
-                               sys.executable, "-c", code, str(closed), str(base / "link")], capture_output=True, text=True,
+                               sys.executable, "-c", code, str(closed), str(base / "link")],
+                              capture_output=True, text=True,
                               cwd=Path(__file__).resolve().parent.parent)
     finally:
         shutil.rmtree(base)

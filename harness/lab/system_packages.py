@@ -57,9 +57,9 @@ PACKAGES = (
             "the samplers read sockets (ss) and kernel counters (nstat); chapter 6's hosts are network namespaces "
             "(ip, tc)"),
     Package("util-linux", ("taskset", "setpriv", "unshare", "mountpoint"),
-            "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody, the JVMs as lab-server "
-            "and nginx as www-data (setpriv); as root with CAP_SYS_ADMIN, nginx in its own pid namespace, the JVMs and nginx in mount "
-            "namespaces of their own (unshare, mountpoint)"),
+            "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody, the JVMs as "
+            "lab-server and nginx as www-data (setpriv); as root with CAP_SYS_ADMIN, nginx in its own pid namespace, "
+            "the JVMs and nginx in mount namespaces of their own (unshare, mountpoint)"),
     Package("mount", ("mount",), "as root with CAP_SYS_ADMIN, the JVMs and nginx see the clone and the data "
             "directory read-only (bind mounts in a mount namespace of their own)"),
     Package("passwd", ("useradd",), "as root, setup makes the system user the JVMs run as (lab-server) with it",

@@ -198,7 +198,8 @@ def mounts_work() -> bool:
     return probe.returncode == 0
 
 
-_PROBE = '"$0" --bind "$1" "$1" && "$0" -o remount,bind,ro "$1"'  # as _READ_ONLY_VIEW mounts; arguments: mount, a folder
+# As _READ_ONLY_VIEW mounts. Arguments: mount, a folder.
+_PROBE = '"$0" --bind "$1" "$1" && "$0" -o remount,bind,ro "$1"'
 
 
 def mounts_below(folders: list[str]) -> list[str]:

@@ -26,7 +26,8 @@ def check_services(steps, backend: str) -> None:
     """Before anything starts: every kind's tools (naming the package to install) and its checks of the steps that
     run it, then every service port free. A step none of whose services runs on the backend is refused (each would
     run as a local process, and its step.json would say the backend)."""
-    elsewhere = [s for s in steps if s.services and not any(backend in kind_of(s, name).backends for name in s.services)]
+    elsewhere = [s for s in steps
+                 if s.services and not any(backend in kind_of(s, name).backends for name in s.services)]
     if elsewhere:
         ids = ", ".join(s.id for s in elsewhere[:5]) + (f" and {len(elsewhere) - 5} more" if len(elsewhere) > 5 else "")
         kinds = ", ".join(sorted({k["kind"] for s in elsewhere for k in s.services.values()}))

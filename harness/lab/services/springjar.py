@@ -22,8 +22,8 @@ from harness.lab.backends.process import http_get, http_json, listener
 from harness.lab.integrity import sha256
 from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.samplers import ActuatorSampler
-from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening, check_local_jvm,
-                                       latest, spawn_java)
+from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening,
+                                       check_local_jvm, latest, spawn_java)
 
 # The [server] knobs Spring Boot understands, as its own properties (what the sample server maps them to as well).
 PROPERTIES = {

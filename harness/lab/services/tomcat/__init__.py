@@ -18,7 +18,8 @@ from harness import SERVER_DIR, LabError
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import with_jvm_options
 from harness.lab.samplers import ActuatorSampler
-from harness.lab.services.base import Context, RunningService, ServiceKind, check_local_jvm, latest, loopback_problem, spawn_java
+from harness.lab.services.base import (Context, RunningService, ServiceKind, check_local_jvm, latest, loopback_problem,
+                                       spawn_java)
 from harness.lab.services.tomcat import container, process
 from harness.lab.services.tomcat.knobs import JVM_OPTIONS, SERVER_DEFAULTS, SERVER_KEYS, knob, server_env, virtual
 from harness.lab.services.tomcat.process import RunningServer

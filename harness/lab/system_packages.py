@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import grp
 import os
-import pwd
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness import LabError, say
-from harness.lab.backends.process import SERVER_USER
+from harness.lab.backends.process import SERVER_USER, has_user
 from harness.lab.jdk import java_command, java_major
 
 MIN_JAVA = 17
@@ -172,11 +171,8 @@ def make_server_user() -> str:
     """As root: the system user the JVMs run as (process.SERVER_USER), without home or login; what setup did."""
     if os.geteuid() != 0:
         return "none needed (not root: the servers run as you)"
-    try:
-        pwd.getpwnam(SERVER_USER), grp.getgrnam(SERVER_USER)
+    if has_user(SERVER_USER):
         return f"{SERVER_USER} (there already)"
-    except KeyError:
-        pass
     try:
         grp.getgrnam(SERVER_USER)
         group = ["--gid", SERVER_USER]  # left by a removed user: useradd --user-group would refuse it

@@ -28,6 +28,11 @@ STOP_GRACE_S = 10
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "JAVA_HOME", "TMPDIR")
 
 
+def passed_env() -> dict[str, str]:
+    """The variables of the user's shell that every child gets (PASSED_ENV), those set."""
+    return {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+
+
 class StepFailed(Exception):
     """The step could not be measured; its reason goes into step.json and the run goes on."""
 
@@ -59,7 +64,7 @@ def setpriv() -> str:
 # The user every JVM runs as when root runs the lab (`invoke setup` makes it): it owns nothing but each server's own
 # folder, and is neither PostgreSQL's user (nobody) nor nginx's (www-data).
 SERVER_USER = "lab-server"
-CAPABILITY_BITS = {"dac_read_search": 2, "net_bind_service": 10}
+CAPABILITY_BITS = {"dac_read_search": 2, "net_bind_service": 10, "sys_admin": 21}
 
 
 def as_user(user: str, group: str, keep: tuple[str, ...] = (), under_unshare: bool = False) -> list[str]:
@@ -78,8 +83,13 @@ def as_user(user: str, group: str, keep: tuple[str, ...] = (), under_unshare: bo
 
 def bounded(capability: str) -> bool:
     """Whether this process may still hold `capability` (its bounding set: Docker's default lacks dac_read_search)."""
+    return _in_set("CapBnd", capability)
+
+
+def _in_set(field: str, capability: str) -> bool:
+    """Whether `capability` is in this process's capability set `field` of /proc/self/status (CapEff, CapBnd …)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("CapBnd:"):
+        if line.startswith(f"{field}:"):
             return bool(int(line.split()[1], 16) >> CAPABILITY_BITS[capability] & 1)
     return False
 
@@ -107,23 +117,32 @@ def without_privileges(cmd: list[str]) -> list[str]:
     return [*as_user(SERVER_USER, SERVER_USER, keep=("dac_read_search",)), *cmd]
 
 
+def give_to(path: Path, user: str, group: str) -> None:
+    """Make `path` `user`:`group`'s when the harness is root (a service's own folder; otherwise it is already ours)."""
+    if os.geteuid() == 0:
+        shutil.chown(path, user, group)
+
+
+def has_user(name: str) -> bool:
+    """Whether this machine has a user and a group called `name`."""
+    try:
+        pwd.getpwnam(name), grp.getgrnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 def server_owned(folder: Path) -> None:
     """Give `folder` (a JVM's own) to SERVER_USER when the harness is root: the one place it may write."""
-    if os.geteuid() == 0:
-        check_server_user()
-        user = pwd.getpwnam(SERVER_USER)
-        os.chown(folder, user.pw_uid, user.pw_gid)
+    check_server_user()
+    give_to(folder, SERVER_USER, SERVER_USER)
 
 
 def check_server_user() -> None:
     """Before anything starts, as root: SERVER_USER exists (`invoke setup` makes it)."""
-    if os.geteuid() != 0:
-        return
-    try:
-        pwd.getpwnam(SERVER_USER), grp.getgrnam(SERVER_USER)
-    except KeyError:
+    if os.geteuid() == 0 and not has_user(SERVER_USER):
         raise LabError(f"as root, the lab runs its JVMs as the system user {SERVER_USER}, and this machine has no user "
-                       f"or group {SERVER_USER}: run `invoke setup`, which makes them") from None
+                       f"or group {SERVER_USER}: run `invoke setup`, which makes them")
 
 
 def check_server_can_run(java: str) -> None:
@@ -165,15 +184,9 @@ _READ_ONLY_VIEW = ('mount=$1 writable=$2; shift 2; '
                    '"$mount" --bind "$writable" "$writable" && "$mount" -o remount,bind,rw "$writable" || exit 125; '
                    'cd "$writable" || exit 125; '
                    'exec "$@"')
-CAP_SYS_ADMIN = 21
-
-
 def may_make_namespaces() -> bool:
     """Root with CAP_SYS_ADMIN, which mount and pid namespaces need (root in an unprivileged container has not)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("CapEff:"):
-            return os.geteuid() == 0 and bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
-    return False
+    return os.geteuid() == 0 and _in_set("CapEff", "sys_admin")
 
 
 def may_make_view() -> bool:

@@ -1,10 +1,9 @@
 """The one interface of the lab's load tools (k6, ab, wrk)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from harness.lab.backends.process import PASSED_ENV
+from harness.lab.backends.process import passed_env
 
 
 class LoadTool:
@@ -43,4 +42,4 @@ def tool_environment(extra: dict) -> dict:
     (process.PASSED_ENV), then the tool's own (`extra`). Anything else could change the measurement: a K6_* setting,
     a variable lab.js reads (LAB_LINGER_MS, TARGET), a proxy (k6 would send chapter 6's requests through it),
     GOMAXPROCS or GOGC (k6's runtime), LD_PRELOAD."""
-    return {k: os.environ[k] for k in PASSED_ENV if k in os.environ} | extra
+    return passed_env() | extra

@@ -25,9 +25,9 @@ from harness import ROOT, LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import (PASSED_ENV, StepFailed, check_server_can_run, check_server_user,
+from harness.lab.backends.process import (StepFailed, check_server_can_run, check_server_user,
                                           check_servers_reach, may_make_view, read_only_view, server_owned, spawn,
-                                          terminate, without_privileges)
+                                          passed_env, terminate, without_privileges)
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
 from harness.lab.jdk import check_java_home, java_command, with_jvm_options
@@ -334,12 +334,12 @@ def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     temp = (ctx.workdir / TEMP_DIR / service).resolve()  # it runs there: no path of its may be relative
     temp.mkdir(parents=True, exist_ok=True)
     server_owned(temp)
-    home = [f"-Duser.home={temp}"] if os.geteuid() == 0 else []  # not SERVER_USER's passwd entry: /nonexistent
+    env = with_jvm_options(passed_env() | env, ctx.step.system)
+    home = []
+    if os.geteuid() == 0:  # SERVER_USER's home is its folder: not root's, nor its passwd entry's (/nonexistent)
+        home, env["HOME"] = [f"-Duser.home={temp}"], str(temp)
     cmd = [str(Path(cmd[0]).absolute()) if "/" in cmd[0] else cmd[0], f"-Djava.io.tmpdir={temp}", *home, *cmd[1:]]
     started = time.monotonic()
-    env = with_jvm_options({k: os.environ[k] for k in PASSED_ENV if k in os.environ} | env, ctx.step.system)
-    if os.geteuid() == 0:
-        env["HOME"] = str(temp)  # not root's: SERVER_USER's home is its folder
     contained = read_only_view(without_privileges(cmd), temp, ctx.protected)
     proc = spawn(ctx.command(service, contained), env, log, cwd=temp)  # placed as root, then contained
     return proc, log, started

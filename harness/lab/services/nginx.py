@@ -7,9 +7,7 @@ server's container uses the host's network, so nginx reaches it on the same loop
 """
 from __future__ import annotations
 
-import grp
 import os
-import pwd
 import re
 import shutil
 import subprocess
@@ -18,8 +16,8 @@ from functools import cache
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import (PASSED_ENV, as_user, check_servers_reach, http_get, listener,
-                                          may_make_namespaces, may_make_view, read_only_view, spawn)
+from harness.lab.backends.process import (as_user, check_servers_reach, give_to, has_user, http_get, listener,
+                                          may_make_namespaces, may_make_view, passed_env, read_only_view, spawn)
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
 from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, book_folders, check_listening,
@@ -170,13 +168,10 @@ class NginxKind(ServiceKind):
         require("nginx", nginx_binary(), PACKAGE)
         check_servers_reach(book_folders())
         may_make_view()  # the view's probe: its note, if any, before anything starts
-        if os.geteuid() == 0:
-            try:
-                pwd.getpwnam(NGINX_USER), grp.getgrnam(NGINX_USER)
-            except KeyError:
-                raise LabError(f"nginx runs as {NGINX_USER} when root runs the lab (not nobody, who runs "
-                               f"PostgreSQL), and this machine has no user or group {NGINX_USER}: create them "
-                               f"(`useradd --system --user-group {NGINX_USER}`)") from None
+        if os.geteuid() == 0 and not has_user(NGINX_USER):
+            raise LabError(f"nginx runs as {NGINX_USER} when root runs the lab (not nobody, who runs "
+                           f"PostgreSQL), and this machine has no user or group {NGINX_USER}: create them "
+                           f"(`useradd --system --user-group {NGINX_USER}`)")
 
     def inputs(self, knobs: dict) -> dict[str, str]:
         return {"version": nginx_version(nginx_binary())}
@@ -184,8 +179,7 @@ class NginxKind(ServiceKind):
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningNginx:
         run_dir = (ctx.workdir / f".{service}-run").resolve()  # pid and temp files (removed when stopped); its cwd
         run_dir.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            shutil.chown(run_dir, NGINX_USER, NGINX_USER)  # the one folder nginx writes
+        give_to(run_dir, NGINX_USER, NGINX_USER)  # the one folder nginx writes
         upstream = ctx.endpoints[knobs["upstream"]] if knobs["mode"] == "proxy" else None
         conf = (ctx.workdir / f"{service}.conf").resolve()  # kept in the step directory: the config it ran with
         conf.write_text(render_config(service, knobs, upstream, run_dir))
@@ -195,7 +189,7 @@ class NginxKind(ServiceKind):
                              bool(isolated))
         if isolated:  # nginx's master is the namespace's init: if it dies (harness SIGKILLed), the kernel kills the workers
             cmd = [isolated, "--pid", "--fork", "--kill-child", *cmd]
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        env = passed_env()
         log = ctx.workdir / f"{service}.log"
         started = time.monotonic()
         url = f"http://{knobs['address']}:{knobs['port']}"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness import TOOLS, LabError
 from harness.lab.downloads import download_checked
-from harness.lab.backends.process import as_user
+from harness.lab.backends.process import as_user, give_to
 
 PG_VERSION = "17.6.0"  # the Maven artifact's version (PostgreSQL 17.6)
 MAVEN = "https://repo.maven.apache.org/maven2/io/zonky/test/postgres"
@@ -102,8 +102,7 @@ def runner_uid() -> int:
 
 def give_to_runner(path: Path) -> None:
     """Make `path` the cluster user's (root: nobody's; otherwise it is already ours)."""
-    if as_root():
-        shutil.chown(path, *RUN_AS)
+    give_to(path, *RUN_AS)
 
 
 def check_runnable(clusters: Path) -> None:

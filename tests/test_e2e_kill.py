@@ -19,7 +19,7 @@ import pytest
 from harness import ROOT
 from harness.lab import netns, placement
 from harness.lab.units import duration_ms
-from harness.lab.services import pgbinaries, pgshm
+from harness.lab.services import pgbinaries, pgcluster, pgshm
 
 from test_e2e import descendants, finish, invoke, lab_ready, port_open, processes, still_running, wait_for  # noqa: F401
 
@@ -52,13 +52,14 @@ def lab_processes(root: int) -> dict[int, bytes]:
 
 def nothing_left(harnesses: list[int]) -> list[str]:
     """What the lab runs of these harness pids left once they are gone: only theirs, as other tests may be running
-    (invoke test): the profile's ports, their cgroups and namespaces (named after the harness), and the shared
-    memory of postgres servers (they run as the lab's database user)."""
+    (invoke test): the profile's ports, their cgroups, namespaces and PostgreSQL socket folders (named after the
+    harness), and the shared memory of postgres servers (they run as the lab's database user)."""
     left = [f"port {p}" for p in PORTS if port_open(p)]
     controller = placement.cpu_controller()
     for pid in harnesses:
         left += [f"cgroup {c.name}" for c in (controller.glob(f"{placement.CGROUP_PREFIX}{pid}-*") if controller else [])]
         left += [f"namespace {name}" for name in sorted(netns.namespaces_of(pid))]
+        left += [str(folder) for folder in pgcluster.SOCKETS_IN.glob(f"lab-pg-socket-{pid}-*")]
     left += [f"/dev/shm/{p.name}" for p in Path("/dev/shm").glob("PostgreSQL.*") if owner(p) == DB_UID]
     return left
 
@@ -93,7 +94,7 @@ def recovered(lab_ready, tmp_path_factory):  # noqa: F811
             wait_for(lambda started=started: not still_running(started), 30, f"the children of the {at} to die with it")
         except AssertionError as timeout:  # name the survivors: what started them is the defect
             raise AssertionError(f"{timeout}; still running: {still_running(started)}") from None
-        wait_for(lambda: not [x for x in nothing_left(killed) if not x.startswith("/dev/shm")], 20,
+        wait_for(lambda: not [x for x in nothing_left(killed) if not x.startswith(("/dev/shm", "/tmp/lab-pg-socket-"))], 20,
                  f"the ports of the {at} to close")
         kills.append({"at": at, "code": proc.returncode})
         for path in (data_dir / "kill").glob("*/step.json"):  # none while the kill came before the first step

@@ -244,32 +244,56 @@ def test_the_users_libpq_settings_change_nothing(clusters, tmp_path, monkeypatch
     assert "PGSSLMODE" not in os.environ and "PGOPTIONS" not in os.environ
 
 
-def test_wrong_and_missing_passwords_are_refused_for_the_superuser_and_the_app_role(clusters, tmp_path):
+def through_the_socket(sockets: Path, port: int, as_user: list[str], python: tuple[str, str] = (sys.executable, "")
+                       ) -> subprocess.CompletedProcess:
+    """The superuser's login tried over the step's postgres's Unix socket by a process of another user (`as_user`:
+    an argv prefix; `python`: an interpreter it may run, and its PYTHONPATH), with no password (none exists)."""
+    script = ("import psycopg, sys; c = psycopg.connect(host=sys.argv[1], port=int(sys.argv[2]), dbname='postgres', "
+              "user='postgres', passfile='/dev/null', connect_timeout=5); print(c.execute('SELECT current_user').fetchone()[0])")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"PYTHONPATH": python[1]}
+    return subprocess.run([*as_user, python[0], "-c", script, str(sockets), str(port)], capture_output=True,
+                          text=True, env=env, cwd="/")
+
+
+def test_the_app_role_proves_its_password_and_the_superuser_is_the_harnesss_user_alone(clusters, tmp_path):
     import psycopg
+    from harness.lab.backends.process import without_privileges
 
     with running_db(tmp_path, 26294) as (deployment, service):
-        credentials, database = service.cluster.credentials, service.database
-        for user, right in ((pgauth.SUPERUSER, credentials.superuser), (pgauth.LAB_USER, credentials.app)):
-            for wrong in ("lab", right[:-1]):  # the README's old password, a near miss
-                with pytest.raises(psycopg.OperationalError, match=f'password authentication failed for user "{user}"'):
-                    attempt(26294, database, user, wrong)
-            for missing in (None, ""):  # the server asks for one, where `trust` let anyone in
-                with pytest.raises(psycopg.OperationalError, match="no password supplied"):
-                    attempt(26294, database, user, missing)
-            assert attempt(26294, database, user, right) == user
+        credentials, database, sockets = service.cluster.credentials, service.database, service.cluster.sockets
+        user, right = pgauth.LAB_USER, credentials.app
+        for wrong in ("lab", right[:-1]):  # the README's old password, a near miss
+            with pytest.raises(psycopg.OperationalError, match=f'password authentication failed for user "{user}"'):
+                attempt(26294, database, user, wrong)
+        for missing in (None, ""):  # the server asks for one, where `trust` let anyone in
+            with pytest.raises(psycopg.OperationalError, match="no password supplied"):
+                attempt(26294, database, user, missing)
+        assert attempt(26294, database, user, right) == user
+        for password in (None, right, "postgres"):  # the superuser has no way in over TCP, with any password
+            with pytest.raises(psycopg.OperationalError, match='no pg_hba.conf entry for host "127.0.0.1", user '
+                                                               '"postgres"'):
+                attempt(26294, database, pgauth.SUPERUSER, password)
+        info = sockets.stat()
+        assert oct(info.st_mode & 0o777) == "0o700" and info.st_uid == pgbinaries.runner_uid()
+        assert through_the_socket(sockets, 26294, []).stdout.strip() == pgauth.SUPERUSER  # the harness's user
+        if pgbinaries.as_root():
+            server = through_the_socket(sockets, 26294, without_privileges([]))  # a JVM's user, who reads every file
+            assert f'connection to server on socket "{sockets}/.s.PGSQL.26294" failed: Permission denied' in server.stderr
+            owner = through_the_socket(sockets, 26294, pgbinaries.run_as_prefix(), python_for_nobody())  # the cluster's
+            assert owner.returncode != 0 and 'Peer authentication failed for user "postgres"' in owner.stderr
         env = deployment.given_to("server")
         assert env["SPRING_DATASOURCE_USERNAME"] == "lab" and env["SPRING_DATASOURCE_PASSWORD"] == credentials.app
-        assert credentials.superuser not in env.values()
-        assert deployment.meta["db"]["auth"] == ["scram-sha-256"]  # what pg_hba_file_rules says, in step.json
+        assert deployment.meta["db"]["auth"] == ["peer", "scram-sha-256"]  # what pg_hba_file_rules says, in step.json
         kept = service.cluster.dir / pgauth.CREDENTIALS
         assert oct(kept.stat().st_mode & 0o777) == "0o600" and kept.stat().st_uid == os.geteuid()
         if pgbinaries.as_root():  # the cluster's user (postgres's own) cannot read them
             peek = subprocess.run(pgbinaries.run_as_prefix() + ["cat", str(kept)], capture_output=True, text=True)
             assert peek.returncode != 0 and "Permission denied" in peek.stderr
+    assert not sockets.exists()  # removed with its postgres
     log = (tmp_path / "db.log").read_text()
-    for user in (pgauth.SUPERUSER, pgauth.LAB_USER):  # refused by the server itself
-        assert log.count(f'FATAL:  password authentication failed for user "{user}"') == 2, log
-    assert credentials.superuser not in log and credentials.app not in log
+    assert log.count('FATAL:  password authentication failed for user "lab"') == 2, log
+    assert log.count('no pg_hba.conf entry for host "127.0.0.1", user "postgres"') == 3, log
+    assert credentials.app not in log
 
 
 def test_no_password_is_written_into_the_steps_data(runs):
@@ -279,7 +303,7 @@ def test_no_password_is_written_into_the_steps_data(runs):
     for path in (data / PROFILE.stem).rglob("*"):
         if path.is_file():
             raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-            assert credentials.app.encode() not in raw and credentials.superuser.encode() not in raw, path
+            assert credentials.app.encode() not in raw, path
 
 
 # ---- shared memory a killed postgres leaves ------------------------------------------------------

@@ -1,19 +1,23 @@
-"""The postgres kind's authentication without a database: the pg_hba.conf every cluster gets, the generated
-credentials and where they are kept, and the SCRAM verifier checked against RFC 7677's worked example. A real
-PostgreSQL refusing wrong passwords is in tests/test_e2e_postgres.py."""
+"""The postgres kind's authentication without a database: the pg_hba.conf and pg_ident.conf every cluster gets, the
+generated password and where it is kept, the superuser's socket folder and its leftovers, and the SCRAM verifier
+checked against RFC 7677's worked example. A real PostgreSQL refusing wrong passwords and other users is in
+tests/test_e2e_postgres.py."""
 from __future__ import annotations
 
 import base64
 import hashlib
 import hmac
+import json
 import os
+import pwd
 import re
 import stat
+from pathlib import Path
 
 import pytest
 
 from harness import LabError
-from harness.lab.services import pgauth, pgcluster
+from harness.lab.services import pgauth, pgbinaries, pgcluster
 from harness.lab.services.pgauth import Credentials, scram_verifier
 
 from test_postgres import DB
@@ -23,27 +27,38 @@ def hba_rules() -> list[list[str]]:
     return [line.split() for line in pgauth.PG_HBA.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def test_pg_hba_admits_each_connection_by_password_only():
-    rules = hba_rules()
-    assert [r[0] for r in rules] == ["local", "host"]  # both ways in are covered
-    assert all(r[-1] == "scram-sha-256" for r in rules)
-    assert not re.search(r"\b(trust|peer|ident|password|md5|replication)\b", pgauth.PG_HBA.split("\n", 2)[2])
-    host = rules[1]
-    assert host[3] == "127.0.0.1/32" and host[2].split(",") == [pgauth.SUPERUSER, pgauth.LAB_USER]
+def test_pg_hba_admits_the_app_role_by_password_and_the_superuser_as_the_harnesss_user_only():
+    assert hba_rules() == [["local", "all", pgauth.SUPERUSER, "peer", "map=harness"],  # the socket: no password
+                           ["host", "all", pgauth.LAB_USER, "127.0.0.1/32", "scram-sha-256"]]  # loopback only
+    rules = "\n".join(" ".join(rule) for rule in hba_rules())
+    assert not re.search(r"\b(trust|ident|password|md5|replication)\b", rules)
+    mapped = [line.split() for line in pgauth.ident_map().splitlines() if line and not line.startswith("#")]
+    assert mapped == [["harness", pwd.getpwuid(os.geteuid()).pw_name, pgauth.SUPERUSER]]  # no other user
+
+
+def test_a_harness_user_without_a_name_is_refused_before_anything_starts(monkeypatch):
+    monkeypatch.setattr(pgauth.os, "geteuid", lambda: 54321)
+    monkeypatch.setattr(pgauth.pwd, "getpwuid", lambda uid: (_ for _ in ()).throw(KeyError(uid)))
+    with pytest.raises(LabError, match=r"this user \(uid 54321\) has none in /etc/passwd"):
+        pgauth.ident_map()
 
 
 def test_credentials_are_generated_per_cluster_and_readable_by_their_owner_only(tmp_path):
     first, second = Credentials.generate(), Credentials.generate()
-    assert len({first.superuser, first.app, second.superuser, second.app}) == 4
-    assert min(len(p) for p in (first.superuser, first.app)) >= 32
+    assert first.app != second.app and len(first.app) >= 32
     first.save(tmp_path)
     saved = (tmp_path / pgauth.CREDENTIALS).stat()
     assert stat.S_IMODE(saved.st_mode) == 0o600 and saved.st_uid == os.geteuid()
     assert Credentials.load(tmp_path) == first and pgauth.exists(tmp_path)
-    with pytest.raises(FileExistsError):  # a cluster's passwords are never replaced under it
+    assert json.loads((tmp_path / pgauth.CREDENTIALS).read_text()) == {"lab": first.app}  # no superuser's: it has none
+    with pytest.raises(FileExistsError):  # a cluster's password is never replaced under it
         second.save(tmp_path)
-    assert first.password("postgres") == first.superuser and first.password("lab") == first.app
-    assert first.superuser not in repr(first) and first.app not in repr(first)
+    assert first.app not in repr(first)
+
+
+def test_an_earlier_labs_credentials_still_give_the_app_roles_password(tmp_path):
+    (tmp_path / pgauth.CREDENTIALS).write_text(json.dumps({"postgres": "old-superuser", "lab": "app"}))
+    assert Credentials.load(tmp_path) == Credentials("app")
 
 
 def test_a_cluster_without_its_credentials_is_not_ready_and_unreadable_ones_are_named(tmp_path, monkeypatch):
@@ -56,7 +71,39 @@ def test_a_cluster_without_its_credentials_is_not_ready_and_unreadable_ones_are_
     assert cluster.ready()
     with pytest.raises(LabError, match=rf"cannot read the PostgreSQL cluster's credentials {cluster.dir}/credentials"
                                        rf".*remove the cluster"):
-        cluster.connect(5432)
+        cluster.connect(5432, user=pgauth.LAB_USER)
+    with pytest.raises(LabError, match=rf"no postgres of the cluster {cluster.dir} runs for this harness"):
+        cluster.connect(5432)  # the superuser: only through a running postgres's socket
+
+
+def test_a_socket_folder_is_short_and_the_cluster_users_alone(tmp_path, monkeypatch):
+    assert pgcluster.SOCKETS_IN == Path("/tmp")  # whatever TMPDIR says
+    monkeypatch.setattr(pgcluster, "SOCKETS_IN", tmp_path)
+    folder = pgcluster.socket_folder()
+    info = folder.stat()
+    assert folder.parent == tmp_path and folder.name.startswith(f"lab-pg-socket-{os.getpid()}-")
+    assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == pgbinaries.runner_uid()
+    assert len(f"/tmp/{folder.name}/.s.PGSQL.65535".encode()) <= 107  # what sockaddr_un holds
+
+
+def test_the_socket_folders_of_gone_harnesses_are_removed_and_no_other(tmp_path, monkeypatch):
+    monkeypatch.setattr(pgcluster, "SOCKETS_IN", tmp_path)
+    gone = 1
+    while Path(f"/proc/{gone + 100000}").exists():
+        gone += 1
+    gone += 100000
+    dead, live = tmp_path / f"lab-pg-socket-{gone}-a1", tmp_path / f"lab-pg-socket-{os.getpid()}-b2"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / ".s.PGSQL.5432.lock").write_text(f"{gone}\n")
+        pgbinaries.give_to_runner(folder)
+    (tmp_path / f"lab-pg-socket-{gone}-link").symlink_to(dead)  # a link is no folder of ours
+    other = tmp_path / f"lab-pg-socket-{gone}-c3"
+    other.mkdir()
+    os.chown(other, pgbinaries.runner_uid() + 1, -1) if os.geteuid() == 0 else None
+    assert pgcluster.remove_leftover_sockets() == [dead.name]
+    assert not dead.exists() and live.is_dir() and (tmp_path / f"lab-pg-socket-{gone}-link").is_symlink()
+    assert other.is_dir() == (os.geteuid() == 0)  # as root, another user's is left alone
 
 
 def test_the_cluster_key_changes_with_password_authentication(tmp_path):

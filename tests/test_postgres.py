@@ -174,11 +174,12 @@ def test_on_docker_the_steps_postgres_runs_in_the_labs_image_as_the_clusters_own
     step = parse(raw).steps[0]
     data = tmp_path / "cluster" / "data"
     data.mkdir(parents=True)
-    argv = pgcontainer.run_argv(step, "db", data, ["-D", str(data), "-c", "port=38192"])
+    sockets = tmp_path / "lab-pg-socket-1-x"
+    argv = pgcontainer.run_argv(step, "db", data, sockets, ["-D", str(data), "-c", "port=38192"])
     owner = data.stat()
     assert argv[argv.index("--user") + 1] == f"{owner.st_uid}:{owner.st_gid}"  # never root when the harness is
     assert flag_values(argv, "--network") == flag_values(argv, "--pid") == ["host"]
-    assert argv[argv.index("--volume") + 1] == f"{data}:{data}"  # not the credentials beside it
+    assert flag_values(argv, "--volume") == [f"{data}:{data}", f"{sockets}:{sockets}"]  # not the credentials beside it
     assert argv[argv.index("--cpuset-cpus") + 1] == "1" and argv[argv.index("--cpus") + 1] == "0.5"
     assert argv[argv.index(POSTGRES_TAG) + 1:] == ["-D", str(data), "-c", "port=38192"]
     assert argv[argv.index("--name") + 1] == "lab-t-s-db"

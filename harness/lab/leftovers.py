@@ -1,6 +1,6 @@
 """What a killed run leaves outside its data directory, removed by the next run of any kind, which says so: the
 quota cgroups and the hosts' network namespaces of harnesses that are gone, the lab's containers whose harness is
-gone, and the shared memory a killed PostgreSQL left. (Half-written step directories are the data directory's own:
+gone, and the shared memory and socket folders a killed PostgreSQL left. (Half-written step directories are the data directory's own:
 harness.lab.preflight.clean_leftovers.) The lab's child processes need no sweep: each dies with its harness
 (PR_SET_PDEATHSIG), and nginx's workers with their master's pid namespace.
 """
@@ -10,7 +10,7 @@ import os
 
 from harness import LabError, say
 from harness.lab import netns, placement
-from harness.lab.services import pgshm
+from harness.lab.services import pgcluster, pgshm
 
 
 def sweep() -> None:
@@ -25,6 +25,9 @@ def sweep() -> None:
     if containers:
         say(f"removed the containers a killed run left: {', '.join(containers)}")
     pgshm.clean_up()
+    sockets = pgcluster.remove_leftover_sockets()
+    if sockets:
+        say(f"removed the PostgreSQL socket folders a killed run left in {pgcluster.SOCKETS_IN}: {', '.join(sockets)}")
 
 
 def _dead_runs_containers() -> list[str]:

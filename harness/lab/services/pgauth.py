@@ -1,15 +1,22 @@
-"""Who may connect to a cached cluster, and with what: every connection proves a password (SCRAM-SHA-256).
+"""Who may connect to a cached cluster, and how: the app role by password (SCRAM-SHA-256) over loopback TCP; the
+superuser only as the harness's own user over the postgres's Unix socket (peer); nobody else, and no other way.
 
-Each cluster gets two generated passwords (`secrets`), kept beside its data in `<cluster>/credentials.json`, mode 0600
-and owned by the harness's user: when the harness is root the cluster's files are `nobody`'s (PostgreSQL runs as
-nobody), so nobody, like any other local user, cannot read them (but the JVMs' and nginx's, who read every file
-where root holds CAP_DAC_READ_SEARCH: process.as_user). `postgres` (the superuser) is the harness's own: the
-template load, the clone, the sampler and the drop. `lab` owns the template's objects and is the sample server's login,
-handed to it through the service's `server_env`; the superuser's password never leaves the harness.
+`lab` owns the template's objects and is the sample server's login. Its password is generated per cluster
+(`Credentials`) and kept beside the cluster's data in `<cluster>/credentials.json`, mode 0600 and the harness's user's
+(as root the cluster's files are `nobody`'s, who cannot read it), and handed to the server through the service's
+`server_env`. PostgreSQL stores its SCRAM verifier, given to `CREATE ROLE` instead of the password, so no password is
+in SQL text that PostgreSQL could log.
 
-The server stores SCRAM verifiers, not passwords: initdb is given the superuser's verifier (in a file readable by the
-cluster's user, removed once initdb is done) and `CREATE ROLE` the app role's, so no password is ever in SQL text
-that PostgreSQL could log. pg_hba.conf (PG_HBA) admits scram-sha-256 only: no `trust`, no `peer`, and nothing over
+`postgres`, the superuser (the template load, the clone, the sampler, the drop), has no password at all. It logs in
+over the Unix socket only, where the kernel tells PostgreSQL which user connects, and pg_ident.conf (ident_map) admits
+one: the harness's. The socket's folder is the cluster user's, mode 0700 (pgcluster.socket_folder), so no other user
+can even connect to it, root aside. As root, the lab's JVMs and nginx read every file (CAP_DAC_READ_SEARCH:
+process.as_user), credentials.json included: there is no password among them that makes a server the superuser, who
+could change the cluster's files through PostgreSQL.
+
+pg_hba.conf (PG_HBA) and pg_ident.conf are written into the cluster's data directory at each start
+(pgcluster.Cluster.write_access_rules), so a cluster made by an earlier lab, whose superuser had a password and logged
+in with it over TCP, follows today's rules: no rule admits that password any more. No `trust`, nothing over
 replication.
 """
 from __future__ import annotations
@@ -19,6 +26,7 @@ import hashlib
 import hmac
 import json
 import os
+import pwd
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,40 +38,52 @@ LAB_USER = "lab"
 CREDENTIALS = "credentials.json"
 SCRAM_ITERATIONS = 4096  # PostgreSQL's scram_iterations default
 PG_HBA = f"""\
-# Written by the lab (harness.lab.services.pgauth): every connection proves a password; no trust, no peer.
-# TYPE  DATABASE  USER                    ADDRESS        METHOD
-local   all       {SUPERUSER},{LAB_USER}                  scram-sha-256
-host    all       {SUPERUSER},{LAB_USER}  127.0.0.1/32   scram-sha-256
+# Written by the lab at each start (harness.lab.services.pgauth): the superuser over the Unix socket as the harness's
+# own user only (peer, mapped in pg_ident.conf), the app role by password over loopback; nothing else.
+# TYPE  DATABASE  USER         ADDRESS        METHOD
+local   all       {SUPERUSER}                     peer map=harness
+host    all       {LAB_USER}          127.0.0.1/32   scram-sha-256
 """
+
+
+def ident_map() -> str:
+    """pg_ident.conf: the harness's user, and no other, logs in as the superuser."""
+    return (f"# Written by the lab at each start (harness.lab.services.pgauth).\n"
+            f"# MAPNAME  SYSTEM-USERNAME  PG-USERNAME\nharness    {harness_user()}  {SUPERUSER}\n")
+
+
+def harness_user() -> str:
+    """The harness's user's name, which PostgreSQL's peer check compares (a uid without a name cannot log in)."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        raise LabError(f"the lab's PostgreSQL admits its superuser as the harness's user by name, and this user (uid "
+                       f"{os.geteuid()}) has none in /etc/passwd: run the lab as a user that has one") from None
 
 
 @dataclass(frozen=True)
 class Credentials:
-    """The cluster's two passwords."""
+    """The cluster's one password: the app role's."""
 
-    superuser: str
     app: str
 
     @classmethod
     def generate(cls) -> Credentials:
-        return cls(secrets.token_urlsafe(24), secrets.token_urlsafe(24))
-
-    def password(self, user: str) -> str:
-        return {SUPERUSER: self.superuser, LAB_USER: self.app}[user]
+        return cls(secrets.token_urlsafe(24))
 
     def save(self, cluster_dir: Path) -> None:
         """Written 0600 from its creation (never readable by others, even for a moment); refuses to overwrite."""
         fd = os.open(cluster_dir / CREDENTIALS, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
-            json.dump({SUPERUSER: self.superuser, LAB_USER: self.app}, out)
+            json.dump({LAB_USER: self.app}, out)
 
     @classmethod
     def load(cls, cluster_dir: Path) -> Credentials:
+        """The app role's password (a file of an earlier lab also names the superuser's, which nothing admits now)."""
         path = cluster_dir / CREDENTIALS
         try:
-            saved = json.loads(path.read_text())
-            return cls(saved[SUPERUSER], saved[LAB_USER])
-        except (OSError, ValueError, KeyError) as err:
+            return cls(json.loads(path.read_text())[LAB_USER])
+        except (OSError, ValueError, KeyError, TypeError) as err:
             raise LabError(f"cannot read the PostgreSQL cluster's credentials {path} ({err}): remove the cluster "
                            f"({cluster_dir}) and the next step makes a new one") from None
 

@@ -1,8 +1,8 @@
 """The postgres kind's cluster and template database, made once and reused by every step that asks for the same data.
 
 A cluster lives in the cache `.tools/postgres/clusters/<key>/` (`LAB_PG_CLUSTERS` moves it; outside data/: it is a
-means, not a result): `data/` is the initdb'd cluster, `credentials.json` its generated passwords (harness.lab.services.
-pgauth: every connection authenticates with SCRAM), `ready.json` is written once the template is loaded. The key
+means, not a result): `data/` is the initdb'd cluster, `credentials.json` the app role's generated password (harness.lab.
+services.pgauth: who may connect, and how), `ready.json` is written once the template is loaded. The key
 holds the PostgreSQL version, the template's name, its row count and a hash of its SQL files (and of LOAD_FORMAT, the
 making and loading procedure below), so a change to any of them builds a new cluster; a cluster without `ready.json`
 (a load killed half-way) is rebuilt from scratch.
@@ -17,6 +17,10 @@ One run at a time uses a cluster: a step holds an exclusive lock (`<key>.lock` b
 holder's pid in it) from before it looks at the cluster until its postgres has stopped. Without it, a second run
 would see a cluster still loading as half-built and delete it under the first. The kernel drops the lock when its
 holder dies, so a killed run leaves nothing to clear. `invoke clean --clusters` removes every cluster no run holds.
+
+A running postgres's Unix socket, the superuser's only way in, lies in a folder of its own in /tmp (socket_folder:
+a socket's path holds at most 107 bytes, which a cluster's folder may exceed), removed when that postgres stops; the
+next run removes those a killed run left (remove_leftover_sockets).
 """
 from __future__ import annotations
 
@@ -26,14 +30,16 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 from harness import ROOT, TOOLS, LabError
 from harness.lab.services import pgauth, pgbinaries
 from harness.lab.store import home_expanded
-from harness.lab.services.pgauth import LAB_USER, PG_HBA, SUPERUSER, Credentials, scram_verifier
+from harness.lab.services.pgauth import LAB_USER, PG_HBA, SUPERUSER, Credentials, ident_map, scram_verifier
 
 # Bump when making or loading a cluster changes: every cluster is rebuilt (outdated ones are replaced). 2: password
 # authentication, so no cluster made with 1's `trust` is ever used again.
@@ -72,6 +78,7 @@ class Cluster:
         self.data = self.dir / "data"
         self.marker = self.dir / "ready.json"
         self._credentials: Credentials | None = None
+        self.sockets: Path | None = None  # the socket folder of this cluster's running postgres (socket_folder)
 
     def ready(self) -> bool:
         """The template loaded (and the passwords kept: a cluster without them is rebuilt too)."""
@@ -84,16 +91,21 @@ class Cluster:
         return self._credentials
 
     def connect(self, port: int, dbname: str = "postgres", user: str = SUPERUSER, timeout_s: int = 2):
-        """The harness's psycopg connection to this cluster's postgres on `port` over loopback TCP (the cluster has
-        no Unix socket), in autocommit, with the user's generated password."""
+        """The harness's psycopg connection to this cluster's postgres on `port`, in autocommit: the superuser over its
+        Unix socket, with no password (pgauth: peer), the app role over loopback TCP with its generated one."""
         try:
             import psycopg
         except ImportError:
             raise LabError("psycopg is missing: pip install -r requirements.lock") from None
         forget_users_libpq_settings()
-        return psycopg.connect(host="127.0.0.1", port=port, dbname=dbname, user=user,
-                               password=self.credentials.password(user), connect_timeout=timeout_s, autocommit=True,
-                               application_name="lab-harness")
+        if user == SUPERUSER:
+            if self.sockets is None:
+                raise LabError(f"no postgres of the cluster {self.dir} runs for this harness: nothing to connect to")
+            where = {"host": str(self.sockets)}
+        else:
+            where = {"host": "127.0.0.1", "password": self.credentials.app}
+        return psycopg.connect(**where, port=port, dbname=dbname, user=user, connect_timeout=timeout_s,
+                               autocommit=True, application_name="lab-harness")
 
     def initdb(self) -> float:
         """A fresh cluster (what a half-built one left is removed first, and outdated ones of the same template and
@@ -105,21 +117,21 @@ class Cluster:
         pgbinaries.give_to_runner(self.data)
         self._credentials = Credentials.generate()
         self._credentials.save(self.dir)
-        pwfile = self.dir / "superuser.verifier"  # for initdb, which runs as the cluster's user: then removed
-        try:
-            with os.fdopen(os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
-                out.write(scram_verifier(self._credentials.superuser) + "\n")
-            pgbinaries.give_to_runner(pwfile)
-            cmd = pgbinaries.run_as_prefix() + [
-                str(pgbinaries.binary("initdb")), "-D", str(self.data), "-U", SUPERUSER, "--auth=scram-sha-256",
-                f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C", "--no-instructions"]
-            done = subprocess.run(cmd, capture_output=True, text=True, env=pg_env(), cwd=self.dir)
-        finally:
-            pwfile.unlink(missing_ok=True)
+        # No password for the superuser: it logs in over the Unix socket only (write_access_rules, at each start).
+        cmd = pgbinaries.run_as_prefix() + [
+            str(pgbinaries.binary("initdb")), "-D", str(self.data), "-U", SUPERUSER, "--auth-local=peer",
+            "--auth-host=reject", "--encoding=UTF8", "--locale=C", "--no-instructions"]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=pg_env(), cwd=self.dir)
         if done.returncode != 0:
             raise LabError(f"initdb failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
-        (self.data / "pg_hba.conf").write_text(PG_HBA)  # initdb's file, so it stays the cluster user's
         return (time.monotonic() - began) * 1000
+
+    def write_access_rules(self) -> None:
+        """pg_hba.conf and pg_ident.conf as today's lab has them (pgauth), the cluster user's, before each start."""
+        for name, text in (("pg_hba.conf", PG_HBA), ("pg_ident.conf", ident_map())):
+            path = self.data / name
+            path.write_text(text)
+            pgbinaries.give_to_runner(path)
 
     def replaced(self) -> list[Path]:
         """What initdb removes: this cluster half-built, and outdated ones (other SQL, another version) of the same
@@ -249,3 +261,36 @@ def forget_users_libpq_settings() -> None:
 def pg_env() -> dict[str, str]:
     """A plain environment: the C locale whatever the user's (the binaries carry no locales), nothing else leaks in."""
     return {k: os.environ[k] for k in ("PATH", "TZ") if k in os.environ} | {"LC_ALL": "C", "LANG": "C"}
+
+
+SOCKETS_IN = Path("/tmp")  # short whatever TMPDIR is: a Unix socket's path holds at most 107 bytes
+_SOCKET_FOLDER = re.compile(r"lab-pg-socket-(\d+)-[^/]+")  # lab-pg-socket-<the harness's pid>-<random>
+
+
+def socket_folder() -> Path:
+    """A new folder for a postgres's Unix socket (`unix_socket_directories`), named after this harness's pid (so the
+    next run knows it for a leftover once this one is gone), the cluster user's and closed to every other user (0700):
+    only that user and root can connect to the socket in it."""
+    folder = Path(tempfile.mkdtemp(prefix=f"lab-pg-socket-{os.getpid()}-", dir=SOCKETS_IN))
+    pgbinaries.give_to_runner(folder)
+    return folder
+
+
+def remove_leftover_sockets() -> list[str]:
+    """The socket folders of harnesses that are gone (a killed run's) removed, those that the cluster's user owns
+    only; returns their names."""
+    try:
+        owner = pgbinaries.runner_uid()
+    except KeyError:  # root, and no `nobody` on this machine: no postgres of the lab ever ran
+        return []
+    removed = []
+    for folder in SOCKETS_IN.glob("lab-pg-socket-*"):
+        match = _SOCKET_FOLDER.fullmatch(folder.name)
+        try:
+            info = folder.lstat()  # a symlink is no folder of ours
+        except OSError:  # gone meanwhile
+            continue
+        if match and stat.S_ISDIR(info.st_mode) and info.st_uid == owner and not Path(f"/proc/{match[1]}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed

@@ -3,8 +3,8 @@
 
 The cached cluster and its template are made, and the step's clone taken, by a local postgres as on the local
 backend (preparation, not measured); the step's own postgres then runs in the container on that cluster's data
-directory, mounted at the same path (the cluster's credentials beside it are not) and run as its owner (`nobody` when
-the harness is root: PostgreSQL refuses root), with the same pg_hba.conf: password authentication only. The container
+directory and its socket folder, mounted at the same paths (the cluster's credentials beside it are not), and run as
+the data's owner (`nobody` when the harness is root: PostgreSQL refuses root), with the same pg_hba.conf (pgauth). The container
 shares the host's network (the server reaches 127.0.0.1:<port>, as locally) and its pid namespace, so postmaster.pid
 names a pid the harness sees: the identity check, the process-tree sampler and /proc work as for a local postgres.
 The step's `[placement]` for the service becomes the container's CPU set and quota. Its output goes to <name>.log
@@ -52,22 +52,24 @@ def check_image() -> None:
         raise LabError(f"the PostgreSQL image {POSTGRES_TAG} holds other binaries than `invoke setup` pins: {rebuild}")
 
 
-def options(data: Path) -> list[str]:
+def options(data: Path, sockets: Path) -> list[str]:
     """postgres's own `docker run` options: the host's pids (postmaster.pid names a pid the harness sees), its data
-    directory mounted where it is, run as that directory's owner."""
+    directory and socket folder mounted where they are (the harness connects to the socket by its host path), run as
+    the data's owner."""
     owner = os.stat(data)
-    return ["--pid", "host", "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{data}:{data}"]
+    return ["--pid", "host", "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{data}:{data}",
+            "--volume", f"{sockets}:{sockets}"]
 
 
-def run_argv(step, service: str, data: Path, args: list[str]) -> list[str]:
+def run_argv(step, service: str, data: Path, sockets: Path, args: list[str]) -> list[str]:
     """`docker run` for the step's postgres (harness.lab.backends.docker.container: host network, the service's
     placement); `args` are postgres's own (-D …, -c …)."""
-    return containers.run_argv(step, service, POSTGRES_TAG, options(data), args)
+    return containers.run_argv(step, service, POSTGRES_TAG, options(data, sockets), args)
 
 
-def start(step, service: str, data: Path, args: list[str], log: Path):
+def start(step, service: str, data: Path, sockets: Path, args: list[str], log: Path):
     """The container started; returns (its id, its postgres's host pid, the `docker logs` process writing `log`)."""
-    container, pid = containers.start(step, service, POSTGRES_TAG, options(data), args)
+    container, pid = containers.start(step, service, POSTGRES_TAG, options(data, sockets), args)
     try:
         return container, pid, spawn(["docker", "logs", "--follow", container], docker_env(), log)
     except BaseException:  # no container may outlive a failed start

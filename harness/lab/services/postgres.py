@@ -4,8 +4,9 @@ server connects to it at start-up and gets SPRING_DATASOURCE_URL/USERNAME/PASSWO
 The pinned binaries (harness.lab.services.pgbinaries) run `postgres -D <cluster>` in the foreground as a child of the
 harness (spawn/terminate/PR_SET_PDEATHSIG as for nginx; under the step's `[placement]` for the service's name, so its
 cgroup and CPU list hold the postmaster and every backend it forks), as `nobody` when the harness is root. It
-listens on 127.0.0.1 only, with no Unix socket, and every connection proves a password (SCRAM; the cluster's own,
-generated: harness.lab.services.pgauth); the server gets the app role's. The cluster and its template database are
+listens on 127.0.0.1, where the app role proves a password (SCRAM; generated per cluster), and on a Unix socket in a
+folder closed to every other user, where the superuser, the harness's alone, logs in as the harness's user (peer):
+harness.lab.services.pgauth. The server gets the app role's login. The cluster and its template database are
 made once and cached (harness.lab.services.pgcluster); each step gets a clone, dropped at its end. Its dynamic shared
 memory is kept in the data directory; what a killed postgres leaves in shared memory the next run removes
 (harness.lab.services.pgshm). Readiness: psycopg connects and `SELECT 1` answers; identity: postmaster.pid names the
@@ -17,6 +18,7 @@ image` from the same binaries (harness.lab.services.pgcontainer); the preparatio
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -118,6 +120,7 @@ class PostgresKind(ServiceKind):
         except ImportError:
             raise LabError("psycopg is missing (the postgres kind's client): pip install -r requirements.lock") from None
         pgcluster.forget_users_libpq_settings()  # before anything starts, samplers' threads included
+        pgauth.harness_user()  # the superuser's login: a user without a name is refused here
         pgbinaries.check_runnable(pgcluster.clusters_root())
         if backend == "docker":
             pgcontainer.check_image()
@@ -133,9 +136,10 @@ class PostgresKind(ServiceKind):
         except LabError as err:
             raise StepFailed(f"postgres '{service}': {err}") from None
         try:
+            cluster.sockets = pgcluster.socket_folder()
             return self._start_locked(service, knobs, ctx, cluster, lock)
         except BaseException:
-            lock.release()
+            let_go(cluster, lock)
             raise
 
     def _start_locked(self, service: str, knobs: dict, ctx: Context, cluster, lock) -> RunningPostgres:
@@ -144,9 +148,11 @@ class PostgresKind(ServiceKind):
         except LabError as err:
             raise StepFailed(f"postgres '{service}': {err}") from None
         _clear_stale_pid(cluster.data)
+        cluster.write_access_rules()
         cmd = pgbinaries.run_as_prefix() + [
             str(pgbinaries.binary("postgres")), "-D", str(cluster.data),
-            "-c", f"port={knobs['port']}", "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+            "-c", f"port={knobs['port']}", "-c", "listen_addresses=127.0.0.1",
+            "-c", f"unix_socket_directories={cluster.sockets}", "-c", "unix_socket_permissions=0700",
             "-c", f"max_connections={knobs['max_connections']}", "-c", f"shared_buffers={knobs['shared_buffers']}",
             "-c", f"superuser_reserved_connections={SUPERUSER_RESERVED}",
             "-c", "dynamic_shared_memory_type=mmap"]  # in the data directory, not /dev/shm (pgshm)
@@ -156,7 +162,7 @@ class PostgresKind(ServiceKind):
         started = time.monotonic()
         if ctx.backend == "docker":
             args = cmd[cmd.index(str(pgbinaries.binary("postgres"))) + 1:]
-            container, pid, logs = pgcontainer.start(ctx.step, service, cluster.data, args, log)
+            container, pid, logs = pgcontainer.start(ctx.step, service, cluster.data, cluster.sockets, args, log)
             return RunningPostgresContainer(service, container, pid, logs, log, started, knobs, cluster, database,
                                             initdb_ms, prepared, lock)
         proc = spawn(placement.command(ctx.step, service, cmd), pgcluster.pg_env(), log)
@@ -187,6 +193,15 @@ class PostgresKind(ServiceKind):
 
     def sampler(self, running: RunningPostgres, interval_ms: int):
         return PgSampler(interval_ms, running.cluster, running.port, running.database, running.pid)
+
+
+def let_go(cluster: pgcluster.Cluster, lock: pgcluster.ClusterLock) -> None:
+    """Once the step's postgres has stopped (or failed to start): its socket folder removed, the cluster's lock
+    released."""
+    if cluster.sockets is not None:
+        shutil.rmtree(cluster.sockets, ignore_errors=True)
+        cluster.sockets = None
+    lock.release()
 
 
 def _clear_stale_pid(data: Path) -> None:
@@ -285,7 +300,7 @@ class RunningPostgres(RunningService):
                 code = self.shut_down()
             finally:
                 if self.lock is not None:
-                    self.lock.release()
+                    let_go(self.cluster, self.lock)
         return code
 
     def shut_down(self) -> int:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -320,7 +321,7 @@ def test_in_its_own_pid_namespace_a_command_whose_unshare_died_while_its_uid_cha
 def test_a_root_without_cap_dac_read_search_still_starts_its_servers_and_names_a_closed_folder():
     """Docker's default capabilities lack CAP_DAC_READ_SEARCH, and setpriv cannot give what the bounding set lacks:
     every JVM and nginx failed at start (setpriv: exit 127). Now they start without it, reading what every user may;
-    a folder of the book closed to other users is named before anything starts."""
+    a folder of the book closed to other users, or your jar closed to them, is named before anything starts."""
     import tempfile
 
     base = Path(tempfile.mkdtemp(prefix="lab-reach-"))  # /tmp/pytest-of-root is closed to other users
@@ -329,26 +330,44 @@ def test_a_root_without_cap_dac_read_search_still_starts_its_servers_and_names_a
     closed.mkdir(parents=True)
     closed.parent.chmod(0o700)
     (base / "link").symlink_to(closed)  # open by its name, closed where it leads
-    code = ("import subprocess, sys; from harness import LabError; "
+    readable, unreadable = base / "app.jar", base / "yours.jar"
+    readable.write_bytes(b"PK")
+    unreadable.write_bytes(b"PK")
+    unreadable.chmod(0o600)
+    code = ("import subprocess, sys; from pathlib import Path; from harness import LabError; "
             "from harness.lab.backends.process import bounded, check_servers_reach, without_privileges; "
             "print(bounded('dac_read_search'), subprocess.run(without_privileges(['true'])).returncode); "
-            "check_servers_reach([__import__('pathlib').Path(sys.argv[1]).parent.parent]); print('open ok')\n"
-            "for folder in sys.argv[1:]:\n"
-            "    try: check_servers_reach([__import__('pathlib').Path(folder)])\n"
+            "check_servers_reach([Path(sys.argv[1]).parent.parent, Path(sys.argv[1]).parent.parent / 'app.jar']); "
+            "print('open ok')\n"
+            "for path in sys.argv[1:]:\n"
+            "    try: check_servers_reach([Path(path)])\n"
             "    except LabError as err: print(err)")
     try:
         done = subprocess.run([shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-dac_read_search",
-                               sys.executable, "-c", code, str(closed), str(base / "link")],
+                               sys.executable, "-c", code, str(closed), str(base / "link"), str(unreadable)],
                               capture_output=True, text=True,
                               cwd=Path(__file__).resolve().parent.parent)
     finally:
         shutil.rmtree(base)
     lines = done.stdout.splitlines()
     assert done.returncode == 0 and lines[:2] == ["False 0", "open ok"], done.stdout + done.stderr
-    for line, named in zip(lines[2:], (closed, base / "link"), strict=True):
-        assert line == (f"root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), so the "
-                        f"lab's servers read only what every user may, and {closed.parent} is closed to them (on the "
-                        f"way to {named}): chmod o+x {closed.parent}, or give root that capability")
+    lacks = ("root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), so the lab's servers "
+             "read only what every user may")
+    assert lines[2:] == [*(f"{lacks}, and {closed.parent} is closed to them (on the way to {named}): chmod o+x "
+                           f"{closed.parent}, or give root that capability" for named in (closed, base / "link")),
+                         f"{lacks}, and {unreadable} is not readable by them: chmod o+r {unreadable}, or give root "
+                         f"that capability"]
+
+
+def test_your_jars_are_checked_for_the_servers_reach_before_anything_starts(tmp_path, monkeypatch):
+    from harness.lab.services import springjar
+
+    checked = []
+    monkeypatch.setattr(springjar, "check_servers_reach", checked.append)
+    steps = [SimpleNamespace(server={}, services={"server": {"kind": "spring-jar", "path": str(tmp_path / f"{n}.jar")},
+                                                  "edge": {"kind": "nginx"}}) for n in ("b", "a", "b")]
+    springjar.KIND.check_steps(steps, "local")
+    assert checked == [[tmp_path / "a.jar", tmp_path / "b.jar"]]
 
 
 def test_a_busy_port_is_refused_without_ss_its_holder_unnamed(tmp_path, monkeypatch):

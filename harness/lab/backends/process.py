@@ -157,18 +157,23 @@ def check_server_can_run(java: str) -> None:
                        f"run that JDK (chmod -R o+rX on its folder), or set JAVA_HOME to one they can")
 
 
-def check_servers_reach(folders: list[Path]) -> None:
+def check_servers_reach(paths: list[Path]) -> None:
     """Before anything starts, as root without CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH):
-    the servers, which then read only what every user may, can enter `folders` (the clone, the data directory)."""
+    the servers, which then read only what every user may, can enter `paths` (the clone, the data directory) and
+    read those that are files (your jar)."""
     if os.geteuid() != 0 or bounded("dac_read_search"):
         return
-    for folder in folders:
-        ways = {Path(os.path.abspath(folder)), Path(folder).resolve()}  # as named, and where its links lead
+    lacks = ("root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), so the lab's "
+             "servers read only what every user may")
+    for path in paths:
+        ways = {Path(os.path.abspath(path)), Path(path).resolve()}  # as named, and where its links lead
         for above in [step for way in ways for step in (*reversed(way.parents), way)]:
             if above.is_dir() and not above.stat().st_mode & 0o001:
-                raise LabError(f"root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), "
-                               f"so the lab's servers read only what every user may, and {above} is closed to them "
-                               f"(on the way to {folder}): chmod o+x {above}, or give root that capability")
+                raise LabError(f"{lacks}, and {above} is closed to them (on the way to {path}): chmod o+x {above}, or "
+                               f"give root that capability")
+        if Path(path).is_file() and not Path(path).stat().st_mode & 0o004:
+            raise LabError(f"{lacks}, and {path} is not readable by them: chmod o+r {path}, or give root that "
+                           f"capability")
 
 
 # Run by root in the service's own mount namespace, before it execs the service: every protected folder bound onto

@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 from harness import ROOT, say
-from harness.lab.backends.process import http_get, http_json, listener
+from harness.lab.backends.process import check_servers_reach, http_get, http_json, listener
 from harness.lab.integrity import sha256
 from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.samplers import ActuatorSampler
@@ -180,6 +180,8 @@ class SpringJarKind(ServiceKind):
     def check_steps(self, steps, backend: str) -> None:
         if any(s.server.get("VIRTUAL_THREADS") for s in steps):
             check_local_jvm(virtual_threads_java()[0])  # a clear error now when there is no Java 21+ it can run
+        jars = {jar_path(knobs) for s in steps for knobs in s.services.values() if knobs["kind"] == self.name}
+        check_servers_reach(sorted(jars))  # yours may lie where the servers' user cannot read it
 
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningJar:
         java = virtual_threads_java()[0] if ctx.step.server.get("VIRTUAL_THREADS") else java_command()

@@ -196,3 +196,40 @@ def test_an_nginx_that_cannot_start_fails_with_its_log(tmp_path):
         finally:
             service.stop()
     assert not alive(service.proc.pid)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as another user the lab and its JVMs run as that user")
+def test_two_jvms_of_a_step_run_as_users_of_their_own_and_neither_can_write_the_others_folder(tmp_path):
+    """As root a step's JVMs ran as one user, so one could write the other's folder (its temp files, its working
+    directory). Now the step's n-th JVM runs as the n-th of the servers' users, owning its own folder only."""
+    import pwd
+    import subprocess
+
+    from harness.lab.backends.process import SERVER_USERS, without_privileges
+    from harness.lab.services.base import TEMP_DIR
+    from harness.lab.services.deploy import Deployment
+    from harness.lab.spec import parse_spec
+    from test_process import status_field
+
+    netty = {"kind": "netty", "io_threads": 1, "executor_threads": 1}
+    raw = {"defaults": {"load": {"vus": 1, "target": "a"},
+                        "services": {"a": {**netty, "port": 8186, "management_port": 8187},
+                                     "b": {**netty, "port": 8188, "management_port": 8189}}},
+           "step": [{"id": "two"}]}
+    limits = {"nofile": 4096, "somaxconn": 4096, "can_raise_somaxconn": False, "cores": 2}
+    deployment = Deployment(parse_spec("t", raw, tmp_path / "t.toml", limits).steps[0], tmp_path)
+    try:
+        deployment.start()
+        folders = {name: tmp_path / TEMP_DIR / name for name in ("a", "b")}
+        for name, user in zip(("a", "b"), SERVER_USERS, strict=False):
+            uid = pwd.getpwnam(user).pw_uid
+            assert status_field(deployment.running[name].pid, "Uid").split() == [str(uid)] * 4, name
+            assert folders[name].stat().st_uid == uid
+        for writer, other in ((SERVER_USERS[0], "b"), (SERVER_USERS[1], "a")):
+            tried = subprocess.run(without_privileges(["touch", str(folders[other] / "x")], writer),
+                                   capture_output=True, text=True)
+            assert tried.returncode != 0 and "Permission denied" in tried.stderr, (writer, other, tried.stderr)
+        own = subprocess.run(without_privileges(["touch", str(folders["b"] / "x")], SERVER_USERS[1]))
+        assert own.returncode == 0  # its own folder it may write
+    finally:
+        deployment.stop()

@@ -186,34 +186,38 @@ def test_not_root_setup_stops_first_with_the_list():
     assert " ab " not in line and "git" not in line.split()  # only what is missing
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the servers' own user is made only as root")
-def test_as_root_setup_makes_the_servers_user_once_and_the_lab_refuses_to_start_a_jvm_without_it(monkeypatch):
-    """The JVMs run as a system user of their own (process.SERVER_USER): setup makes it, with its group, no home and
-    no login, and says so; a second setup finds it; a machine without it stops before anything starts, naming the
+@pytest.mark.skipif(os.geteuid() != 0, reason="the servers' own users are made only as root")
+def test_as_root_setup_makes_the_servers_users_once_and_the_lab_refuses_to_start_a_jvm_without_them(monkeypatch):
+    """The JVMs run as system users of their own (process.SERVER_USERS): setup makes each, with its group, no home and
+    no login, and says so; a second setup finds them; a machine without one stops before anything starts, naming the
     command that makes it."""
     import grp
     import pwd
 
     from harness.lab.backends import process
 
-    name = f"lab-test-{os.getpid()}"
-    monkeypatch.setattr(system_packages, "SERVER_USER", name)
-    monkeypatch.setattr(process, "SERVER_USER", name)
-    with pytest.raises(LabError, match=rf"no user or group {name}: run `invoke setup`, which makes them"):
+    names = (f"lab-test-{os.getpid()}", f"lab-test-{os.getpid()}-2")
+    monkeypatch.setattr(system_packages, "SERVER_USERS", names)
+    monkeypatch.setattr(process, "SERVER_USERS", names)
+    with pytest.raises(LabError, match=rf"no user or group {names[0]}, {names[1]}: run `invoke setup`, which makes them"):
         process.check_server_user()
     try:
-        assert system_packages.make_server_user() == f"{name} (made now)"
-        user = pwd.getpwnam(name)
-        assert user.pw_uid < 1000 and user.pw_shell == "/usr/sbin/nologin" and not os.path.exists(user.pw_dir)
-        assert system_packages.make_server_user() == f"{name} (there already)"
+        assert system_packages.make_server_users() == f"{names[0]} (made now), {names[1]} (made now)"
+        for name in names:
+            user = pwd.getpwnam(name)
+            assert user.pw_uid < 1000 and user.pw_shell == "/usr/sbin/nologin" and not os.path.exists(user.pw_dir)
+        assert system_packages.make_server_users() == f"{names[0]} (there already), {names[1]} (there already)"
         process.check_server_user()
-        subprocess.run(["userdel", name], check=True)
-        subprocess.run(["groupadd", "--system", name], check=True)  # a group left behind: useradd -U refuses it
-        assert system_packages.make_server_user() == f"{name} (made now)"
-        assert pwd.getpwnam(name).pw_gid == grp.getgrnam(name).gr_gid
+        subprocess.run(["userdel", names[1]], check=True)
+        with pytest.raises(LabError, match=rf"no user or group {names[1]}: run `invoke setup`"):
+            process.check_server_user()
+        subprocess.run(["groupadd", "--system", names[1]], check=True)  # a group left behind: useradd -U refuses it
+        assert system_packages.make_server_users() == f"{names[0]} (there already), {names[1]} (made now)"
+        assert pwd.getpwnam(names[1]).pw_gid == grp.getgrnam(names[1]).gr_gid
     finally:
-        subprocess.run(["userdel", name], check=False)
-        subprocess.run(["groupdel", name], check=False, capture_output=True)
+        for name in names:
+            subprocess.run(["userdel", name], check=False)
+            subprocess.run(["groupdel", name], check=False, capture_output=True)
 
 
 def test_readme_has_the_table_made_from_the_code():

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness import LabError, say
-from harness.lab.backends.process import SERVER_USER, has_user
+from harness.lab.backends.process import SERVER_USERS, has_user
 from harness.lab.jdk import java_command, java_major
 
 MIN_JAVA = 17
@@ -57,11 +57,11 @@ PACKAGES = (
             "(ip, tc)"),
     Package("util-linux", ("taskset", "setpriv", "unshare", "mountpoint"),
             "a spec's `[placement]` pins CPUs (taskset); as root, postgres runs as nobody, the JVMs as "
-            "lab-server and nginx as www-data (setpriv); as root with CAP_SYS_ADMIN, nginx in its own pid namespace, "
+            "lab-server … and nginx as www-data (setpriv); as root with CAP_SYS_ADMIN, nginx in its own pid namespace, "
             "the JVMs and nginx in mount namespaces of their own (unshare, mountpoint)"),
     Package("mount", ("mount",), "as root with CAP_SYS_ADMIN, the JVMs and nginx see the clone and the data "
             "directory read-only (bind mounts in a mount namespace of their own)"),
-    Package("passwd", ("useradd",), "as root, setup makes the system user the JVMs run as (lab-server) with it",
+    Package("passwd", ("useradd",), "as root, setup makes the system users the JVMs run as (lab-server …) with it",
             present=lambda: os.geteuid() != 0 or find("useradd")),
     Package("apache2-utils", ("ab",), "chapter 1 cross-checks k6 with ab, the article's tool"),
     Package("nginx", ("nginx",), "chapter 6 and every spec with an nginx service (the lab starts its own)"),
@@ -167,23 +167,28 @@ def ensure(docker: bool = False) -> str:
     return f"installed {', '.join(p.name for p in wanted)}"
 
 
-def make_server_user() -> str:
-    """As root: the system user the JVMs run as (process.SERVER_USER), without home or login; what setup did."""
+def make_server_users() -> str:
+    """As root: the system users the JVMs run as (process.SERVER_USERS); what setup did."""
     if os.geteuid() != 0:
         return "none needed (not root: the servers run as you)"
-    if has_user(SERVER_USER):
-        return f"{SERVER_USER} (there already)"
+    return ", ".join(make_server_user(name) for name in SERVER_USERS)
+
+
+def make_server_user(name: str) -> str:
+    """As root: the system user `name`, without home or login, and its group; what setup did."""
+    if has_user(name):
+        return f"{name} (there already)"
     try:
-        grp.getgrnam(SERVER_USER)
-        group = ["--gid", SERVER_USER]  # left by a removed user: useradd --user-group would refuse it
+        grp.getgrnam(name)
+        group = ["--gid", name]  # left by a removed user: useradd --user-group would refuse it
     except KeyError:
         group = ["--user-group"]
     useradd = shutil.which("useradd", path=os.pathsep.join([os.environ.get("PATH", os.defpath), *SBIN]))
     done = subprocess.run([useradd or "useradd", "--system", *group, "--no-create-home", "--home-dir", "/nonexistent",
-                           "--shell", "/usr/sbin/nologin", SERVER_USER], capture_output=True, text=True)
+                           "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True)
     if done.returncode != 0:
-        raise LabError(f"useradd could not make {SERVER_USER}, the user the JVMs run as: {done.stderr.strip()}")
-    return f"{SERVER_USER} (made now)"
+        raise LabError(f"useradd could not make {name}, a user the JVMs run as: {done.stderr.strip()}")
+    return f"{name} (made now)"
 
 
 def markdown_table() -> str:

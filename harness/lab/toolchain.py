@@ -73,7 +73,7 @@ def setup(docker: bool = False) -> None:
     check_python()
     say(f"system packages: {system_packages.ensure(docker)}")
     say(f"java: {check_java()}")
-    say(f"the servers' user: {system_packages.make_server_user()}")
+    say(f"the servers' users: {system_packages.make_server_users()}")
     say(f"k6:   {ensure_k6()}")
     say(f"java for virtual threads: {describe_virtual_threads_java()}")
     say(f"postgres: {pgbinaries.PG_VERSION} in {pgbinaries.install()} (Zonky's binaries from Maven Central, sha256 checked)")

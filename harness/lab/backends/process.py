@@ -61,9 +61,11 @@ def setpriv() -> str:
     return shutil.which("setpriv") or "/usr/bin/setpriv"
 
 
-# The user every JVM runs as when root runs the lab (`invoke setup` makes it): it owns nothing but each server's own
-# folder, and is neither PostgreSQL's user (nobody) nor nginx's (www-data).
-SERVER_USER = "lab-server"
+# The users the JVMs run as when root runs the lab (`invoke setup` makes them): a step's first JVM runs as the first,
+# its second as the second … (deploy.Deployment), so no JVM can write another's folder. Each owns nothing but the
+# folder of the JVM it runs, and none is PostgreSQL's user (nobody) or nginx's (www-data).
+SERVER_USERS = ("lab-server", "lab-server-2", "lab-server-3", "lab-server-4")
+SERVER_USER = SERVER_USERS[0]  # a step's first JVM's, and the one the checks run as (all have the same rights)
 CAPABILITY_BITS = {"dac_read_search": 2, "net_bind_service": 10, "sys_admin": 21}
 
 
@@ -107,14 +109,14 @@ def still_a_child(parent: str) -> list[str]:
             f'started it is gone" >&2; exit 1; }}; unset LAB_PARENT; shift; exec "$@"', "sh", parent]
 
 
-def without_privileges(cmd: list[str]) -> list[str]:
-    """`cmd` as SERVER_USER when the harness is root, with one capability, CAP_DAC_READ_SEARCH: it reads every file
-    (the JDK, the jar and the clone wherever they lie, /root included), but writes only its own folder (server_owned)
-    and what every user may; it cannot change root's files (/etc, /proc/sys, cgroups), signal root's processes or
-    connect to root's sockets (Docker's), nor write the files of the services that run as other users."""
+def without_privileges(cmd: list[str], user: str = SERVER_USER) -> list[str]:
+    """`cmd` as `user` (one of SERVER_USERS) when the harness is root, with one capability, CAP_DAC_READ_SEARCH: it
+    reads every file (the JDK, the jar and the clone wherever they lie, /root included), but writes only its own folder
+    (server_owned) and what every user may; it cannot change root's files (/etc, /proc/sys, cgroups), signal root's
+    processes or connect to root's sockets (Docker's), nor write the files of the services that run as other users."""
     if os.geteuid() != 0:
         return cmd
-    return [*as_user(SERVER_USER, SERVER_USER, keep=("dac_read_search",)), *cmd]
+    return [*as_user(user, user, keep=("dac_read_search",)), *cmd]
 
 
 def give_to(path: Path, user: str, group: str) -> None:
@@ -132,17 +134,18 @@ def has_user(name: str) -> bool:
     return True
 
 
-def server_owned(folder: Path) -> None:
-    """Give `folder` (a JVM's own) to SERVER_USER when the harness is root: the one place it may write."""
+def server_owned(folder: Path, user: str = SERVER_USER) -> None:
+    """Give `folder` (a JVM's own) to `user`, the JVM's, when the harness is root: the one place it may write."""
     check_server_user()
-    give_to(folder, SERVER_USER, SERVER_USER)
+    give_to(folder, user, user)
 
 
 def check_server_user() -> None:
-    """Before anything starts, as root: SERVER_USER exists (`invoke setup` makes it)."""
-    if os.geteuid() == 0 and not has_user(SERVER_USER):
-        raise LabError(f"as root, the lab runs its JVMs as the system user {SERVER_USER}, and this machine has no user "
-                       f"or group {SERVER_USER}: run `invoke setup`, which makes them")
+    """Before anything starts, as root: every one of SERVER_USERS exists (`invoke setup` makes them)."""
+    missing = [user for user in SERVER_USERS if not has_user(user)] if os.geteuid() == 0 else []
+    if missing:
+        raise LabError(f"as root, the lab runs its JVMs as the system users {', '.join(SERVER_USERS)}, and this "
+                       f"machine has no user or group {', '.join(missing)}: run `invoke setup`, which makes them")
 
 
 def check_server_can_run(java: str) -> None:

@@ -25,7 +25,7 @@ from harness import ROOT, LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import (StepFailed, check_server_can_run, check_server_user,
+from harness.lab.backends.process import (SERVER_USER, StepFailed, check_server_can_run, check_server_user,
                                           check_servers_reach, may_make_view, read_only_view, server_owned, spawn,
                                           passed_env, terminate, without_privileges)
 from harness.lab.build import maven_package
@@ -52,6 +52,7 @@ class Context:
     given: dict = field(default_factory=dict)  # what the services this one depends on give it (environment)
     # What it sees read-only (process.read_only_view): a Deployment gives the book's folders and every kind's kept ones.
     protected: list = field(default_factory=lambda: book_folders())
+    server_user: str = SERVER_USER  # the user a JVM runs as, when root runs the lab: a step's n-th JVM, the n-th user
 
     def command(self, service: str, cmd: list[str]) -> list[str]:
         """`cmd` under the step's placement for `service`, on the service's own host when the step has hosts. The
@@ -327,20 +328,20 @@ def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     `env`, the variables every child gets and the options of the step's system.jvm, its log <service>.log. Its
     temporary files, and its working directory, are its folder in the step's work directory (not /tmp, where they
     would outlive it; not the directory the harness was started in, whose application.properties Spring Boot would
-    read). When the harness is root it runs as the servers' user, which owns that folder and nothing else, and sees
-    the book's folders read-only but for that one (process.without_privileges, process.read_only_view). Returns
+    read). When the harness is root it runs as its user (ctx.server_user: no other JVM of the step's), which owns
+    that folder and nothing else, and sees the book's folders read-only but for that one (process.without_privileges, process.read_only_view). Returns
     (process, log, started)."""
     log = ctx.workdir / f"{service}.log"
     temp = (ctx.workdir / TEMP_DIR / service).resolve()  # it runs there: no path of its may be relative
     temp.mkdir(parents=True, exist_ok=True)
-    server_owned(temp)
+    server_owned(temp, ctx.server_user)
     env = with_jvm_options(passed_env() | env, ctx.step.system)
     home = []
-    if os.geteuid() == 0:  # SERVER_USER's home is its folder: not root's, nor its passwd entry's (/nonexistent)
+    if os.geteuid() == 0:  # the server's user's home is its folder: not root's, nor its passwd entry's (/nonexistent)
         home, env["HOME"] = [f"-Duser.home={temp}"], str(temp)
     cmd = [str(Path(cmd[0]).absolute()) if "/" in cmd[0] else cmd[0], f"-Djava.io.tmpdir={temp}", *home, *cmd[1:]]
     started = time.monotonic()
-    contained = read_only_view(without_privileges(cmd), temp, ctx.protected)
+    contained = read_only_view(without_privileges(cmd, ctx.server_user), temp, ctx.protected)
     proc = spawn(ctx.command(service, contained), env, log, cwd=temp)  # placed as root, then contained
     return proc, log, started
 

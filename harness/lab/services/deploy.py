@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import StepFailed, listener
+from harness.lab.backends.process import SERVER_USERS, StepFailed, listener
 from harness.lab.services.base import Context, RunningService, book_folders, port_in_use
 from harness.lab.services.graph import SERVER, endpoints, hosted, needs, start_order
 from harness.lab.services.kinds import KINDS
@@ -33,6 +33,10 @@ def check_services(steps, backend: str) -> None:
         kinds = ", ".join(sorted({k["kind"] for s in elsewhere for k in s.services.values()}))
         raise LabError(f"--backend {backend}: no service of step(s) {ids} runs there (kinds {kinds} run as local "
                        f"processes only): run them without --backend {backend}")
+    crowded = [f"{s.id} ({len(jvms_of(s))})" for s in steps if len(jvms_of(s)) > len(SERVER_USERS)]
+    if crowded:
+        raise LabError(f"step(s) {', '.join(crowded)} run more JVMs than the lab has users to run them as, each its "
+                       f"own ({len(SERVER_USERS)}: {', '.join(SERVER_USERS)}): split the step")
     for kind in sorted({k["kind"] for step in steps for k in step.services.values()}):
         using = [s for s in steps if any(k["kind"] == kind for k in s.services.values())]
         where = placed_on(KINDS[kind], backend)
@@ -41,6 +45,17 @@ def check_services(steps, backend: str) -> None:
     for step in steps:
         if step.system["network"] == "loopback":  # hosts are made for the step: nothing listens on them yet
             check_ports_free(step)
+
+
+def jvms_of(step) -> list[str]:
+    """The step's JVM services in start order: as root the n-th runs as the n-th of SERVER_USERS (Context.server_user),
+    so no JVM can write another's folder."""
+    return [name for name in start_order(step.services) if kind_of(step, name).runs_java]
+
+
+def server_user(jvms: list[str], name: str) -> str:
+    """The user service `name` runs as when it is a JVM and root runs the lab: the n-th of `jvms`, the n-th user."""
+    return SERVER_USERS[jvms.index(name)] if name in jvms else SERVER_USERS[0]
 
 
 def placed_on(kind, backend: str) -> str:
@@ -87,11 +102,12 @@ class Deployment:
         if self.hosts is None:  # a host made for the step has nothing on it yet
             check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started
         protected = book_folders(KINDS.values())  # what every service sees read-only
+        jvms = jvms_of(self.step)  # all of them, whichever start: a JVM's user is the same in every run of the step
         for name in names:
             kind = KINDS[services[name]["kind"]]
             given = self.given_to(name)
             ctx = Context(self.step, self.workdir, dict(self.running), endpoints(services), self.hosts,
-                          placed_on(kind, self.backend), given, protected)
+                          placed_on(kind, self.backend), given, protected, server_user(jvms, name))
             service = kind.start(name, services[name], ctx)
             service.netns = self.hosts.path(name) if self.hosts is not None and name in hosted(services) else None
             self.running[name] = service

@@ -286,7 +286,7 @@ def test_every_service_is_given_the_book_and_each_kinds_kept_folders_to_see_read
     assert book_folders() == [ROOT, tmp_path / "data"]
 
 
-def test_a_steps_jvms_run_as_users_of_their_own_and_a_step_of_more_than_there_are_is_refused():
+def test_a_steps_jvms_run_as_users_of_their_own_and_a_step_of_more_than_there_are_is_refused(monkeypatch):
     """As root the n-th JVM of a step (in start order) runs as the n-th of the servers' users; nginx and the
     database run as their own (www-data, nobody). More JVMs than users: one line before anything starts."""
     from types import SimpleNamespace
@@ -295,13 +295,20 @@ def test_a_steps_jvms_run_as_users_of_their_own_and_a_step_of_more_than_there_ar
 
     def step(id, **kinds):
         return SimpleNamespace(id=id, services={name: {"kind": kind} for name, kind in kinds.items()},
-                               system={"network": "loopback"})
+                               system={"network": "hosts"})  # hosts: no port to check
 
     mixed = step("mixed", server="tomcat", edge="nginx", api="netty", db="postgres", flux="webflux")
     jvms = deploy.jvms_of(mixed)
     assert sorted(jvms) == ["api", "flux", "server"]
     assert [deploy.server_user(jvms, name) for name in jvms] == list(SERVER_USERS[:3])
     assert deploy.server_user(jvms, "edge") == SERVER_USERS[0]  # not a JVM: the Context's default, unused
+    needed = []
+    monkeypatch.setattr(deploy, "check_server_users", needed.append)
+    for kind in ("tomcat", "nginx", "netty", "postgres", "webflux"):
+        monkeypatch.setattr(deploy.KINDS[kind], "check_tools", lambda where: None)
+        monkeypatch.setattr(deploy.KINDS[kind], "check_steps", lambda steps, where: None)
+    deploy.check_services([mixed, step("one", server="tomcat")], "local")
+    assert needed == [3]  # as many of the users as the step with most JVMs needs (a machine set up before has one)
     crowded = step("crowded", **{f"j{n}": "netty" for n in range(len(SERVER_USERS) + 1)})
     with pytest.raises(LabError, match=rf"^step\(s\) crowded \({len(SERVER_USERS) + 1}\) run more JVMs than the lab "
                                        rf"has users to run them as, each its own \({len(SERVER_USERS)}: lab-server, "

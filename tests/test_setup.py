@@ -199,18 +199,23 @@ def test_as_root_setup_makes_the_servers_users_once_and_the_lab_refuses_to_start
     names = (f"lab-test-{os.getpid()}", f"lab-test-{os.getpid()}-2")
     monkeypatch.setattr(system_packages, "SERVER_USERS", names)
     monkeypatch.setattr(process, "SERVER_USERS", names)
-    with pytest.raises(LabError, match=rf"no user or group {names[0]}, {names[1]}: run `invoke setup`, which makes them"):
-        process.check_server_user()
+    with pytest.raises(LabError, match=rf"^as root, the lab runs its JVMs as the system user {names[0]}, and this "
+                                       rf"machine has no user or group {names[0]}: run `invoke setup`, which makes them$"):
+        process.check_server_users()
+    with pytest.raises(LabError, match=rf"system users {names[0]}, {names[1]} \(one for each JVM of a step\), and this "
+                                       rf"machine has no user or group {names[0]}, {names[1]}: run `invoke setup`"):
+        process.check_server_users(2)
     try:
         assert system_packages.make_server_users() == f"{names[0]} (made now), {names[1]} (made now)"
         for name in names:
             user = pwd.getpwnam(name)
             assert user.pw_uid < 1000 and user.pw_shell == "/usr/sbin/nologin" and not os.path.exists(user.pw_dir)
         assert system_packages.make_server_users() == f"{names[0]} (there already), {names[1]} (there already)"
-        process.check_server_user()
+        process.check_server_users(2)
         subprocess.run(["userdel", names[1]], check=True)
+        process.check_server_users(1)  # set up before there were more: a step of one JVM still runs
         with pytest.raises(LabError, match=rf"no user or group {names[1]}: run `invoke setup`"):
-            process.check_server_user()
+            process.check_server_users(2)
         subprocess.run(["groupadd", "--system", names[1]], check=True)  # a group left behind: useradd -U refuses it
         assert system_packages.make_server_users() == f"{names[0]} (there already), {names[1]} (made now)"
         assert pwd.getpwnam(names[1]).pw_gid == grp.getgrnam(names[1]).gr_gid

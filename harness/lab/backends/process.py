@@ -136,23 +136,26 @@ def has_user(name: str) -> bool:
 
 def server_owned(folder: Path, user: str = SERVER_USER) -> None:
     """Give `folder` (a JVM's own) to `user`, the JVM's, when the harness is root: the one place it may write."""
-    check_server_user()
+    check_server_users(SERVER_USERS.index(user) + 1)
     give_to(folder, user, user)
 
 
-def check_server_user() -> None:
-    """Before anything starts, as root: every one of SERVER_USERS exists (`invoke setup` makes them)."""
-    missing = [user for user in SERVER_USERS if not has_user(user)] if os.geteuid() == 0 else []
+def check_server_users(count: int = 1) -> None:
+    """Before anything starts, as root: the first `count` of SERVER_USERS exist, one for each JVM of a step (`invoke
+    setup` makes them all; a machine set up before there were four still runs steps of one JVM)."""
+    needed = SERVER_USERS[:count]
+    missing = [user for user in needed if not has_user(user)] if os.geteuid() == 0 else []
     if missing:
-        raise LabError(f"as root, the lab runs its JVMs as the system users {', '.join(SERVER_USERS)}, and this "
-                       f"machine has no user or group {', '.join(missing)}: run `invoke setup`, which makes them")
+        raise LabError(f"as root, the lab runs its JVMs as the system user{'s' if count > 1 else ''} "
+                       f"{', '.join(needed)}{' (one for each JVM of a step)' if count > 1 else ''}, and this machine "
+                       f"has no user or group {', '.join(missing)}: run `invoke setup`, which makes them")
 
 
 def check_server_can_run(java: str) -> None:
     """Before anything starts, as root: SERVER_USER can run `java` (a JDK unpacked with umask 077 it cannot)."""
     if os.geteuid() != 0:
         return
-    check_server_user()
+    check_server_users()
     done = subprocess.run(without_privileges([java, "-version"]), capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import SERVER_USERS, StepFailed, listener
+from harness.lab.backends.process import SERVER_USERS, StepFailed, check_server_users, listener
 from harness.lab.services.base import Context, RunningService, book_folders, port_in_use
 from harness.lab.services.graph import SERVER, endpoints, hosted, needs, start_order
 from harness.lab.services.kinds import KINDS
@@ -37,6 +37,7 @@ def check_services(steps, backend: str) -> None:
     if crowded:
         raise LabError(f"step(s) {', '.join(crowded)} run more JVMs than the lab has users to run them as, each its "
                        f"own ({len(SERVER_USERS)}: {', '.join(SERVER_USERS)}): split the step")
+    check_server_users(max((len(jvms_of(s)) for s in steps), default=0))
     for kind in sorted({k["kind"] for step in steps for k in step.services.values()}):
         using = [s for s in steps if any(k["kind"] == kind for k in s.services.values())]
         where = placed_on(KINDS[kind], backend)

@@ -296,6 +296,35 @@ def test_the_app_role_proves_its_password_and_the_superuser_is_the_harnesss_user
     assert credentials.app not in log
 
 
+def test_a_cluster_an_earlier_lab_made_loses_its_superuser_password_at_its_next_start(clusters, tmp_path):
+    """Earlier labs gave the superuser a password and kept it in credentials.json, which the servers may read as root:
+    no rule admits it now, and the next start removes it, from PostgreSQL and from the file."""
+    for run in ("earlier", "next"):
+        (tmp_path / run).mkdir()
+    with running_db(tmp_path / "earlier", 26294) as (_, service):
+        cluster, app = service.cluster.dir, service.cluster.credentials.app
+        with service.cluster.connect(26294) as admin:  # as an earlier lab's initdb left it
+            admin.execute(f"ALTER ROLE postgres PASSWORD '{pgauth.scram_verifier('earlier')}'")
+    (cluster / pgauth.CREDENTIALS).write_text(json.dumps({"postgres": "earlier", "lab": app}))
+    with running_db(tmp_path / "next", 26294) as (deployment, service):
+        assert deployment.meta["db"]["template_reused"] is True
+        with service.cluster.connect(26294) as admin:
+            assert admin.execute("SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'").fetchone() == (None,)
+    assert json.loads((cluster / pgauth.CREDENTIALS).read_text()) == {"lab": app}
+
+
+def test_a_start_that_fails_leaves_no_socket_folder(clusters, tmp_path, monkeypatch):
+    from harness.lab.services.base import StepFailed
+
+    def no_clone(self, port, database):
+        raise RuntimeError("no clone today")
+
+    monkeypatch.setattr(pgcluster.Cluster, "clone", no_clone)
+    with pytest.raises(StepFailed, match="no clone today"), running_db(tmp_path, 26294):
+        pass
+    assert list(pgcluster.SOCKETS_IN.glob(f"lab-pg-socket-{os.getpid()}-*")) == []
+
+
 def test_no_password_is_written_into_the_steps_data(runs):
     metas, data, _ = runs
     credentials = pgauth.Credentials.load(Path(metas["first"]["services"]["db"]["cluster"]))

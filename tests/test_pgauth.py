@@ -98,12 +98,51 @@ def test_the_socket_folders_of_gone_harnesses_are_removed_and_no_other(tmp_path,
         (folder / ".s.PGSQL.5432.lock").write_text(f"{gone}\n")
         pgbinaries.give_to_runner(folder)
     (tmp_path / f"lab-pg-socket-{gone}-link").symlink_to(dead)  # a link is no folder of ours
+    (tmp_path / f"lab-pg-socket-{gone}-file").write_text("")  # nor is a file
+    unlike = tmp_path / f"lab-pg-clusters-{gone}"  # nor one of another name
+    unlike.mkdir()
+    ours = tmp_path / f"lab-pg-socket-{gone}-d4"  # one a harness killed before it gave the folder away
+    ours.mkdir()
     other = tmp_path / f"lab-pg-socket-{gone}-c3"
     other.mkdir()
-    os.chown(other, pgbinaries.runner_uid() + 1, -1) if os.geteuid() == 0 else None
-    assert pgcluster.remove_leftover_sockets() == [dead.name]
-    assert not dead.exists() and live.is_dir() and (tmp_path / f"lab-pg-socket-{gone}-link").is_symlink()
-    assert other.is_dir() == (os.geteuid() == 0)  # as root, another user's is left alone
+    root = os.geteuid() == 0
+    if root:
+        os.chown(other, pgbinaries.runner_uid() + 1, -1)
+    removed = [dead.name, ours.name] + ([] if root else [other.name])  # as root, another user's is left alone
+    assert sorted(pgcluster.remove_leftover_sockets()) == sorted(removed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {live.name, f"lab-pg-socket-{gone}-link", f"lab-pg-socket-{gone}-file", unlike.name, other.name} - set(removed))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the cluster's files are another user's only as root")
+def test_the_access_rules_are_written_without_following_a_link_the_clusters_user_left(tmp_path, monkeypatch):
+    """The data directory is nobody's: a link in pg_hba.conf's place, to a file of root's, would have had root
+    truncate that file, write the rules into it and give it to nobody."""
+    monkeypatch.setenv("LAB_PG_CLUSTERS", str(tmp_path))
+    cluster = pgcluster.Cluster(DB["template"], 1000, pgcluster.sql_files(DB["sql_dir"], DB["template"]))
+    cluster.data.mkdir(parents=True)
+    cluster.write_access_rules()
+    for name in ("pg_hba.conf", "pg_ident.conf"):
+        info = (cluster.data / name).stat()
+        assert info.st_uid == pgbinaries.runner_uid() and stat.S_IMODE(info.st_mode) == 0o600
+    assert (cluster.data / "pg_hba.conf").read_text() == pgauth.PG_HBA
+    roots = tmp_path / "roots-file"
+    roots.write_text("root's\n")
+    (cluster.data / "pg_hba.conf").unlink()
+    (cluster.data / "pg_hba.conf").symlink_to(roots)
+    with pytest.raises(LabError, match=rf"cannot write {cluster.data}/pg_hba.conf \(Too many levels of symbolic "
+                                       rf"links\): remove the cluster"):
+        cluster.write_access_rules()
+    assert roots.read_text() == "root's\n" and roots.stat().st_uid == 0
+
+
+def test_an_earlier_labs_credentials_are_replaced_by_the_app_roles_alone(tmp_path):
+    (tmp_path / pgauth.CREDENTIALS).write_text(json.dumps({"postgres": "old-superuser", "lab": "app"}))
+    assert pgauth.names_superuser(tmp_path)
+    Credentials.load(tmp_path).save(tmp_path, replace=True)
+    assert json.loads((tmp_path / pgauth.CREDENTIALS).read_text()) == {"lab": "app"}
+    assert stat.S_IMODE((tmp_path / pgauth.CREDENTIALS).stat().st_mode) == 0o600
+    assert not pgauth.names_superuser(tmp_path) and sorted(p.name for p in tmp_path.iterdir()) == [pgauth.CREDENTIALS]
 
 
 def test_the_cluster_key_changes_with_password_authentication(tmp_path):

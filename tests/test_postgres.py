@@ -4,6 +4,7 @@ process-tree reading on real processes, and a stale postmaster.pid. The real Pos
 tests/test_e2e_postgres.py."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -179,7 +180,8 @@ def test_on_docker_the_steps_postgres_runs_in_the_labs_image_as_the_clusters_own
     owner = data.stat()
     assert argv[argv.index("--user") + 1] == f"{owner.st_uid}:{owner.st_gid}"  # never root when the harness is
     assert flag_values(argv, "--network") == flag_values(argv, "--pid") == ["host"]
-    assert flag_values(argv, "--volume") == [f"{data}:{data}", f"{sockets}:{sockets}"]  # not the credentials beside it
+    assert flag_values(argv, "--volume") == [f"{data}:{data}", f"{sockets}:{sockets}",  # not the credentials beside it
+                                             f"{sockets}/passwd:/etc/passwd:ro"]
     assert argv[argv.index("--cpuset-cpus") + 1] == "1" and argv[argv.index("--cpus") + 1] == "0.5"
     assert argv[argv.index(POSTGRES_TAG) + 1:] == ["-D", str(data), "-c", "port=38192"]
     assert argv[argv.index("--name") + 1] == "lab-t-s-db"
@@ -393,3 +395,49 @@ def test_clean_clusters_removes_those_no_run_holds_and_keeps_the_held_one(tmp_pa
 
 def flag_values(argv: list[str], flag: str) -> list[str]:
     return [argv[i + 1] for i, arg in enumerate(argv) if arg == flag]
+
+
+def test_on_docker_the_container_knows_its_users_by_name(tmp_path):
+    """PostgreSQL looks up its own user at start, and the peer check the user who connects: the image knows root
+    only, so a harness of the docker group (not root) could not log in. The container's /etc/passwd names all three."""
+    import pwd
+
+    from harness.lab.services import pgcontainer
+
+    data, sockets = tmp_path / "data", tmp_path / "sockets"
+    data.mkdir()
+    sockets.mkdir()
+    pgcontainer.users_file(data, sockets)
+    lines = (sockets / pgcontainer.USERS_FILE).read_text().splitlines()
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    assert lines[0] == "root:x:0:0::/:/usr/sbin/nologin"
+    assert f"{me}:x:{os.geteuid()}:{os.getegid()}::/:/usr/sbin/nologin" in lines and len(lines) == len(set(lines))
+    argv = pgcontainer.options(data, sockets)
+    assert argv[argv.index(f"{sockets}/passwd:/etc/passwd:ro") - 1] == "--volume"
+
+
+@pytest.mark.parametrize("said, refused", [
+    ('connection to server on socket "/tmp/s/.s.PGSQL.5432" failed: Permission denied', True),
+    ('connection to server on socket "/tmp/s/.s.PGSQL.5432" failed: FATAL:  Peer authentication failed for user '
+     '"postgres"', True),
+    ("FATAL:  no pg_hba.conf entry for host \"127.0.0.1\", user \"postgres\"", True),
+    ('FATAL:  local user with ID 1000 does not exist', True),
+    ("connection to server on socket \"/tmp/s/.s.PGSQL.5432\" failed: No such file or directory", False),
+    ("FATAL:  the database system is starting up", False)])
+def test_a_refused_login_ends_the_start_at_once_and_a_slow_start_is_waited_for(said, refused, tmp_path):
+    from types import SimpleNamespace
+
+    from harness.lab.services.postgres import RunningPostgres, refused_login
+
+    assert refused_login(Exception(said)) is refused
+
+    def connect(*args, **kwargs):
+        raise Exception(said)
+
+    service = RunningPostgres.__new__(RunningPostgres)
+    service.name, service.port, service.cluster = "db", 5432, SimpleNamespace(connect=connect)
+    if refused:
+        with pytest.raises(StepFailed, match=r"^postgres 'db' refuses the harness's own login as its superuser: "):
+            service.ready()
+    else:
+        assert service.ready() is False

@@ -100,10 +100,15 @@ def mount_options(pid: int, path: Path) -> set[str]:
 
 
 def wait_for_file(path: Path, timeout_s: float = 10) -> str:
+    """The file's text once its writer's `echo` has ended its line: the shell makes the file before it writes, and a
+    busy machine showed the empty file in between."""
     deadline = time.monotonic() + timeout_s
-    while not path.exists() and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if text.endswith("\n"):
+            return text
         time.sleep(0.05)
-    return path.read_text()
+    return path.read_text() if path.exists() else ""
 
 
 @ROOT_ONLY
@@ -223,7 +228,7 @@ def test_a_jdk_the_servers_user_cannot_run_is_named_before_anything_starts(tmp_p
     check_server_can_run(str(java))
     java.chmod(0o700)
     assert subprocess.run([str(java), "-version"]).returncode == 0  # root may
-    with pytest.raises(LabError, match=rf"^{SERVER_USER}, the user the lab runs its JVMs as, cannot run {java} \(.*"
+    with pytest.raises(LabError, match=rf"^{SERVER_USER}, a user the lab runs its JVMs as, cannot run {java} \(.*"
                                        r"Permission denied\): let every user run that JDK \(chmod -R o\+rX on its "
                                        r"folder\), or set JAVA_HOME to one they can$"):
         check_server_can_run(str(java))
@@ -332,6 +337,7 @@ def test_a_root_without_cap_dac_read_search_still_starts_its_servers_and_names_a
     (base / "link").symlink_to(closed)  # open by its name, closed where it leads
     readable, unreadable = base / "app.jar", base / "yours.jar"
     readable.write_bytes(b"PK")
+    readable.chmod(0o644)  # whatever the umask
     unreadable.write_bytes(b"PK")
     unreadable.chmod(0o600)
     code = ("import subprocess, sys; from pathlib import Path; from harness import LabError; "

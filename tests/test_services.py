@@ -298,7 +298,7 @@ def test_a_steps_jvms_run_as_users_of_their_own_and_a_step_of_more_than_there_ar
                                system={"network": "hosts"})  # hosts: no port to check
 
     mixed = step("mixed", server="tomcat", edge="nginx", api="netty", db="postgres", flux="webflux")
-    jvms = deploy.jvms_of(mixed)
+    jvms = deploy.jvms_of(mixed, "local")
     assert sorted(jvms) == ["api", "flux", "server"]
     assert [deploy.server_user(jvms, name) for name in jvms] == list(SERVER_USERS[:3])
     assert deploy.server_user(jvms, "edge") == SERVER_USERS[0]  # not a JVM: the Context's default, unused
@@ -307,10 +307,24 @@ def test_a_steps_jvms_run_as_users_of_their_own_and_a_step_of_more_than_there_ar
     for kind in ("tomcat", "nginx", "netty", "postgres", "webflux"):
         monkeypatch.setattr(deploy.KINDS[kind], "check_tools", lambda where: None)
         monkeypatch.setattr(deploy.KINDS[kind], "check_steps", lambda steps, where: None)
+    monkeypatch.setattr(deploy.os, "geteuid", lambda: 0)
     deploy.check_services([mixed, step("one", server="tomcat")], "local")
     assert needed == [3]  # as many of the users as the step with most JVMs needs (a machine set up before has one)
     crowded = step("crowded", **{f"j{n}": "netty" for n in range(len(SERVER_USERS) + 1)})
-    with pytest.raises(LabError, match=rf"^step\(s\) crowded \({len(SERVER_USERS) + 1}\) run more JVMs than the lab "
-                                       rf"has users to run them as, each its own \({len(SERVER_USERS)}: lab-server, "
-                                       rf"lab-server-2, .*\): split the step$"):
+    with pytest.raises(LabError, match=rf"^as root, step\(s\) crowded \({len(SERVER_USERS) + 1}\) run more JVMs than "
+                                       rf"the lab has users to run them as, each its own \({len(SERVER_USERS)}: "
+                                       rf"lab-server, lab-server-2, .*\): split the step$"):
         deploy.check_services([mixed, crowded], "local")
+    monkeypatch.setattr(deploy.os, "geteuid", lambda: 1000)  # as another user every JVM runs as that user
+    deploy.check_services([crowded], "local")
+    assert needed == [3]  # and no user is looked for
+
+
+def test_a_jvm_in_a_container_takes_none_of_the_servers_users(monkeypatch):
+    """On --backend docker the sample server runs in a container (as its image's user): the JVMs that run here as
+    processes are counted without it."""
+    from types import SimpleNamespace
+
+    both = SimpleNamespace(id="both", services={"server": {"kind": "tomcat"}, "api": {"kind": "netty"}},
+                           system={"network": "hosts"})
+    assert deploy.jvms_of(both, "docker") == ["api"] and sorted(deploy.jvms_of(both, "local")) == ["api", "server"]

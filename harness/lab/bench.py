@@ -43,7 +43,7 @@ def redeploy_times(starts: int = 5, chapter: str = "smoke", backend: str = "loca
     check_services([step], backend)
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        os.chmod(tmp, 0o755)  # mkdtemp's 0700 closes it to the servers' user, who may lack CAP_DAC_READ_SEARCH
+        os.chmod(tmp, 0o755)  # mkdtemp's 0700 closes it to the servers' users, who may lack CAP_DAC_READ_SEARCH
         try:
             redeploys(step, backend, Path(tmp), rows)
         except StepFailed as err:  # a run keeps it as the step's reason; here there is no step to keep it in

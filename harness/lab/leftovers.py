@@ -1,8 +1,8 @@
 """What a killed run leaves outside its data directory, removed by the next run of any kind, which says so: the
 quota cgroups and the hosts' network namespaces of harnesses that are gone, the lab's containers whose harness is
-gone, and the shared memory and socket folders a killed PostgreSQL left. (Half-written step directories are the data directory's own:
-harness.lab.preflight.clean_leftovers.) The lab's child processes need no sweep: each dies with its harness
-(PR_SET_PDEATHSIG), and nginx's workers with their master's pid namespace.
+gone, and the shared memory and socket folders a killed PostgreSQL left. (Half-written step directories are the data
+directory's own: harness.lab.preflight.clean_leftovers.) The lab's child processes need no sweep: each dies with its
+harness (PR_SET_PDEATHSIG), and nginx's workers with their master's pid namespace.
 """
 from __future__ import annotations
 

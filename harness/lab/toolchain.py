@@ -1,5 +1,5 @@
 """What `invoke setup` does: Python ≥ 3.11, the system packages the book needs (harness.lab.system_packages: installed
-with apt-get as root, else listed before anything else is done), as root the user the JVMs run as (lab-server),
+with apt-get as root, else listed before anything else is done), as root the users the JVMs run as (lab-server …),
 JDK ≥ 17, the pinned k6 (built with Go: PATH's or the pinned toolchain, harness.lab.gotoolchain), the pinned PostgreSQL
 binaries (the postgres kind: harness.lab.services.pgbinaries), what each service kind runs (its `build`: the sample
 server's jars and CDS archive, the Netty and WebFlux services' jars) and the book's chart libraries."""

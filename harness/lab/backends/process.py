@@ -159,7 +159,7 @@ def check_server_can_run(java: str) -> None:
     done = subprocess.run(without_privileges([java, "-version"]), capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        raise LabError(f"{SERVER_USER}, the user the lab runs its JVMs as, cannot run {java} ({last}): let every user "
+        raise LabError(f"{SERVER_USER}, a user the lab runs its JVMs as, cannot run {java} ({last}): let every user "
                        f"run that JDK (chmod -R o+rX on its folder), or set JAVA_HOME to one they can")
 
 
@@ -210,7 +210,7 @@ def mounts_work() -> bool:
     """Whether a read-only bind mount can be made in a new mount namespace, tried once: a Linux security module may
     refuse it to root with CAP_SYS_ADMIN (Docker's default AppArmor profile does, in a container run with `--cap-add
     SYS_ADMIN`), and every service would then end at its start. Refused, the servers run without the view (the JVMs
-    still as SERVER_USER, who owns none of the book's files), and this is said once."""
+    still as SERVER_USERS, who own none of the book's files), and this is said once."""
     with tempfile.TemporaryDirectory() as folder:
         probe = subprocess.run([shutil.which("unshare") or "/usr/bin/unshare", "--mount", "--propagation", "private",
                                 "sh", "-c", _PROBE, shutil.which("mount") or "/usr/bin/mount", folder],

@@ -329,8 +329,8 @@ def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
     temporary files, and its working directory, are its folder in the step's work directory (not /tmp, where they
     would outlive it; not the directory the harness was started in, whose application.properties Spring Boot would
     read). When the harness is root it runs as its user (ctx.server_user: no other JVM of the step's), which owns
-    that folder and nothing else, and sees the book's folders read-only but for that one (process.without_privileges, process.read_only_view). Returns
-    (process, log, started)."""
+    that folder and nothing else, and sees the book's folders read-only but for that one (process.without_privileges,
+    process.read_only_view). Returns (process, log, started)."""
     log = ctx.workdir / f"{service}.log"
     temp = (ctx.workdir / TEMP_DIR / service).resolve()  # it runs there: no path of its may be relative
     temp.mkdir(parents=True, exist_ok=True)

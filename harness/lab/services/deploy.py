@@ -10,6 +10,7 @@ What step.json says of them: the sample server's facts at its top level, as befo
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness import LabError
@@ -33,11 +34,12 @@ def check_services(steps, backend: str) -> None:
         kinds = ", ".join(sorted({k["kind"] for s in elsewhere for k in s.services.values()}))
         raise LabError(f"--backend {backend}: no service of step(s) {ids} runs there (kinds {kinds} run as local "
                        f"processes only): run them without --backend {backend}")
-    crowded = [f"{s.id} ({len(jvms_of(s))})" for s in steps if len(jvms_of(s)) > len(SERVER_USERS)]
-    if crowded:
-        raise LabError(f"step(s) {', '.join(crowded)} run more JVMs than the lab has users to run them as, each its "
-                       f"own ({len(SERVER_USERS)}: {', '.join(SERVER_USERS)}): split the step")
-    check_server_users(max((len(jvms_of(s)) for s in steps), default=0))
+    if os.geteuid() == 0:  # as another user every JVM runs as that user
+        crowded = [f"{s.id} ({len(jvms_of(s, backend))})" for s in steps if len(jvms_of(s, backend)) > len(SERVER_USERS)]
+        if crowded:
+            raise LabError(f"as root, step(s) {', '.join(crowded)} run more JVMs than the lab has users to run them as, "
+                           f"each its own ({len(SERVER_USERS)}: {', '.join(SERVER_USERS)}): split the step")
+        check_server_users(max((len(jvms_of(s, backend)) for s in steps), default=0))
     for kind in sorted({k["kind"] for step in steps for k in step.services.values()}):
         using = [s for s in steps if any(k["kind"] == kind for k in s.services.values())]
         where = placed_on(KINDS[kind], backend)
@@ -48,10 +50,11 @@ def check_services(steps, backend: str) -> None:
             check_ports_free(step)
 
 
-def jvms_of(step) -> list[str]:
-    """The step's JVM services in start order: as root the n-th runs as the n-th of SERVER_USERS (Context.server_user),
-    so no JVM can write another's folder."""
-    return [name for name in start_order(step.services) if kind_of(step, name).runs_java]
+def jvms_of(step, backend: str) -> list[str]:
+    """The step's JVM services that run here as processes (not in a container), in start order: as root the n-th runs
+    as the n-th of SERVER_USERS (Context.server_user), so no JVM can write another's folder."""
+    return [name for name in start_order(step.services)
+            if kind_of(step, name).runs_java and placed_on(kind_of(step, name), backend) == "local"]
 
 
 def server_user(jvms: list[str], name: str) -> str:
@@ -103,7 +106,7 @@ class Deployment:
         if self.hosts is None:  # a host made for the step has nothing on it yet
             check_ports_free(self.step, StepFailed, names)  # checked before the run too: something may have started
         protected = book_folders(KINDS.values())  # what every service sees read-only
-        jvms = jvms_of(self.step)  # all of them, whichever start: a JVM's user is the same in every run of the step
+        jvms = jvms_of(self.step, self.backend)  # all, whichever start: a JVM's user is the same in every run of it
         for name in names:
             kind = KINDS[services[name]["kind"]]
             given = self.given_to(name)

@@ -9,15 +9,16 @@ in SQL text that PostgreSQL could log.
 
 `postgres`, the superuser (the template load, the clone, the sampler, the drop), has no password at all. It logs in
 over the Unix socket only, where the kernel tells PostgreSQL which user connects, and pg_ident.conf (ident_map) admits
-one: the harness's. The socket's folder is the cluster user's, mode 0700 (pgcluster.socket_folder), so no other user
-can even connect to it, root aside. As root, the lab's JVMs and nginx read every file (CAP_DAC_READ_SEARCH:
-process.as_user), credentials.json included: there is no password among them that makes a server the superuser, who
-could change the cluster's files through PostgreSQL.
+one: the harness's. The socket is the cluster user's, mode 0700 (`unix_socket_permissions`: connecting needs write
+permission on it), in a folder of its own (pgcluster.socket_folder), so no other user can even connect, root aside:
+not the lab's JVMs and nginx either, who as root enter every folder and read every file (CAP_DAC_READ_SEARCH:
+process.as_user), credentials.json included. No password among those files makes a server the superuser, who could
+change the cluster's files through PostgreSQL.
 
 pg_hba.conf (PG_HBA) and pg_ident.conf are written into the cluster's data directory at each start
 (pgcluster.Cluster.write_access_rules), so a cluster made by an earlier lab, whose superuser had a password and logged
-in with it over TCP, follows today's rules: no rule admits that password any more. No `trust`, nothing over
-replication.
+in with it over TCP, follows today's rules; that password is then removed, from PostgreSQL and from credentials.json
+(pgcluster.Cluster.forget_superuser_password). No `trust`, nothing over replication.
 """
 from __future__ import annotations
 
@@ -71,11 +72,18 @@ class Credentials:
     def generate(cls) -> Credentials:
         return cls(secrets.token_urlsafe(24))
 
-    def save(self, cluster_dir: Path) -> None:
-        """Written 0600 from its creation (never readable by others, even for a moment); refuses to overwrite."""
-        fd = os.open(cluster_dir / CREDENTIALS, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    def save(self, cluster_dir: Path, replace: bool = False) -> None:
+        """Written 0600 from its creation (never readable by others, even for a moment); refuses to overwrite unless
+        told to `replace` (what an earlier lab kept beside it), which it then does in one rename."""
+        path = cluster_dir / CREDENTIALS
+        written = path.with_name(f".{CREDENTIALS}.new") if replace else path
+        if replace:
+            written.unlink(missing_ok=True)  # a replacement a killed run left half-done
+        fd = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
             json.dump({LAB_USER: self.app}, out)
+        if replace:
+            os.replace(written, path)
 
     @classmethod
     def load(cls, cluster_dir: Path) -> Credentials:
@@ -89,6 +97,14 @@ class Credentials:
 
     def __repr__(self) -> str:  # never printed, not even in a traceback's locals
         return "Credentials(***)"
+
+
+def names_superuser(cluster_dir: Path) -> bool:
+    """Whether the cluster's credentials.json still holds a superuser's password (an earlier lab's)."""
+    try:
+        return SUPERUSER in json.loads((cluster_dir / CREDENTIALS).read_text())
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def exists(cluster_dir: Path) -> bool:

@@ -42,7 +42,8 @@ from harness.lab.store import home_expanded
 from harness.lab.services.pgauth import LAB_USER, PG_HBA, SUPERUSER, Credentials, ident_map, scram_verifier
 
 # Bump when making or loading a cluster changes: every cluster is rebuilt (outdated ones are replaced). 2: password
-# authentication, so no cluster made with 1's `trust` is ever used again.
+# authentication, so no cluster made with 1's `trust` is ever used again. Who may connect is not part of it: the
+# access rules are written at each start (write_access_rules), so no fingerprint moves when they change.
 LOAD_FORMAT = 2
 PARTS = ("schema", "data", "indexes", "drop-indexes")
 REQUIRED = ("schema", "data")
@@ -81,7 +82,7 @@ class Cluster:
         self.sockets: Path | None = None  # the socket folder of this cluster's running postgres (socket_folder)
 
     def ready(self) -> bool:
-        """The template loaded (and the passwords kept: a cluster without them is rebuilt too)."""
+        """The template loaded (and the app role's password kept: a cluster without it is rebuilt too)."""
         return self.marker.is_file() and pgauth.exists(self.dir)
 
     @property
@@ -126,12 +127,30 @@ class Cluster:
             raise LabError(f"initdb failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
         return (time.monotonic() - began) * 1000
 
+    def forget_superuser_password(self, port: int) -> None:
+        """A cluster an earlier lab made gave its superuser a password, kept in credentials.json, which the servers
+        may read as root. No rule admits it now; here it goes, from PostgreSQL first, then from the file."""
+        if not pgauth.names_superuser(self.dir):
+            return
+        with self.connect(port) as admin:
+            admin.execute(f"ALTER ROLE {SUPERUSER} PASSWORD NULL")
+        self.credentials.save(self.dir, replace=True)
+
     def write_access_rules(self) -> None:
-        """pg_hba.conf and pg_ident.conf as today's lab has them (pgauth), the cluster user's, before each start."""
+        """pg_hba.conf and pg_ident.conf as today's lab has them (pgauth), the cluster user's, before each start. The
+        data directory is that user's: a link it left in a file's place is not followed (root would write, and give
+        it, whatever the link names)."""
         for name, text in (("pg_hba.conf", PG_HBA), ("pg_ident.conf", ident_map())):
             path = self.data / name
-            path.write_text(text)
-            pgbinaries.give_to_runner(path)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            except OSError as err:
+                raise LabError(f"cannot write {path} ({err.strerror}): remove the cluster ({self.dir}) and the next "
+                               f"step makes a new one") from None
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+                if os.geteuid() == 0:
+                    os.fchown(out.fileno(), pgbinaries.runner_uid(), -1)
 
     def replaced(self) -> list[Path]:
         """What initdb removes: this cluster half-built, and outdated ones (other SQL, another version) of the same
@@ -269,18 +288,22 @@ _SOCKET_FOLDER = re.compile(r"lab-pg-socket-(\d+)-[^/]+")  # lab-pg-socket-<the 
 
 def socket_folder() -> Path:
     """A new folder for a postgres's Unix socket (`unix_socket_directories`), named after this harness's pid (so the
-    next run knows it for a leftover once this one is gone), the cluster user's and closed to every other user (0700):
-    only that user and root can connect to the socket in it."""
+    next run knows it for a leftover once this one is gone), the cluster user's and closed to every other user (0700),
+    as the socket in it is (unix_socket_permissions)."""
     folder = Path(tempfile.mkdtemp(prefix=f"lab-pg-socket-{os.getpid()}-", dir=SOCKETS_IN))
-    pgbinaries.give_to_runner(folder)
+    try:
+        pgbinaries.give_to_runner(folder)
+    except BaseException:
+        folder.rmdir()
+        raise
     return folder
 
 
 def remove_leftover_sockets() -> list[str]:
     """The socket folders of harnesses that are gone (a killed run's) removed, those that the cluster's user owns
-    only; returns their names."""
+    (or this harness's, killed before it gave one away) only; returns their names."""
     try:
-        owner = pgbinaries.runner_uid()
+        owners = {pgbinaries.runner_uid(), os.geteuid()}
     except KeyError:  # root, and no `nobody` on this machine: no postgres of the lab ever ran
         return []
     removed = []
@@ -290,7 +313,7 @@ def remove_leftover_sockets() -> list[str]:
             info = folder.lstat()  # a symlink is no folder of ours
         except OSError:  # gone meanwhile
             continue
-        if match and stat.S_ISDIR(info.st_mode) and info.st_uid == owner and not Path(f"/proc/{match[1]}").exists():
+        if match and stat.S_ISDIR(info.st_mode) and info.st_uid in owners and not Path(f"/proc/{match[1]}").exists():
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder.name)
     return removed

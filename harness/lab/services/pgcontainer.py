@@ -4,9 +4,10 @@
 The cached cluster and its template are made, and the step's clone taken, by a local postgres as on the local
 backend (preparation, not measured); the step's own postgres then runs in the container on that cluster's data
 directory and its socket folder, mounted at the same paths (the cluster's credentials beside it are not), and run as
-the data's owner (`nobody` when the harness is root: PostgreSQL refuses root), with the same pg_hba.conf (pgauth). The container
-shares the host's network (the server reaches 127.0.0.1:<port>, as locally) and its pid namespace, so postmaster.pid
-names a pid the harness sees: the identity check, the process-tree sampler and /proc work as for a local postgres.
+the data's owner (`nobody` when the harness is root: PostgreSQL refuses root), with the same pg_hba.conf (pgauth) and
+an /etc/passwd that names its users (users_file). The container shares the host's network (the server reaches
+127.0.0.1:<port>, as locally) and its pid namespace, so postmaster.pid names a pid the harness sees: the identity
+check, the process-tree sampler and /proc work as for a local postgres.
 The step's `[placement]` for the service becomes the container's CPU set and quota. Its output goes to <name>.log
 through `docker logs --follow`.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import platform
+import pwd
 import time
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from harness.lab.backends.docker import container as containers
 from harness.lab.backends.docker import image as images
 from harness.lab.backends.docker.client import LABEL, check_daemon, docker, docker_env, image_labels
 from harness.lab.backends.process import process_running, spawn, terminate
-from harness.lab.services import pgbinaries
+from harness.lab.services import pgauth, pgbinaries
 
 POSTGRES_TAG = f"concurrency-lab/postgres:{pgbinaries.PG_VERSION}"  # built by `invoke image` (build_image)
 POSTGRES_LABEL = f"{LABEL}.postgres-binaries"  # the image remembers which binaries it holds (their jar's sha256)
@@ -55,10 +57,24 @@ def check_image() -> None:
 def options(data: Path, sockets: Path) -> list[str]:
     """postgres's own `docker run` options: the host's pids (postmaster.pid names a pid the harness sees), its data
     directory and socket folder mounted where they are (the harness connects to the socket by its host path), run as
-    the data's owner."""
+    the data's owner, with the users it must know by name (users_file)."""
     owner = os.stat(data)
     return ["--pid", "host", "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{data}:{data}",
-            "--volume", f"{sockets}:{sockets}"]
+            "--volume", f"{sockets}:{sockets}", "--volume", f"{sockets / USERS_FILE}:/etc/passwd:ro"]
+
+
+USERS_FILE = "passwd"  # in the socket folder, mounted as the container's /etc/passwd
+
+
+def users_file(data: Path, sockets: Path) -> None:
+    """The container's /etc/passwd: root, the data's owner (postgres looks itself up at start) and the harness's user
+    (the peer check names whoever connects), each by its host uid. The image knows only root, which was enough while
+    the harness is root, not for a harness of the docker group."""
+    owner = os.stat(data)
+    users = {0: ("root", 0), owner.st_uid: (pwd.getpwuid(owner.st_uid).pw_name, owner.st_gid),
+             os.geteuid(): (pgauth.harness_user(), os.getegid())}
+    lines = [f"{name}:x:{uid}:{gid}::/:/usr/sbin/nologin\n" for uid, (name, gid) in users.items()]
+    (sockets / USERS_FILE).write_text("".join(lines))
 
 
 def run_argv(step, service: str, data: Path, sockets: Path, args: list[str]) -> list[str]:
@@ -69,6 +85,7 @@ def run_argv(step, service: str, data: Path, sockets: Path, args: list[str]) -> 
 
 def start(step, service: str, data: Path, sockets: Path, args: list[str], log: Path):
     """The container started; returns (its id, its postgres's host pid, the `docker logs` process writing `log`)."""
+    users_file(data, sockets)
     container, pid = containers.start(step, service, POSTGRES_TAG, options(data, sockets), args)
     try:
         return container, pid, spawn(["docker", "logs", "--follow", container], docker_env(), log)

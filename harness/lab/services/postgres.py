@@ -4,8 +4,8 @@ server connects to it at start-up and gets SPRING_DATASOURCE_URL/USERNAME/PASSWO
 The pinned binaries (harness.lab.services.pgbinaries) run `postgres -D <cluster>` in the foreground as a child of the
 harness (spawn/terminate/PR_SET_PDEATHSIG as for nginx; under the step's `[placement]` for the service's name, so its
 cgroup and CPU list hold the postmaster and every backend it forks), as `nobody` when the harness is root. It
-listens on 127.0.0.1, where the app role proves a password (SCRAM; generated per cluster), and on a Unix socket in a
-folder closed to every other user, where the superuser, the harness's alone, logs in as the harness's user (peer):
+listens on 127.0.0.1, where the app role proves a password (SCRAM; generated per cluster), and on a Unix socket
+closed to every other user, where the superuser, the harness's alone, logs in as the harness's user (peer):
 harness.lab.services.pgauth. The server gets the app role's login. The cluster and its template database are
 made once and cached (harness.lab.services.pgcluster); each step gets a clone, dropped at its end. Its dynamic shared
 memory is kept in the data directory; what a killed postgres leaves in shared memory the next run removes
@@ -30,7 +30,7 @@ from harness.lab.kernel import proc_stat_fields
 from harness.lab.samplers import CLOCK_TICKS, PAGE_SIZE, Sampler
 from harness.lab.services import pgauth, pgbinaries, pgcluster, pgcontainer
 from harness.lab.backends.docker import container as containers
-from harness.lab.backends.process import process_running, spawn
+from harness.lab.backends.process import listener, process_running, spawn
 from harness.lab.services.base import Context, RunningService, ServiceKind, StepFailed, ppid
 
 TEMPLATE_SQL_DIR = "sample-server/src/main/resources/db"  # <template>-schema.sql, -data.sql, -indexes.sql, -drop-indexes.sql
@@ -152,6 +152,8 @@ class PostgresKind(ServiceKind):
         cmd = pgbinaries.run_as_prefix() + [
             str(pgbinaries.binary("postgres")), "-D", str(cluster.data),
             "-c", f"port={knobs['port']}", "-c", "listen_addresses=127.0.0.1",
+            # Connecting needs write permission on the socket: 0700 keeps out every user but the cluster's and root,
+            # the JVMs too, who may enter its folder (CAP_DAC_READ_SEARCH); peer authentication admits root alone.
             "-c", f"unix_socket_directories={cluster.sockets}", "-c", "unix_socket_permissions=0700",
             "-c", f"max_connections={knobs['max_connections']}", "-c", f"shared_buffers={knobs['shared_buffers']}",
             "-c", f"superuser_reserved_connections={SUPERUSER_RESERVED}",
@@ -193,6 +195,15 @@ class PostgresKind(ServiceKind):
 
     def sampler(self, running: RunningPostgres, interval_ms: int):
         return PgSampler(interval_ms, running.cluster, running.port, running.database, running.pid)
+
+
+# What libpq says when the login itself is refused (its connection errors carry no SQLSTATE).
+REFUSED = ("authentication failed", "no pg_hba.conf entry", "Permission denied", "does not exist")
+
+
+def refused_login(err: Exception) -> bool:
+    """A login PostgreSQL refused, or a socket the harness may not open: not a slow start."""
+    return any(words in str(err) for words in REFUSED)
 
 
 def let_go(cluster: pgcluster.Cluster, lock: pgcluster.ClusterLock) -> None:
@@ -238,7 +249,10 @@ class RunningPostgres(RunningService):
         try:
             with self.cluster.connect(self.port, timeout_s=1) as conn:
                 return conn.execute("SELECT 1").fetchone() == (1,)
-        except Exception:  # psycopg.OperationalError while starting up ("the database system is starting up")
+        except Exception as err:  # psycopg.OperationalError while starting up ("the database system is starting up")
+            if refused_login(err):  # no use waiting 30 s for what will not change
+                raise StepFailed(f"postgres '{self.name}' refuses the harness's own login as its superuser: "
+                                 f"{' '.join(str(err).split())}") from None
             return False
 
     def check_identity(self) -> None:
@@ -249,8 +263,12 @@ class RunningPostgres(RunningService):
         with self.cluster.connect(self.port) as conn:  # the backend's parent read while it lives
             parent = ppid(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
         if master != self.pid or parent != self.pid:
-            raise StepFailed(f"postgres '{self.name}': another postgres answers on port {self.port} (postmaster.pid "
-                             f"names {master}, the backend's parent is {parent}), not the one started ({self.pid})")
+            raise StepFailed(f"postgres '{self.name}': another postgres answers on its socket (postmaster.pid names "
+                             f"{master}, the backend's parent is {parent}), not the one started ({self.pid})")
+        found = listener(self.port)  # the port the server connects to, which the harness's socket does not prove
+        if found and found[1] != self.pid:
+            raise StepFailed(f"another process ({found[0]}, pid {found[1]}) listens on {self.url}, not postgres "
+                             f"'{self.name}' (pid {self.pid})")
 
     def wait_ready(self, timeout_s: float = 30) -> float:
         """Ready and ours, then the template (loaded once per cluster) cloned into the step's database."""
@@ -266,6 +284,8 @@ class RunningPostgres(RunningService):
 
     def _prepare(self) -> None:
         reused = self.cluster.ready()
+        if reused:
+            self.cluster.forget_superuser_password(self.port)
         self.times |= {"template_reused": reused, "template_load_ms": 0 if reused else
                        round(self.cluster.load_template(self.port))}
         self.cloned = True  # from here on a clone may exist: stop() drops it

@@ -181,7 +181,7 @@ class SpringJarKind(ServiceKind):
         if any(s.server.get("VIRTUAL_THREADS") for s in steps):
             check_local_jvm(virtual_threads_java()[0])  # a clear error now when there is no Java 21+ it can run
         jars = {jar_path(knobs) for s in steps for knobs in s.services.values() if knobs["kind"] == self.name}
-        check_servers_reach(sorted(jars))  # yours may lie where the servers' user cannot read it
+        check_servers_reach(sorted(jars))  # yours may lie where the servers' users cannot read it
 
     def start(self, service: str, knobs: dict, ctx: Context) -> RunningJar:
         java = virtual_threads_java()[0] if ctx.step.server.get("VIRTUAL_THREADS") else java_command()

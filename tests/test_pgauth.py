@@ -115,25 +115,27 @@ def test_the_socket_folders_of_gone_harnesses_are_removed_and_no_other(tmp_path,
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the cluster's files are another user's only as root")
-def test_the_access_rules_are_written_without_following_a_link_the_clusters_user_left(tmp_path, monkeypatch):
-    """The data directory is nobody's: a link in pg_hba.conf's place, to a file of root's, would have had root
-    truncate that file, write the rules into it and give it to nobody."""
+def test_the_access_rules_replace_whatever_the_clusters_user_left_in_their_place(tmp_path, monkeypatch):
+    """The data directory is nobody's: a link in pg_hba.conf's place to a file of root's, or a hard link to it, would
+    have had root truncate that file, write the rules into it and give it to nobody; a FIFO would have hung the run."""
     monkeypatch.setenv("LAB_PG_CLUSTERS", str(tmp_path))
     cluster = pgcluster.Cluster(DB["template"], 1000, pgcluster.sql_files(DB["sql_dir"], DB["template"]))
     cluster.data.mkdir(parents=True)
-    cluster.write_access_rules()
-    for name in ("pg_hba.conf", "pg_ident.conf"):
-        info = (cluster.data / name).stat()
-        assert info.st_uid == pgbinaries.runner_uid() and stat.S_IMODE(info.st_mode) == 0o600
-    assert (cluster.data / "pg_hba.conf").read_text() == pgauth.PG_HBA
     roots = tmp_path / "roots-file"
     roots.write_text("root's\n")
-    (cluster.data / "pg_hba.conf").unlink()
-    (cluster.data / "pg_hba.conf").symlink_to(roots)
-    with pytest.raises(LabError, match=rf"cannot write {cluster.data}/pg_hba.conf \(Too many levels of symbolic "
-                                       rf"links\): remove the cluster"):
+    for plant in (lambda path: path.symlink_to(roots), lambda path: os.link(roots, path), os.mkfifo, None):
+        for name in ("pg_hba.conf", "pg_ident.conf"):
+            (cluster.data / name).unlink(missing_ok=True)
+            if plant:
+                plant(cluster.data / name)
         cluster.write_access_rules()
-    assert roots.read_text() == "root's\n" and roots.stat().st_uid == 0
+        for name in ("pg_hba.conf", "pg_ident.conf"):
+            info = (cluster.data / name).lstat()
+            assert stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and stat.S_IMODE(info.st_mode) == 0o600
+            assert info.st_uid == pgbinaries.runner_uid()
+        assert (cluster.data / "pg_hba.conf").read_text() == pgauth.PG_HBA
+        assert roots.read_text() == "root's\n" and roots.stat().st_uid == 0
+    assert sorted(p.name for p in cluster.data.iterdir()) == ["pg_hba.conf", "pg_ident.conf"]  # no file half-made
 
 
 def test_an_earlier_labs_credentials_are_replaced_by_the_app_roles_alone(tmp_path):

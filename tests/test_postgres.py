@@ -181,7 +181,7 @@ def test_on_docker_the_steps_postgres_runs_in_the_labs_image_as_the_clusters_own
     assert argv[argv.index("--user") + 1] == f"{owner.st_uid}:{owner.st_gid}"  # never root when the harness is
     assert flag_values(argv, "--network") == flag_values(argv, "--pid") == ["host"]
     assert flag_values(argv, "--volume") == [f"{data}:{data}", f"{sockets}:{sockets}",  # not the credentials beside it
-                                             f"{sockets}/passwd:/etc/passwd:ro"]
+                                             f"{data.parent}/container-passwd:/etc/passwd:ro"]
     assert argv[argv.index("--cpuset-cpus") + 1] == "1" and argv[argv.index("--cpus") + 1] == "0.5"
     assert argv[argv.index(POSTGRES_TAG) + 1:] == ["-D", str(data), "-c", "port=38192"]
     assert argv[argv.index("--name") + 1] == "lab-t-s-db"
@@ -407,13 +407,22 @@ def test_on_docker_the_container_knows_its_users_by_name(tmp_path):
     data, sockets = tmp_path / "data", tmp_path / "sockets"
     data.mkdir()
     sockets.mkdir()
-    pgcontainer.users_file(data, sockets)
-    lines = (sockets / pgcontainer.USERS_FILE).read_text().splitlines()
+    users = tmp_path / pgcontainer.USERS_FILE
+    users.symlink_to(tmp_path / "elsewhere")  # whatever lies in its place is replaced, not written through
+    umask = os.umask(0o077)
+    try:
+        pgcontainer.users_file(data)
+    finally:
+        os.umask(umask)
+    assert not users.is_symlink() and not (tmp_path / "elsewhere").exists()
+    assert users.stat().st_mode & 0o777 == 0o644  # postgres, the data's owner, reads it whatever root's umask
+    lines = users.read_text().splitlines()
     me = pwd.getpwuid(os.geteuid()).pw_name
     assert lines[0] == "root:x:0:0::/:/usr/sbin/nologin"
     assert f"{me}:x:{os.geteuid()}:{os.getegid()}::/:/usr/sbin/nologin" in lines and len(lines) == len(set(lines))
     argv = pgcontainer.options(data, sockets)
-    assert argv[argv.index(f"{sockets}/passwd:/etc/passwd:ro") - 1] == "--volume"
+    assert argv[argv.index(f"{users}:/etc/passwd:ro") - 1] == "--volume"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["data", "sockets", pgcontainer.USERS_FILE])
 
 
 @pytest.mark.parametrize("said, refused", [
@@ -436,8 +445,11 @@ def test_a_refused_login_ends_the_start_at_once_and_a_slow_start_is_waited_for(s
 
     service = RunningPostgres.__new__(RunningPostgres)
     service.name, service.port, service.cluster = "db", 5432, SimpleNamespace(connect=connect)
+    service.log = tmp_path / "db.log"
+    service.log.write_text("FATAL:  no match in usermap \"harness\" for user \"postgres\"\n")
     if refused:
-        with pytest.raises(StepFailed, match=r"^postgres 'db' refuses the harness's own login as its superuser: "):
+        with pytest.raises(StepFailed, match=r"(?s)^postgres 'db' does not let the harness in as its superuser: .*; its "
+                                             r"log ends:\nFATAL:  no match in usermap"):
             service.ready()
     else:
         assert service.ready() is False

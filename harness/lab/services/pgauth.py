@@ -74,16 +74,13 @@ class Credentials:
 
     def save(self, cluster_dir: Path, replace: bool = False) -> None:
         """Written 0600 from its creation (never readable by others, even for a moment); refuses to overwrite unless
-        told to `replace` (what an earlier lab kept beside it), which it then does in one rename."""
-        path = cluster_dir / CREDENTIALS
-        written = path.with_name(f".{CREDENTIALS}.new") if replace else path
+        told to `replace` (what an earlier lab kept beside it)."""
+        path, text = cluster_dir / CREDENTIALS, json.dumps({LAB_USER: self.app})
         if replace:
-            written.unlink(missing_ok=True)  # a replacement a killed run left half-done
-        fd = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as out:
-            json.dump({LAB_USER: self.app}, out)
-        if replace:
-            os.replace(written, path)
+            write_replacing(path, text, 0o600)
+            return
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+            out.write(text)
 
     @classmethod
     def load(cls, cluster_dir: Path) -> Credentials:
@@ -97,6 +94,26 @@ class Credentials:
 
     def __repr__(self) -> str:  # never printed, not even in a traceback's locals
         return "Credentials(***)"
+
+
+def write_replacing(path: Path, text: str, mode: int, owner: int | None = None) -> None:
+    """`text` as `path`'s whole content, by one rename of a new file made beside it: whatever another user left in its
+    place, in a folder of theirs (the cluster's data is nobody's), a link, a hard link or a FIFO, is replaced, never
+    written through. The file has `mode` whatever the umask, is `owner`'s when given (root only), and is on disk
+    before the rename."""
+    fresh = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+    try:
+        with os.fdopen(os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode), "w") as out:
+            out.write(text)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            if owner is not None:
+                os.fchown(out.fileno(), owner, -1)
+            os.fsync(out.fileno())
+        os.replace(fresh, path)
+    except BaseException:
+        fresh.unlink(missing_ok=True)
+        raise
 
 
 def names_superuser(cluster_dir: Path) -> bool:

@@ -138,19 +138,15 @@ class Cluster:
 
     def write_access_rules(self) -> None:
         """pg_hba.conf and pg_ident.conf as today's lab has them (pgauth), the cluster user's, before each start. The
-        data directory is that user's: a link it left in a file's place is not followed (root would write, and give
-        it, whatever the link names)."""
+        data directory is that user's: what it left in a file's place (a link to a file of root's, say) is replaced,
+        not written through (pgauth.write_replacing)."""
+        owner = pgbinaries.runner_uid() if os.geteuid() == 0 else None
         for name, text in (("pg_hba.conf", PG_HBA), ("pg_ident.conf", ident_map())):
-            path = self.data / name
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+                pgauth.write_replacing(self.data / name, text, 0o600, owner)
             except OSError as err:
-                raise LabError(f"cannot write {path} ({err.strerror}): remove the cluster ({self.dir}) and the next "
-                               f"step makes a new one") from None
-            with os.fdopen(fd, "w") as out:
-                out.write(text)
-                if os.geteuid() == 0:
-                    os.fchown(out.fileno(), pgbinaries.runner_uid(), -1)
+                raise LabError(f"cannot write {self.data / name} ({err.strerror}): remove the cluster ({self.dir}) "
+                               f"and the next step makes a new one") from None
 
     def replaced(self) -> list[Path]:
         """What initdb removes: this cluster half-built, and outdated ones (other SQL, another version) of the same

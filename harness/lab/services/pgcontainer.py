@@ -3,7 +3,7 @@
 
 The cached cluster and its template are made, and the step's clone taken, by a local postgres as on the local
 backend (preparation, not measured); the step's own postgres then runs in the container on that cluster's data
-directory and its socket folder, mounted at the same paths (the cluster's credentials beside it are not), and run as
+directory and its socket folder, mounted at the same paths (the cluster's credentials beside them are not), and run as
 the data's owner (`nobody` when the harness is root: PostgreSQL refuses root), with the same pg_hba.conf (pgauth) and
 an /etc/passwd that names its users (users_file). The container shares the host's network (the server reaches
 127.0.0.1:<port>, as locally) and its pid namespace, so postmaster.pid names a pid the harness sees: the identity
@@ -60,21 +60,22 @@ def options(data: Path, sockets: Path) -> list[str]:
     the data's owner, with the users it must know by name (users_file)."""
     owner = os.stat(data)
     return ["--pid", "host", "--user", f"{owner.st_uid}:{owner.st_gid}", "--volume", f"{data}:{data}",
-            "--volume", f"{sockets}:{sockets}", "--volume", f"{sockets / USERS_FILE}:/etc/passwd:ro"]
+            "--volume", f"{sockets}:{sockets}", "--volume", f"{data.parent / USERS_FILE}:/etc/passwd:ro"]
 
 
-USERS_FILE = "passwd"  # in the socket folder, mounted as the container's /etc/passwd
+USERS_FILE = "container-passwd"  # beside the cluster's data, in the harness's folder; the container's /etc/passwd
 
 
-def users_file(data: Path, sockets: Path) -> None:
-    """The container's /etc/passwd: root, the data's owner (postgres looks itself up at start) and the harness's user
-    (the peer check names whoever connects), each by its host uid. The image knows only root, which was enough while
-    the harness is root, not for a harness of the docker group."""
+def users_file(data: Path) -> None:
+    """The container's /etc/passwd: root, the data's owner and the harness's user, each by its host uid, for the peer
+    check, which names whoever connects by the container's users. The image need not know a harness of the docker
+    group (not root). Written in the cluster's folder, the harness's own (not the data, which is the cluster user's),
+    readable by every user (postgres runs as the data's owner)."""
     owner = os.stat(data)
     users = {0: ("root", 0), owner.st_uid: (pwd.getpwuid(owner.st_uid).pw_name, owner.st_gid),
              os.geteuid(): (pgauth.harness_user(), os.getegid())}
     lines = [f"{name}:x:{uid}:{gid}::/:/usr/sbin/nologin\n" for uid, (name, gid) in users.items()]
-    (sockets / USERS_FILE).write_text("".join(lines))
+    pgauth.write_replacing(data.parent / USERS_FILE, "".join(lines), 0o644)
 
 
 def run_argv(step, service: str, data: Path, sockets: Path, args: list[str]) -> list[str]:
@@ -85,7 +86,7 @@ def run_argv(step, service: str, data: Path, sockets: Path, args: list[str]) -> 
 
 def start(step, service: str, data: Path, sockets: Path, args: list[str], log: Path):
     """The container started; returns (its id, its postgres's host pid, the `docker logs` process writing `log`)."""
-    users_file(data, sockets)
+    users_file(data)
     container, pid = containers.start(step, service, POSTGRES_TAG, options(data, sockets), args)
     try:
         return container, pid, spawn(["docker", "logs", "--follow", container], docker_env(), log)

@@ -10,7 +10,7 @@ harness.lab.services.pgauth. The server gets the app role's login. The cluster a
 made once and cached (harness.lab.services.pgcluster); each step gets a clone, dropped at its end. Its dynamic shared
 memory is kept in the data directory; what a killed postgres leaves in shared memory the next run removes
 (harness.lab.services.pgshm). Readiness: psycopg connects and `SELECT 1` answers; identity: postmaster.pid names the
-pid started and the backend answering is its child.
+pid started, the backend answering on its socket is its child, and no other process listens on its port.
 Metrics: pg_stat_activity, pg_stat_database and the process tree's CPU and memory in <name>.parquet.
 On the docker backend the step's postgres runs in a container of the lab's own image, built offline by `invoke
 image` from the same binaries (harness.lab.services.pgcontainer); the preparation stays local.
@@ -153,7 +153,8 @@ class PostgresKind(ServiceKind):
             str(pgbinaries.binary("postgres")), "-D", str(cluster.data),
             "-c", f"port={knobs['port']}", "-c", "listen_addresses=127.0.0.1",
             # Connecting needs write permission on the socket: 0700 keeps out every user but the cluster's and root,
-            # the JVMs too, who may enter its folder (CAP_DAC_READ_SEARCH); peer authentication admits root alone.
+            # the JVMs too, who may enter its folder (CAP_DAC_READ_SEARCH); peer authentication admits the harness's
+            # user alone.
             "-c", f"unix_socket_directories={cluster.sockets}", "-c", "unix_socket_permissions=0700",
             "-c", f"max_connections={knobs['max_connections']}", "-c", f"shared_buffers={knobs['shared_buffers']}",
             "-c", f"superuser_reserved_connections={SUPERUSER_RESERVED}",
@@ -251,8 +252,8 @@ class RunningPostgres(RunningService):
                 return conn.execute("SELECT 1").fetchone() == (1,)
         except Exception as err:  # psycopg.OperationalError while starting up ("the database system is starting up")
             if refused_login(err):  # no use waiting 30 s for what will not change
-                raise StepFailed(f"postgres '{self.name}' refuses the harness's own login as its superuser: "
-                                 f"{' '.join(str(err).split())}") from None
+                raise StepFailed(f"postgres '{self.name}' does not let the harness in as its superuser: "
+                                 f"{' '.join(str(err).split())}; its log ends:\n{self.log_tail()}") from None
             return False
 
     def check_identity(self) -> None:
@@ -266,7 +267,7 @@ class RunningPostgres(RunningService):
             raise StepFailed(f"postgres '{self.name}': another postgres answers on its socket (postmaster.pid names "
                              f"{master}, the backend's parent is {parent}), not the one started ({self.pid})")
         found = listener(self.port)  # the port the server connects to, which the harness's socket does not prove
-        if found and found[1] != self.pid:
+        if found and self.pid not in (found[1], ppid(found[1])):  # a backend just forked holds it for a moment
             raise StepFailed(f"another process ({found[0]}, pid {found[1]}) listens on {self.url}, not postgres "
                              f"'{self.name}' (pid {self.pid})")
 

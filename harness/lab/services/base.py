@@ -25,7 +25,7 @@ from harness import ROOT, LabError
 from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
-from harness.lab.backends.process import (SERVER_USER, StepFailed, check_server_can_run, check_server_users,
+from harness.lab.backends.process import (SERVER_USER, StepFailed, check_server_can_run,
                                           check_servers_reach, may_make_view, read_only_view, server_owned, spawn,
                                           passed_env, terminate, without_privileges)
 from harness.lab.build import maven_package
@@ -317,9 +317,8 @@ def check_local_jvm(java: str | None = None) -> None:
     comes before anything starts."""
     java = java or java_command()
     check_java_home(java)
-    check_server_users()
     check_servers_reach(book_folders())
-    check_server_can_run(java)
+    check_server_can_run(java)  # the servers' first user there, then able to run `java`
     may_make_view()
 
 

@@ -35,11 +35,12 @@ def check_services(steps, backend: str) -> None:
         raise LabError(f"--backend {backend}: no service of step(s) {ids} runs there (kinds {kinds} run as local "
                        f"processes only): run them without --backend {backend}")
     if os.geteuid() == 0:  # as another user every JVM runs as that user
-        crowded = [f"{s.id} ({len(jvms_of(s, backend))})" for s in steps if len(jvms_of(s, backend)) > len(SERVER_USERS)]
+        jvms = {s.id: len(jvms_of(s, backend)) for s in steps}
+        crowded = [f"{step} ({n})" for step, n in jvms.items() if n > len(SERVER_USERS)]
         if crowded:
             raise LabError(f"as root, step(s) {', '.join(crowded)} run more JVMs than the lab has users to run them as, "
                            f"each its own ({len(SERVER_USERS)}: {', '.join(SERVER_USERS)}): split the step")
-        check_server_users(max((len(jvms_of(s, backend)) for s in steps), default=0))
+        check_server_users(max(jvms.values(), default=0))
     for kind in sorted({k["kind"] for step in steps for k in step.services.values()}):
         using = [s for s in steps if any(k["kind"] == kind for k in s.services.values())]
         where = placed_on(KINDS[kind], backend)

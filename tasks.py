@@ -343,7 +343,7 @@ def test(c, fast=False, pytest_args=""):
     if not fast:
         jobs["render"] = subprocess.Popen([sys.executable, "tests/rendered.py", str(result)], cwd=ROOT, env=env)
         log = open(work / "junit.log", "w")
-        jobs[junit] = subprocess.Popen(["./mvnw", "-B", "-q", "test"], cwd=ROOT / "sample-server", stdout=log,
+        jobs[junit] = subprocess.Popen(junit_command(work), cwd=ROOT / "sample-server", stdout=log,
                                        stderr=subprocess.STDOUT)
     failed = []
     try:
@@ -372,11 +372,21 @@ def test(c, fast=False, pytest_args=""):
             if job.poll() is None:
                 job.kill()
         remove_kept_notebooks()
+        if not failed:  # the logs of a failed run are kept (named below); those of a passed or interrupted one go
+            shutil.rmtree(work, ignore_errors=True)
     if junit in failed:
         print((work / "junit.log").read_text(errors="replace")[-6000:])
     print(f"invoke test: {time.monotonic() - began:.0f} s")
     if failed:
-        raise Exit(f"failed: {', '.join(failed)}", code=1)
+        raise Exit(f"failed: {', '.join(failed)} (the logs: {work})", code=1)
+
+
+def junit_command(work: Path) -> list[str]:
+    """The sample server's JUnit tests (Maven). Their JVM's temporary folder is in `work`: Spring Boot's Tomcat leaves
+    one folder per test context where it makes it (java.io.tmpdir, /tmp unless told)."""
+    temp = work / "junit-tmp"
+    temp.mkdir(exist_ok=True)
+    return ["./mvnw", "-B", "-q", "test", f"-DargLine=-Djava.io.tmpdir={temp}"]
 
 
 @task

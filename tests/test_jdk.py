@@ -91,3 +91,33 @@ def test_step_json_records_the_options_each_kind_of_step_gave_its_jvms():
     assert recorded_jvm_options(step("kill", "spring-jar")) == quick  # a jar of yours: no heap rule is given to it
     assert recorded_jvm_options(step("kill", "webflux")) == quick  # no sample server, a Java service
     assert recorded_jvm_options(step("kill", "postgres")) == [*JVM_OPTIONS, *quick]
+
+
+@pytest.mark.e2e
+@pytest.mark.alongside
+def test_the_cds_training_run_leaves_no_folder_in_the_temporary_folder(monkeypatch, tmp_path):
+    """The training run starts the sample server up to its refresh, whose Tomcat makes folders in java.io.tmpdir and
+    leaves them: they go in a folder of the build's own, removed with it (here in a temporary folder of the test's)."""
+    import tempfile
+
+    from harness.lab.services.tomcat import process
+
+    monkeypatch.setattr(process, "CDS_JAR", tmp_path / "extracted" / "sample-server.jar")
+    monkeypatch.setattr(process, "CDS_ARCHIVE", tmp_path / "extracted" / "app.jsa")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    made = {}  # what the JVM left in its java.io.tmpdir, seen as it ends
+
+    def run_and_look(cmd, **kwargs):
+        build(cmd, **kwargs)
+        for given in (arg.removeprefix("-Djava.io.tmpdir=") for arg in cmd if arg.startswith("-Djava.io.tmpdir=")):
+            made[given] = sorted(entry.name.split(".")[0] for entry in Path(given).iterdir())
+
+    build = process.run_build
+    monkeypatch.setattr(process, "run_build", run_and_look)
+    process.build_cds_archive()
+    assert process.CDS_ARCHIVE.stat().st_size > 0
+    [(folder, names)] = made.items()
+    assert Path(folder).parent == temporary and "tomcat" in names  # Tomcat's folders were made in the build's own
+    assert list(temporary.iterdir()) == []  # and went with it

@@ -2,6 +2,7 @@
 anything starts, never in a traceback."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -110,3 +111,29 @@ def test_every_test_runs_in_exactly_one_phase_of_invoke_test():
     assert len(tests) > 1000 and any("e2e" in marks for marks in tests.values())
     picked = {nodeid: [m for m in picks if eval(m, {"__builtins__": {}}, marks)] for nodeid, marks in tests.items()}
     assert {nodeid: runs for nodeid, runs in picked.items() if len(runs) != 1} == {}
+
+
+def test_the_junit_run_keeps_tomcats_folders_in_the_tests_own_folder(tmp_path):
+    """Spring Boot's Tomcat makes a folder per test context in java.io.tmpdir and leaves it: the JUnit JVM's is a
+    folder of `invoke test`'s own, which it removes."""
+    import tasks
+
+    command = tasks.junit_command(tmp_path)
+    given = [arg.split("-Djava.io.tmpdir=", 1)[1] for arg in command if arg.startswith("-DargLine=")]
+    assert given == [str(tmp_path / "junit-tmp")] and (tmp_path / "junit-tmp").is_dir()
+
+
+def test_invoke_test_removes_its_folder_when_it_passes_and_names_it_when_it_fails(tmp_path):
+    """`invoke test` keeps its logs (the render's, Maven's, a phase's) in a folder of its own: gone once every phase
+    passed, kept and named when one failed."""
+    def invoke_test(folder, pytest_args):
+        folder.mkdir()
+        return subprocess.run([sys.executable, "-m", "invoke", "test", "--fast", "--pytest-args", pytest_args],
+                              cwd=ROOT, env=dict(os.environ, TMPDIR=str(folder)), capture_output=True, text=True,
+                              timeout=300)
+
+    passed = invoke_test(tmp_path / "passed", "-k test_startup_times_read_as_the_book_writes_numbers")
+    assert passed.returncode == 0 and list((tmp_path / "passed").glob("lab-test-*")) == []
+    failed = invoke_test(tmp_path / "failed", "--no-such-option")
+    [kept] = (tmp_path / "failed").glob("lab-test-*")  # (beside pytest's own)
+    assert failed.returncode == 1 and f"(the logs: {kept})" in failed.stderr

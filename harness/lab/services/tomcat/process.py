@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from harness import SERVER_DIR, LabError
@@ -40,8 +41,9 @@ def build_cds_archive() -> None:
     java = java_command()
     run_build([java, "-Djarmode=tools", "-jar", str(JAR), "extract", "--destination", str(CDS_JAR.parent)])
     env = os.environ | {"SERVER_PORT": "0", "MANAGEMENT_PORT": "0"}  # never collide with a running server
-    run_build([java, f"-XX:ArchiveClassesAtExit={CDS_ARCHIVE}", "-Dspring.context.exit=onRefresh", "-jar", str(CDS_JAR)],
-              env=env)
+    with tempfile.TemporaryDirectory(prefix="lab-cds-") as temp:  # Tomcat's folders, which it would leave in /tmp
+        run_build([java, f"-XX:ArchiveClassesAtExit={CDS_ARCHIVE}", f"-Djava.io.tmpdir={temp}",
+                   "-Dspring.context.exit=onRefresh", "-jar", str(CDS_JAR)], env=env)
     if not CDS_ARCHIVE.exists():
         raise LabError(f"the CDS training run did not write {CDS_ARCHIVE}")
 

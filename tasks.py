@@ -21,7 +21,7 @@ from pathlib import Path
 
 from invoke import Exit, task
 
-from harness import DATA, ROOT, TOOLS, GuardedOutput, LabError, OutputLost, silence_stdout
+from harness import DATA, ROOT, TOOLS, ClosedOutput, GuardedOutput, LabError, OutputLost, silence_stdout
 
 # A terminal whose encoding has no ✓ or × (PYTHONIOENCODING=ascii, LANG=C on an old Python) shows "?" for them: a
 # status mark is not worth a UnicodeEncodeError.
@@ -31,8 +31,8 @@ for _stream in (sys.stdout, sys.stderr):
         _stream.reconfigure(errors="replace", line_buffering=True)
 # stdout redirected into a full disk (`invoke list > out.txt`) is one line, not a traceback: an error (exit 2) in a
 # task's _clear_errors, a failure (exit 1) elsewhere (invoke's help of a task, a print outside it).
-if sys.stdout is not None and not isinstance(sys.stdout, GuardedOutput):
-    sys.stdout = GuardedOutput(sys.stdout)
+if not isinstance(sys.stdout, GuardedOutput):
+    sys.stdout = GuardedOutput(sys.stdout if sys.stdout is not None else ClosedOutput())
 _python_excepthook = sys.excepthook
 
 
@@ -169,9 +169,9 @@ def _spec_with_server(chapter, server, path):
     from harness.lab.spec import load_spec
     from harness.lab.steps import with_own_server
 
-    if path and not server:
+    if path is not None and server is None:
         raise LabError("--path goes with --server (the path your app answers); the chapter's own steps keep theirs")
-    if not server:
+    if server is None:
         return None
     return with_own_server(load_spec(chapter), str(_path("--server", server)), path)
 
@@ -304,11 +304,16 @@ def withdraw(c, chapter, label, why):
     """Withdraw one of a chapter's kept passes: a row saying why is appended to data/<chapter>/withdrawn.csv; the
     pass's own rows stay, and its verdicts no longer pool it."""
     from harness.book.passes import withdraw as withdraw_pass
+    from harness.book.passes import withdrawn
     from harness.lab.spec import known_chapter
 
     with _clear_errors():
         _positionals("withdraw", chapter=chapter, label=label, why=why)
-        print(f"withdrawn: recorded in {withdraw_pass(known_chapter(chapter), label, why)}")
+        chapter = known_chapter(chapter)
+        for row in withdrawn(chapter):
+            if row["pass"] == label:  # a second row would say nothing new, and read as two withdrawals
+                raise LabError(f"the pass {label!r} of {chapter} was withdrawn already ({row['recorded']}: {row['why']})")
+        print(f"withdrawn: recorded in {withdraw_pass(chapter, label, why)}")
 
 
 # Three pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
@@ -424,10 +429,15 @@ def serve(c, port="4242"):
 def clean(c, data=False, clusters=False):
     """Remove build output and tools (and, with --data, results); --clusters removes only unused database clusters."""
     from harness.lab.lock import holding
+    from harness.lab.preflight import check_data_root, cluster_problems
 
     # Under no run's feet, whatever its data dir; unused clusters only: beside runs, each cluster's own lock decides.
-    with _clear_errors(), holding("invoke clean", tools="shared" if clusters else "exclusive"):
-        _clean(data, clusters)
+    with _clear_errors():
+        check_data_root()  # where the lock is held: a folder, or one can be made there
+        if clusters and (problems := cluster_problems()):
+            raise LabError(problems[0])
+        with holding("invoke clean", tools="shared" if clusters else "exclusive"):
+            _clean(data, clusters)
 
 
 def _clean(data, clusters):

@@ -1,4 +1,6 @@
 """The lab's Python package: specs, server backends, k6, samplers, step store, model, verdicts."""
+import errno
+import io
 import os
 import sys
 from pathlib import Path
@@ -49,6 +51,33 @@ def silence_stdout(stream=None) -> None:
 
 def lost_output(err: OSError) -> OutputLost:
     return OutputLost(f"standard output could not be written ({err.strerror or err})")
+
+
+class ClosedOutput(io.TextIOBase):
+    """sys.stdout for a process started with its standard output closed (`>&-`), where Python has none: its first
+    write fails as one to a closed descriptor does, so a command whose output is its result ends in one line (exit 2)
+    and a run goes on without its progress lines (the later ones dropped, as once a full disk's is silenced).
+    Descriptor 1 gets /dev/null: a file the run opens later must not take it (a child would write into that file)."""
+
+    def __init__(self):
+        super().__init__()
+        self.failed = False
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        if devnull != 1:
+            os.dup2(devnull, 1)
+            os.close(devnull)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not self.failed:
+            self.failed = True
+            raise OSError(errno.EBADF, "it was closed when the command started")
+        return len(text)
+
+    def fileno(self) -> int:
+        return 1
 
 
 class GuardedOutput:

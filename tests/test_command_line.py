@@ -174,3 +174,47 @@ def test_list_refuses_a_data_directory_no_folder_can_be_at_as_run_does(tmp_path,
     assert capsys.readouterr().out == ""
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "not-yet"))
     assert answer(tasks.list_) == (0, "") and "never run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("data, clusters, said", [
+    ("{tmp}/file", "{tmp}/clusters", "LAB_DATA_DIR={tmp}/file is a file, not a directory"),
+    ("~nosuchuser/x", "{tmp}/clusters", "LAB_DATA_DIR=~nosuchuser/x starts with ~nosuchuser, and no user"),
+    ("{tmp}/data", "{tmp}/file", "LAB_PG_CLUSTERS={tmp}/file is a file, not a directory"),
+    ("{tmp}/data", "", "LAB_PG_CLUSTERS is set but empty"),
+    ("{tmp}/data", "~nosuchuser/x", "LAB_PG_CLUSTERS=~nosuchuser/x starts with ~nosuchuser, and no user"),
+])
+def test_clean_clusters_checks_both_folders_before_it_holds_or_removes_anything(data, clusters, said, tmp_path,
+                                                                                 monkeypatch):
+    """Where `invoke clean --clusters` takes its lock (the data directory) and what it empties (the clusters' folder)
+    are checked as `invoke run` checks them: no traceback from a file in the way, no folder named ~nosuchuser made."""
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("LAB_DATA_DIR", data.format(tmp=tmp_path))
+    monkeypatch.setenv("LAB_PG_CLUSTERS", clusters.format(tmp=tmp_path))
+    monkeypatch.chdir(tmp_path)
+    code, message = answer(tasks.clean, clusters=True)
+    assert code == 2 and message.startswith(f"error: {said.format(tmp=tmp_path)}"), message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_a_second_withdrawal_of_one_pass_is_refused_naming_the_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(passes, "DATA", tmp_path)  # the book's own history is never written by a test
+    (tmp_path / "chapter1").mkdir()
+    (tmp_path / "chapter1" / passes.PASSES).write_text("pass,claim\n2026-01-01,F002-a.1\n")
+    assert answer(tasks.withdraw, "chapter1", "2026-01-01", "a reason") == (0, "")
+    code, message = answer(tasks.withdraw, "chapter1", "2026-01-01", "again")
+    assert code == 2 and "the pass '2026-01-01' of chapter1 was withdrawn already (" in message and ": a reason)" in message
+    assert len(passes.withdrawn("chapter1")) == 1
+
+
+@pytest.mark.parametrize("image", ["bad image:$(x)", "x\ny", "x:", "x@sha256:abc", "/x"])
+def test_manifests_refuse_an_image_no_registry_could_name(image, data_dir):
+    code, message = answer(tasks.manifests, "smoke", "waves", image=image)
+    assert code == 2 and message.startswith("error: --image ") and "is not an image reference" in message
+
+
+@pytest.mark.parametrize("options, said", [({"server": ""}, "--server is empty"),
+                                           ({"path": ""}, "--path goes with --server")])
+def test_an_empty_server_or_path_is_refused_not_ignored(options, said, data_dir):
+    """`--server ''` ran the chapter's own server into its data folder, as though no --server were given."""
+    code, message = answer(tasks.run, "smoke", **options)
+    assert code == 2 and message.startswith(f"error: {said}") and not data_dir.exists()

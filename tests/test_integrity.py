@@ -96,3 +96,57 @@ def test_a_step_recorded_before_digests_is_checked_for_the_tables_it_needs(data_
     assert "ss.parquet is unreadable" in store.read_meta("smoke", "waves")["reason"]
     (data_dir / "smoke" / "keep-alive" / "requests.parquet").unlink()
     assert store.read_meta("smoke", "keep-alive")["reason"] == "requests.parquet is missing"
+
+
+@pytest.mark.parametrize("shape", ["folder of a reader's", "folder without step.json", "file", "link"])
+def test_a_run_is_refused_before_anything_starts_where_it_would_replace_what_is_no_step(smoke, shape):
+    """A run replaces a step's folder (one with a step.json) and nothing else: a reader's folder, a file, a link, or
+    a step whose step.json was deleted (its tables are still measured data) at a step's place is named, and kept."""
+    from harness.lab import preflight
+
+    place = smoke / "waves"
+    if shape == "folder without step.json":
+        (place / "step.json").unlink()
+    else:
+        shutil.rmtree(place)
+        if shape == "folder of a reader's":
+            place.mkdir()
+            (place / "notes.txt").write_text("mine")
+        elif shape == "file":
+            place.write_text("mine")
+        else:
+            place.symlink_to(smoke / "keep-alive")
+    before = sorted(str(p.relative_to(smoke)) for p in smoke.rglob("*"))
+    steps = load_spec("smoke").steps
+    with pytest.raises(store.LabError, match=rf"{place} is in the way of step waves: it is not a step's folder"):
+        preflight.check_environment(steps)
+    assert sorted(str(p.relative_to(smoke)) for p in smoke.rglob("*")) == before
+    with pytest.raises(store.LabError, match="is not a step's folder"):  # the last guard, for one that appears later
+        store._replace(smoke / "keep-alive", place)
+    assert (smoke / "keep-alive" / "step.json").is_file()
+
+
+@pytest.mark.parametrize("damage", [lambda p: p.write_text('{"status":'), lambda p: p.mkdir()])
+def test_a_torn_failed_attempt_beside_a_complete_step_is_named_not_a_traceback(smoke, damage):
+    attempt = smoke / ".waves.failed"
+    attempt.mkdir()
+    damage(attempt / "step.json")
+    step = next(s for s in load_spec("smoke").steps if s.id == "waves")
+    state = fingerprint.state("smoke", step, None, lambda tool: None)
+    assert state.status in ("complete", "stale") and state.failed_attempt.startswith(".waves.failed/step.json ")
+
+
+def test_a_step_this_user_cannot_read_is_broken_naming_it_not_a_traceback(smoke):
+    """A step folder or table this user may not read (mode 000 as another user than root; root here drops its
+    capabilities to read anything): `invoke list` names it broken, and exits 0."""
+    (smoke / "waves").chmod(0)
+    (smoke / "keep-alive" / "ss.parquet").chmod(0)
+    drop = ["setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-set=-dac_override,-dac_read_search"]
+    try:
+        done = subprocess.run([*(drop if os.geteuid() == 0 else []), sys.executable, "-m", "invoke", "list"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        (smoke / "waves").chmod(0o755)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert f"{smoke / 'waves' / 'step.json'} cannot be read (Permission denied)" in done.stdout, done.stdout
+    assert f"{smoke / 'keep-alive' / 'ss.parquet'} cannot be read (Permission denied)" in done.stdout, done.stdout

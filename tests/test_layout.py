@@ -156,7 +156,7 @@ def test_sides_meet_only_in_data():
 LAB_LAYERS = [
     # what everything stands on: processes and containers, samplers, the data store, the machine, small parsers
     ("backends", "store", "samplers", "kernel", "typed", "units", "system", "netns", "placement", "interrupts", "build",
-     "jdk", "downloads", "histogram", "integrity"),
+     "jdk", "downloads", "histogram", "integrity", "compact"),
     ("services", "load.options"),  # the kinds of service and the load's options: what a spec is written in
     ("spec", "limits", "load.plan"),  # a spec read and checked against the machine's limits and k6's environment
 ]

@@ -109,6 +109,13 @@ def test_ramping_arrival_rate_asks_the_area_under_its_rate():
     ({"executor": "constant-arrival-rate", "rate": 5, "pre_allocated_vus": 1}, "load.duration is required with constant-arrival-rate"),
     ({"executor": "ramping-arrival-rate", "pre_allocated_vus": 1}, "load.stages is required with ramping-arrival-rate"),
     (RAMP_RATE | {"time_unit": "0s"}, "load.time_unit must be longer than 0"),
+    # k6's own least duration (1s), which it would enforce only once the server is up; and no stage lasting at all
+    ({"vus": 1, "executor": "constant-vus", "duration": "0s"}, "load.duration must be at least 1s, got '0s'"),
+    ({"vus": 1, "executor": "constant-vus", "duration": "999ms"}, "load.duration must be at least 1s, got '999ms'"),
+    ({"vus": 1, "iterations": 2, "executor": "shared-iterations", "max_duration": "0s"},
+     "load.max_duration must be at least 1s, got '0s'"),
+    ({"vus": 1, "executor": "constant-vus", "duration": "１s"}, "load.duration: '１s' is not a duration"),  # a wide 1
+    ({"executor": "ramping-vus", "stages": [{"duration": "0s", "target": 2}]}, "load.stages last 0s in all"),
     (RAMP_RATE | {"time_unit": "1 second"}, "load.time_unit: '1 second' is not a duration"),
     ({"executor": "ramping-vus", "stages": [{"duration": "1s", "target": 2}], "graceful_ramp_down": "x"},
      "load.graceful_ramp_down: 'x' is not a duration"),

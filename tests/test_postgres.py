@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import LabError
+from harness import ROOT, TOOLS, LabError
+from harness.lab import preflight
 from harness.lab.backends.docker.container import run_argv as container_argv
 from harness.lab.services import deploy, graph, pgbinaries, pgcluster, postgres
 from harness.lab.services.tomcat import container as tomcat_container, process as tomcat_process
@@ -378,10 +379,14 @@ def test_initdb_replaces_outdated_clusters_but_not_one_another_run_holds(tmp_pat
         holder.wait()
 
 
-def test_clean_clusters_removes_those_no_run_holds_and_keeps_the_held_one(tmp_path, monkeypatch):
+def test_clean_clusters_removes_those_no_run_holds_and_keeps_the_held_one_and_whatever_is_no_cluster(tmp_path,
+                                                                                                    monkeypatch):
+    """LAB_PG_CLUSTERS may name a folder that holds more than clusters (a home folder, by mistake): only folders
+    named as the lab names its clusters are removed."""
     monkeypatch.setenv("LAB_PG_CLUSTERS", str(tmp_path))
-    free, held = tmp_path / "pg17.6.0-a-10-x", tmp_path / "pg17.6.0-b-10-y"
-    for d in (free, held):
+    free, held = tmp_path / "pg17.6.0-a-10-0123456789ab", tmp_path / "pg17.6.0-pair-room-10-ba9876543210"
+    others = [tmp_path / name for name in ("Documents", "pg17.6.0-notes", "pg17.6.0-a-10-x", "src")]
+    for d in (free, held, *others):
         (d / "data").mkdir(parents=True)
     holder = hold_lock_in_another_process(held)
     try:
@@ -390,7 +395,8 @@ def test_clean_clusters_removes_those_no_run_holds_and_keeps_the_held_one(tmp_pa
         holder.kill()
         holder.wait()
     assert removed == [free] and kept == [held]
-    assert not free.exists() and not (tmp_path / "pg17.6.0-a-10-x.lock").exists() and (held / "data").is_dir()
+    assert not free.exists() and not free.with_name(free.name + ".lock").exists() and (held / "data").is_dir()
+    assert all((other / "data").is_dir() for other in others)
 
 
 def flag_values(argv: list[str], flag: str) -> list[str]:
@@ -453,3 +459,38 @@ def test_a_refused_login_ends_the_start_at_once_and_a_slow_start_is_waited_for(s
             service.ready()
     else:
         assert service.ready() is False
+
+
+@pytest.mark.parametrize("value, fits", [("128MB", True), ("1 GB", True), ("16", True), ("128kB", True),
+                                         ("lots", False), ("1", False), ("127kB", False), ("128mb", False),
+                                         ("１MB", False), ("", False)])
+def test_shared_buffers_is_refused_where_postgresql_would_refuse_it_at_its_start(value, fits):
+    """PostgreSQL's notation: a number, then B, kB, MB, GB or TB (case and all), a bare number counting 8 kB blocks,
+    at least 16 of them; anything else it refuses with a FATAL once the step has begun."""
+    raw = spec_with({"db": {**DB, "shared_buffers": value}})
+    if fits:
+        assert parse(raw).steps[0].services["db"]["shared_buffers"] == value
+    else:
+        assert "services.db.shared_buffers must be a size of at least 128kB in PostgreSQL's notation" in problems_of(raw)
+
+
+def test_a_home_folder_in_sql_dir_and_lab_pg_clusters_is_expanded_and_a_relative_clusters_folder_made_absolute(
+        tmp_path, monkeypatch):
+    """initdb runs inside the cluster's folder: a relative LAB_PG_CLUSTERS would name a folder below it."""
+    home = tmp_path / "home"
+    (home / "sql").mkdir(parents=True)
+    for part in ("schema", "data"):
+        (home / "sql" / f"standin-{part}.sql").write_text((ROOT / DB["sql_dir"] / f"standin-{part}.sql").read_text())
+    monkeypatch.setenv("HOME", str(home))
+    assert set(pgcluster.sql_files("~/sql", "standin")) == {"schema", "data"}
+    parse(spec_with({"db": {**DB, "sql_dir": "~/sql"}}))  # its files found: no problem
+    monkeypatch.setenv("LAB_PG_CLUSTERS", "~/clusters")
+    assert preflight.cluster_problems() == [] and pgcluster.clusters_root() == home / "clusters"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LAB_PG_CLUSTERS", "relative")
+    cluster = pgcluster.Cluster("standin", 10, pgcluster.sql_files(DB["sql_dir"], "standin"))
+    assert cluster.dir.is_absolute() and cluster.dir.parent == tmp_path / "relative"
+    monkeypatch.setenv("LAB_PG_CLUSTERS", " ")
+    assert preflight.cluster_problems() == [f"LAB_PG_CLUSTERS is set but empty: unset it for {TOOLS / 'postgres' / 'clusters'}"
+                                            ", or give this run clusters of its own with LAB_PG_CLUSTERS=<a directory you "
+                                            "can write>"]

@@ -328,3 +328,11 @@ def test_a_jvm_in_a_container_takes_none_of_the_servers_users(monkeypatch):
     both = SimpleNamespace(id="both", services={"server": {"kind": "tomcat"}, "api": {"kind": "netty"}},
                            system={"network": "hosts"})
     assert deploy.jvms_of(both, "docker") == ["api"] and sorted(deploy.jvms_of(both, "local")) == ["api", "server"]
+
+
+@pytest.mark.parametrize("path, said", [("~nosuchuser/app.jar", "~nosuchuser/app.jar: no such file"),
+                                        ("/tmp", "/tmp: a folder, not a jar")])
+def test_a_jar_path_that_names_no_jar_is_one_problem_not_a_traceback(path, said):
+    """A home of no user made pathlib raise RuntimeError from inside the check."""
+    with pytest.raises(LabError, match=f"services.server.path {said}"):
+        parse({"step": [{"id": "a", "load": {"vus": 1}, "services": {"server": {"kind": "spring-jar", "path": path}}}]})

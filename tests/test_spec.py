@@ -416,6 +416,51 @@ def test_output_redirected_into_a_full_disk_is_one_line_not_a_traceback(args, co
                                                     "device)\n")
 
 
+@pytest.mark.parametrize("args", [["list"], ["compare", "chapter1"]])
+def test_a_closed_output_is_one_line_for_a_command_whose_output_is_its_result(args):
+    """`invoke list >&-`: Python starts with no sys.stdout, where print() drops every line without a word (exit 0).
+    The listing is lost, and says so, as with a full disk."""
+    import subprocess
+    import sys
+
+    from harness import ROOT
+
+    done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, timeout=300, pass_fds=(),
+                          preexec_fn=lambda: __import__("os").close(1))
+    assert (done.returncode, done.stderr) == (2, "error: standard output could not be written (it was closed when the "
+                                                 "command started)\n")
+
+
+def test_progress_lines_to_a_closed_output_are_dropped_with_one_note_and_nothing_takes_its_descriptor(capsys,
+                                                                                                    monkeypatch):
+    """A run started with stdout closed (`invoke run … >&-`) goes on without its progress lines, and descriptor 1
+    is /dev/null's: no file the run opens after takes it (a child started with the default stdout would write into
+    it)."""
+    import os
+
+    from harness import ClosedOutput, GuardedOutput, say
+
+    saved = os.dup(1)
+    try:
+        os.close(1)
+        monkeypatch.setattr("sys.stdout", GuardedOutput(ClosedOutput()))
+        say("step 1 of 2")
+        say("step 2 of 2")
+        assert os.path.realpath("/proc/self/fd/1") == os.devnull and not sys_stdout_isatty()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    assert capsys.readouterr().err == ("note: standard output could not be written (it was closed when the command "
+                                       "started); going on without the progress lines\n")
+
+
+def sys_stdout_isatty() -> bool:
+    import sys
+
+    return sys.stdout.isatty()  # the runner's pace of progress lines asks it
+
+
 def test_progress_lines_into_a_full_disk_are_dropped_with_one_note_and_the_program_goes_on(capsys, monkeypatch):
     """say()'s promise, a step never aborted for its progress lines, holds for a full disk as for a closed pipe:
     one note on stderr, then silence, through the guarded stdout of `invoke` and a plain one alike; and with stderr

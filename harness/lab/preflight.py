@@ -123,6 +123,9 @@ def check_environment(steps) -> None:
     for chapter in sorted({step.chapter for step in steps}):
         if problem := folder_problem(store.data_root() / chapter, f"the chapter's folder {store.data_root() / chapter}"):
             problems.append(problem)
+    for step in steps:
+        problems += [f"{place} is in the way of step {step.id}: it is not a step's folder (it has no {store.STEP_FILE}) "
+                     f"and a run replaces only those; move it elsewhere" for place in store.in_the_way(step.chapter, step.id)]
     if any(knobs.get("kind") == "postgres" for step in steps for knobs in step.services.values()):
         problems += cluster_problems()
     if not problems and (problem := disk_problem(steps)):
@@ -136,9 +139,11 @@ def cluster_problems() -> list[str]:
     .tools/postgres/clusters) must be writable, and so must every cluster and lock file in it: a cluster another user
     made (root's, before a run as someone else) cannot be locked, used or replaced."""
     named = os.environ.get("LAB_PG_CLUSTERS")
-    root = Path(named or TOOLS / "postgres" / "clusters")
-    where = f"LAB_PG_CLUSTERS={named}" if named else f"the PostgreSQL clusters' folder {root}"
     hint = "give this run clusters of its own with LAB_PG_CLUSTERS=<a directory you can write>"
+    if named is not None and not named.strip():
+        return [f"LAB_PG_CLUSTERS is set but empty: unset it for {TOOLS / 'postgres' / 'clusters'}, or {hint}"]
+    root = store.clusters_root()
+    where = f"LAB_PG_CLUSTERS={root}" if named else f"the PostgreSQL clusters' folder {root}"
     if problem := folder_problem(root, where):
         return [f"{problem}: {hint}"]
     theirs = [entry for entry in sorted(root.iterdir()) if not os.access(entry, os.W_OK)] if root.is_dir() else []

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import re
 
-# At most 12 digits a part: more is no duration a lab step could wait for (the load's checks bound them further).
-DURATION = re.compile(r"^(?:(\d{1,12})h)?(?:(\d{1,12})m(?!s))?(?:(\d{1,12})s)?(?:(\d{1,12})ms)?$")
+# ASCII digits only (k6 reads no other), at most 12 a part: more is no duration a lab step could wait for (the load's checks bound them further).
+DURATION = re.compile(r"^(?:(\d{1,12})h)?(?:(\d{1,12})m(?!s))?(?:(\d{1,12})s)?(?:(\d{1,12})ms)?$", re.ASCII)
 
-MEMORY = re.compile(r"^([1-9]\d{0,12})([kmg])$", re.IGNORECASE)
+MEMORY = re.compile(r"^([1-9]\d{0,12})([kmg])$", re.IGNORECASE | re.ASCII)
 
 MEMORY_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30}
 

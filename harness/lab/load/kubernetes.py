@@ -161,9 +161,18 @@ class _PlainDumper(yaml.SafeDumper):
         return True
 
 
+# Docker's grammar of an image reference (distribution/reference): [host[:port]/]name[/name…][:tag][@digest].
+_NAME = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REFERENCE = re.compile(rf"(?:[A-Za-z0-9.-]+(?::\d+)?/)?{_NAME}(?:/{_NAME})*(?::\w[\w.-]{{0,127}})?"
+                             rf"(?:@sha256:[0-9a-f]{{64}})?", re.ASCII)
+
+
 def write_manifests(chapter: str, step_id: str, out: str | None = None, image: str | None = None) -> str:
     """The manifests of one step as YAML: written into `out` (one file, named after the step; the path is returned)
     or returned as text."""
+    if image is not None and not IMAGE_REFERENCE.fullmatch(image):
+        raise LabError(f"--image {image[:80]!r} is not an image reference like registry.example:5000/team/server:1.0 "
+                       f"(lower-case name parts, an optional tag of letters, digits, '.', '_' and '-', or a digest)")
     step = load_spec(chapter).select([step_id])[0]
     text = yaml.dump_all(manifests(step, image or SERVER_IMAGE), Dumper=_PlainDumper, sort_keys=False)
     if out is None:

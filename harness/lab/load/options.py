@@ -87,6 +87,7 @@ REQUIRED = {
     "ramping-vus": ("stages",), "constant-arrival-rate": ("rate", "duration", "pre_allocated_vus"),
     "ramping-arrival-rate": ("stages", "pre_allocated_vus"),
 }
+K6_LEAST_MS = 1000  # k6 refuses a shorter duration or max_duration (lib/executor: minDuration), once the server is up
 DURATION_KEYS = ("duration", "graceful_stop", "max_duration", "request_timeout", "graceful_ramp_down", "time_unit")
 # The longest a step's load may be scheduled for, graceful stop included: the longest committed step runs minutes, a
 # chapter under an hour, and the runner waits that long for the load tool before calling it stuck; a day is room for
@@ -168,6 +169,8 @@ def _check_durations(load: dict, where: str, problems: list[str]) -> bool:
                 continue
             if ms <= 0 and key in ("time_unit", "request_timeout"):
                 problems.append(f"{where}: load.{key} must be longer than 0, got {load[key]!r}")
+            elif ms < K6_LEAST_MS and key in ("duration", "max_duration") and load.get("tool") == "k6":  # (ab, wrk: below)
+                problems.append(f"{where}: load.{key} must be at least 1s, got {load[key]!r}")
             elif ms > MAX_LOAD_MS:
                 problems.append(f"{where}: load.{key} {load[key]!r} is longer than {MAX_LOAD_MS // 3600_000} h, "
                                 f"the most a step's load may take")
@@ -179,6 +182,7 @@ def _check_stages(stages: list, where: str, problems: list[str]) -> bool:
     before = len(problems)
     if not stages:
         problems.append(f"{where}: load.stages is empty: give at least one {{duration, target}} table")
+    total_ms = 0
     for n, stage in enumerate(stages, start=1):
         at = f"{where}: load.stages[{n}]"
         if not isinstance(stage, dict):
@@ -187,12 +191,14 @@ def _check_stages(stages: list, where: str, problems: list[str]) -> bool:
         for key in sorted(set(stage) - {"duration", "target"}):
             problems.append(f"{at}: unknown key '{key}' (allowed: duration, target)")
         try:
-            duration_ms(stage.get("duration", ""))
+            total_ms += duration_ms(stage.get("duration", ""))
         except ValueError:
             problems.append(f"{at}: duration {stage.get('duration')!r} is not a duration like '30s', '5m' or '500ms'")
         target = stage.get("target")
         if not isinstance(target, int) or isinstance(target, bool) or not 0 <= target <= INT_MAX:
             problems.append(f"{at}: target must be a whole number from 0 to {INT_MAX:,}, got {target!r}")
+    if stages and len(problems) == before and total_ms == 0:
+        problems.append(f"{where}: load.stages last 0s in all: k6 would send nothing (give a stage a duration)")
     return len(problems) == before
 
 

@@ -36,9 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import ROOT, TOOLS, LabError
+from harness import ROOT, LabError
 from harness.lab.services import pgauth, pgbinaries
-from harness.lab.store import home_expanded
+from harness.lab.store import clusters_root, home_expanded
 from harness.lab.services.pgauth import LAB_USER, PG_HBA, SUPERUSER, Credentials, ident_map, scram_verifier
 
 # Bump when making or loading a cluster changes: every cluster is rebuilt (outdated ones are replaced). 2: password
@@ -49,13 +49,15 @@ PARTS = ("schema", "data", "indexes", "drop-indexes")
 REQUIRED = ("schema", "data")
 
 
-def clusters_root() -> Path:
-    return home_expanded(Path(os.environ.get("LAB_PG_CLUSTERS") or TOOLS / "postgres" / "clusters"))
+def is_cluster(folder: Path) -> bool:
+    """Whether `folder` is named as cluster_key names a cluster: `invoke clean --clusters` removes nothing else
+    (LAB_PG_CLUSTERS may name a folder that holds other things too)."""
+    return folder.is_dir() and re.fullmatch(r"pg[0-9.]+-[\w.-]+-\d+-[0-9a-f]{12}", folder.name) is not None
 
 
 def sql_files(sql_dir: str, template: str) -> dict[str, Path]:
     """The template's SQL files that exist, by part (schema, data, indexes, drop-indexes)."""
-    folder = Path(sql_dir) if Path(sql_dir).is_absolute() else ROOT / sql_dir
+    folder = ROOT / home_expanded(Path(sql_dir))  # relative to the clone (an absolute path stays as it is)
     return {part: folder / f"{template}-{part}.sql" for part in PARTS if (folder / f"{template}-{part}.sql").is_file()}
 
 
@@ -75,7 +77,7 @@ class Cluster:
 
     def __init__(self, template: str, rows: int, files: dict[str, Path]):
         self.template, self.rows, self.files = template, rows, files
-        self.dir = clusters_root() / cluster_key(template, rows, files)
+        self.dir = (clusters_root() / cluster_key(template, rows, files)).absolute()  # initdb runs inside it
         self.data = self.dir / "data"
         self.marker = self.dir / "ready.json"
         self._credentials: Credentials | None = None
@@ -244,10 +246,11 @@ def in_use(cluster_dir: Path) -> bool:
 
 
 def remove_unused() -> tuple[list[Path], list[Path]]:
-    """Every cached cluster that no run holds removed, with its lock file; returns (removed, kept because in use)."""
+    """Every cached cluster that no run holds removed, with its lock file; returns (removed, kept because in use).
+    Folders not named as clusters are left alone."""
     root = clusters_root()
     removed, kept = [], []
-    for cluster_dir in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
+    for cluster_dir in sorted(filter(is_cluster, root.iterdir())) if root.is_dir() else []:
         lock = ClusterLock(cluster_dir)
         try:
             lock.acquire()

@@ -18,6 +18,7 @@ image` from the same binaries (harness.lab.services.pgcontainer); the preparatio
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -48,6 +49,17 @@ DATABASE_SQL = f"SELECT {', '.join(DATABASE_COUNTERS)} FROM pg_stat_database WHE
 PASSWORD_ENV = "SPRING_DATASOURCE_PASSWORD"
 
 
+MIN_SHARED_BUFFERS = 16 * 8192  # PostgreSQL's least: 16 blocks
+_UNITS = {"": 8192, "B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}  # its units, case and all
+
+
+def shared_buffers_bytes(value: str) -> int | None:
+    """shared_buffers in bytes, as PostgreSQL reads it ("128MB", "1GB", "2048": blocks of 8kB); None for what it
+    would refuse at its start."""
+    matched = re.fullmatch(r"\s*(\d+)\s*(B|kB|MB|GB|TB)?\s*", value, re.ASCII)
+    return int(matched[1]) * _UNITS[matched[2] or ""] if matched else None
+
+
 class PostgresKind(ServiceKind):
     name = "postgres"
     title = "PostgreSQL"
@@ -73,8 +85,9 @@ class PostgresKind(ServiceKind):
         if k["max_connections"] <= SUPERUSER_RESERVED + SAMPLER_CONNECTIONS:
             problems.append(f"{at}.max_connections must exceed the {SUPERUSER_RESERVED} connections PostgreSQL "
                             f"reserves for superusers plus the harness's own, got {k['max_connections']}")
-        if not k["shared_buffers"].strip() or not k["shared_buffers"].replace(" ", "").isalnum():
-            problems.append(f"{at}.shared_buffers must be a size like \"128MB\", got {k['shared_buffers']!r}")
+        if (size := shared_buffers_bytes(k["shared_buffers"])) is None or size < MIN_SHARED_BUFFERS:
+            problems.append(f"{at}.shared_buffers must be a size of at least 128kB in PostgreSQL's notation (a number, "
+                            f"then kB, MB, GB or TB; a bare number counts 8kB blocks), got {k['shared_buffers']!r}")
         if not k["template"] or not k["template"].replace("-", "").replace("_", "").isalnum():
             problems.append(f"{at}.template must be a name of letters, digits, '-' and '_', got {k['template']!r}")
             return

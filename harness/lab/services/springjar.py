@@ -22,6 +22,7 @@ from harness.lab.backends.process import check_servers_reach, http_get, http_jso
 from harness.lab.integrity import sha256
 from harness.lab.jdk import java_command, java_major, virtual_threads_java
 from harness.lab.samplers import ActuatorSampler
+from harness.lab.store import home_expanded
 from harness.lab.services.base import (Context, RunningService, ServiceKind, StepFailed, check_listening,
                                        check_local_jvm, latest, spawn_java)
 
@@ -74,8 +75,8 @@ def embeds_tomcat(path: Path) -> bool:
 
 
 def jar_path(knobs: dict) -> Path:
-    path = Path(knobs["path"]).expanduser()
-    return path if path.is_absolute() else ROOT / path
+    """The jar, ~ expanded, relative to the clone (a ~ of no user stays as it is: the check names it missing)."""
+    return ROOT / home_expanded(Path(knobs["path"]))
 
 
 def properties(server: dict, knobs: dict) -> list[str]:
@@ -159,7 +160,7 @@ class SpringJarKind(ServiceKind):
         elif len(k["path"]) > 4096 or any(len(part) > 255 for part in Path(k["path"]).parts):  # PATH_MAX, NAME_MAX
             problems.append(f"{at}.path {k['path'][:60]}…: too long a name for a file")
         elif not jar_path(k).is_file():
-            problems.append(f"{at}.path {k['path']}: no such file")
+            problems.append(f"{at}.path {k['path']}: " + ("a folder, not a jar" if jar_path(k).is_dir() else "no such file"))
         elif spring_boot_manifest(jar_path(k)) is None:
             problems.append(f"{at}.path {k['path']} is not an executable Spring Boot jar (its manifest names no "
                             f"Start-Class: build it with spring-boot-maven-plugin's repackage or bootJar)")

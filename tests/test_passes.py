@@ -304,6 +304,18 @@ def test_a_readers_run_without_a_noise_of_its_own_is_judged_with_the_books_sayin
             "model predicts every answer") in report
 
 
+def test_a_readers_run_missing_a_run_of_its_spec_is_judged_saying_which(tmp_path):
+    """A run deleted, or a file in its place: the verdicts pool the runs there are, and say which are not."""
+    from harness.book.compare import compare
+
+    shutil.copytree(DATA / "chapter1", tmp_path / "chapter1", ignore=shutil.ignore_patterns("*.csv"))
+    whole, _ = compare("chapter1", tmp_path)
+    shutil.rmtree(tmp_path / "chapter1" / "k6-c100.3")
+    (tmp_path / "chapter1" / "k6-c100.3").write_text("not a run")
+    report, _ = compare("chapter1", tmp_path)
+    assert "k6-c100.3 is not complete (never run)" in report.splitlines()[-1] and "not a whole pass" not in whole
+
+
 def test_a_chapter_run_on_a_readers_own_server_is_compared_by_its_folders_name_and_never_kept(tmp_path):
     """`invoke run chapter1 --server app.jar` writes chapter1@app/; `invoke compare chapter1@app` judges it with
     chapter 1's rules beside the book (issue 43): here a copy of the book's own chapter 1 under that name."""

@@ -96,6 +96,8 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False,
     moved = passes.flips({c: j.outcome for c, j in ref.items()}, {j.rule.claim: j.outcome for j in runs})
     if beside:
         lines.append(noise_said)
+    if other is not None and not keep and (problems := passes.pass_problems(chapter, root)):
+        lines.append(f"not a whole pass of its spec (judged as it is, and --keep would refuse it): {'; '.join(problems)}")
     if moved:
         lines.append(f"moved between reproduced and not reproduced: {', '.join(moved)}")
     if keep:

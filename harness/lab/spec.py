@@ -177,7 +177,7 @@ class Spec:
 
 
 def chapters() -> list[str]:
-    return sorted(p.stem for p in EXPERIMENTS.glob("*.toml"))
+    return sorted(p.stem for p in EXPERIMENTS.glob("*.toml") if p.is_file())  # (a folder named x.toml is none)
 
 
 def known_chapter(name: str) -> str:

@@ -160,3 +160,36 @@ def test_the_pair_room_api_and_its_database_run_in_containers(docker_ready, tmp_
     tree = pd.read_parquet(data_dir / "chapter5-scaled" / "no-open-in-view" / "db.parquet")
     assert tree[tree.metric == "pg.processes"].value.max() > 1  # its backends seen through the host's /proc
     assert lab_containers() == []
+
+
+def test_a_rebuild_leaves_no_untagged_image_of_the_kinds_behind(docker_ready, tmp_path):
+    """Each `invoke image` moves a kind's tags to a new image (a new jar), and the one they left, untagged, kept its
+    ~150 MB in the daemon: the build removes the untagged images that carry its kind's label, and no other."""
+    from harness.lab.backends.docker import image as images
+    from harness.lab.backends.docker.client import docker, docker_env, image_id
+
+    base = next((b for b in (images.DEBOOTSTRAP_BASE, images.DEFAULT_BASE) if image_id(b)), None)
+    assert base, "no base image here: `invoke image --base debootstrap` made one before these tests"
+    (tmp_path / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n")
+    tag, key = "concurrency-lab/test-rebuild:latest", "concurrency-lab.test-rebuild"
+    other, other_key = "concurrency-lab/test-other:latest", "concurrency-lab.test-other"
+
+    def untagged(label):
+        return docker("images", "--quiet", "--no-trunc", "--filter", "dangling=true", "--filter", f"label={label}").stdout.split()
+
+    def plain_build(value):  # the docker client alone: no clean-up of its own
+        docker("build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}", "--label", f"{other_key}={value}",
+               "--tag", other, str(tmp_path), env=docker_env() | {"DOCKER_BUILDKIT": "0"}, timeout=300)
+
+    left = []
+    try:
+        plain_build("1")
+        plain_build("2")
+        left = untagged(other_key)  # another kind's, left by a build that is not the lab's
+        assert len(left) == 1
+        images.build([tag], tmp_path, base, {key: "1"})
+        images.build([tag], tmp_path, base, {key: "2"})  # a new image: the tag moves off the first
+        assert untagged(key) == [] and untagged(other_key) == left
+    finally:
+        for name in (tag, other, *left):
+            docker("image", "rm", "--force", name, check=False)

@@ -121,6 +121,7 @@ def test_a_run_is_refused_before_anything_starts_where_it_would_replace_what_is_
     with pytest.raises(store.LabError, match=rf"{place} is in the way of step waves: it is not a step's folder"):
         preflight.check_environment(steps)
     assert sorted(str(p.relative_to(smoke)) for p in smoke.rglob("*")) == before
+    assert store.read_meta("smoke", "waves")["status"] == store.BROKEN  # `invoke list` says so, not "never run"
     with pytest.raises(store.LabError, match="is not a step's folder"):  # the last guard, for one that appears later
         store._replace(smoke / "keep-alive", place)
     assert (smoke / "keep-alive" / "step.json").is_file()

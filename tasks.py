@@ -376,7 +376,8 @@ def test(c, fast=False, pytest_args=""):
         for job in jobs.values():
             if job.poll() is None:
                 job.kill()
-        remove_kept_notebooks()
+        if not fast:  # this run's render kept them (--fast renders nothing: the notebooks may be another run's)
+            remove_kept_notebooks()
         if not failed:  # the logs of a failed run are kept (named below); those of a passed or interrupted one go
             shutil.rmtree(work, ignore_errors=True)
     if junit in failed:

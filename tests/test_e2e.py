@@ -262,7 +262,12 @@ def test_samples_share_the_requests_clock(smoke):
     requests = data.requests[data.requests.step == "waves"]
     ss = data.ss[data.ss.step == "waves"]
     assert ss["ts_ms"].min() < requests["start_ms"].min() < requests["end_ms"].max() < ss["ts_ms"].max()
-    assert ss["ts_ms"].diff().dropna().median() == pytest.approx(500, abs=50)
+    process = data.process[data.process.step == "waves"]["ts_ms"].drop_duplicates()
+    assert process.diff().dropna().median() == pytest.approx(500, abs=50)  # every tick of the 500 ms schedule
+    # ss's ticks are the same schedule's, though on a slow machine it skips some to stay within its CPU budget
+    # (the ss sampler's cpu_budget: at 14.6 ms a sample, measured on a slow CI run, it took every other tick)
+    gap = ss["ts_ms"].diff().dropna().median()
+    assert gap >= 450 and gap / 500 == pytest.approx(round(gap / 500), abs=0.1)
 
 
 def test_a_complete_step_is_skipped_on_rerun(smoke):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 import json
 import os
+import shutil
 import signal
 import socket
 from pathlib import Path
@@ -140,12 +141,14 @@ def test_sigkill_of_the_harness_leaves_no_nginx_worker(lab_ready, tmp_path):  # 
 @pytest.mark.parametrize("own_pid_namespace", [True, False], ids=["in-its-pid-namespace", "a-plain-child"])
 def test_nginx_runs_as_www_data_with_the_capabilities_it_needs_and_sees_the_book_read_only(tmp_path, monkeypatch,
                                                                                           own_pid_namespace):
-    """As root nginx, master and workers, runs as www-data with the two capabilities it needs (read its config
-    wherever the step's folder lies, listen below 1024), none to override write permissions or change users, and the
-    book's folders are read-only to it (a mount namespace of its own); its pid and temp files' folder stays writable.
-    So in its own pid namespace (its parent unshare) and as the harness's own child (root without a pid namespace),
+    """As root nginx, master and workers, runs as www-data with the capabilities it needs (listen below 1024; read
+    its config, only where the step's folder lies behind a folder closed to other users), none to override write
+    permissions or change users, and the book's folders are read-only to it (a mount namespace of its own); its pid
+    and temp files' folder stays writable. So in its own pid namespace (its parent unshare), here in a folder closed
+    to other users (pytest's), and as the harness's own child (root without a pid namespace), here in an open one,
     each behind its guard (process.still_a_child)."""
     import pwd
+    import tempfile
 
     from harness.lab.services import nginx
     from test_process import mount_options, status_field
@@ -155,12 +158,18 @@ def test_nginx_runs_as_www_data_with_the_capabilities_it_needs_and_sees_the_book
 
     from harness.lab.backends.process import CAPABILITY_BITS, bounded
 
-    needed = sum(1 << CAPABILITY_BITS[name] for name in nginx.KEPT_CAPABILITIES if bounded(name))
+    from harness.lab.backends.process import closed_to_others
+
+    open_here = not own_pid_namespace and not closed_to_others([ROOT])  # (a clone in /root lends it in both)
+    kept = ("net_bind_service",) if open_here else nginx.KEPT_CAPABILITIES
+    needed = sum(1 << CAPABILITY_BITS[name] for name in kept if bounded(name))
+    folder = tmp_path if own_pid_namespace else Path(tempfile.mkdtemp(prefix="lab-open-"))
+    folder.chmod(0o700 if own_pid_namespace else 0o755)
 
     knobs = NginxKind().resolve("edge", {"mode": "return", "port": 8184, "status_port": 8185}, "t", problems := [])
     assert not problems
     ports_free()
-    service = NginxKind().start("edge", knobs, Context(SimpleNamespace(placement={}), tmp_path, {}, {}))
+    service = NginxKind().start("edge", knobs, Context(SimpleNamespace(placement={}), folder, {}, {}, protected=[ROOT]))
     try:
         service.wait_ready(timeout_s=10)
         for pid in service.pids().values():  # the master and its worker
@@ -178,6 +187,8 @@ def test_nginx_runs_as_www_data_with_the_capabilities_it_needs_and_sees_the_book
         assert not complaints, complaints
     finally:
         service.stop()
+        if not own_pid_namespace:
+            shutil.rmtree(folder)
 
 
 def test_an_nginx_that_cannot_start_fails_with_its_log(tmp_path):

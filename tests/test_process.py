@@ -61,7 +61,7 @@ def test_a_jvms_command_runs_as_the_servers_user_who_reads_all_and_writes_only_i
               f'{connect} "$1/docker.sock" 2>/dev/null; e=$?; kill -0 $$; f=$?; {connect} "$1/open.sock"; g=$?; '
               'echo $a $b $c $d $e $f $g > "$2/rc"; exec sleep 30')
     args = [str(tmp_path), str(own), str(rootly.pid), sys.executable]
-    proc = spawn(without_privileges(["sh", "-c", script, "sh", *args]),
+    proc = spawn(without_privileges(["sh", "-c", script, "sh", *args], reads=[secret]),  # behind a closed folder
                  dict(os.environ), tmp_path / "log")
     try:
         codes = wait_for_file(own / "rc").split()
@@ -85,6 +85,38 @@ def test_a_jvms_command_runs_as_the_servers_user_who_reads_all_and_writes_only_i
     open_sock.close()
     with sock, socket.socket(socket.AF_UNIX) as client:
         client.connect(str(tmp_path / "docker.sock"))
+
+
+@ROOT_ONLY
+def test_a_server_whose_files_every_user_may_read_gets_no_capability_and_cannot_read_roots_own(tmp_path):
+    """CAP_DAC_READ_SEARCH is lent only where what the server must read lies behind a folder closed to other users (a
+    clone in /root): elsewhere (a clone in /work, /opt, a home open to others) the server reads only what every user
+    may, and not root's own files: its keys, /etc/shadow, a run's secrets."""
+    import tempfile
+
+    secret = tmp_path / "secret"  # pytest's folders are root's alone: 0700
+    secret.write_text("root's")
+    secret.chmod(0o600)
+    shared = Path(tempfile.mkdtemp(prefix="lab-open-"))
+    try:
+        shared.chmod(0o755)
+        jar = shared / "app.jar"
+        jar.write_text("PK")
+        jar.chmod(0o644)
+        own = shared / "own"
+        own.mkdir()
+        server_owned(own)
+        script = 'cat "$1" > "$2/read" 2>/dev/null; a=$?; cat "$3" > /dev/null; echo $a $? > "$2/rc"; exec sleep 30'
+        proc = spawn(without_privileges(["sh", "-c", script, "sh", str(secret), str(own), str(jar)], reads=[jar]),
+                     dict(os.environ), shared / "log")
+        try:
+            assert wait_for_file(own / "rc").split() == ["1", "0"]  # root's secret refused; the open jar read
+            assert all(int(status_field(proc.pid, f"Cap{kind}"), 16) == 0 for kind in ("Inh", "Prm", "Eff", "Bnd", "Amb"))
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        shutil.rmtree(shared)
 
 
 def mount_options(pid: int, path: Path) -> set[str]:

@@ -124,8 +124,8 @@ def check_environment(steps) -> None:
         if problem := folder_problem(store.data_root() / chapter, f"the chapter's folder {store.data_root() / chapter}"):
             problems.append(problem)
     for step in steps:
-        problems += [f"{place} is in the way of step {step.id}: it is not a step's folder (it has no {store.STEP_FILE}) "
-                     f"and a run replaces only those; move it elsewhere" for place in store.in_the_way(step.chapter, step.id)]
+        problems += [f"{place} is in the way of step {step.id}: {store.what_it_is(place)}, not a step's folder, which is "
+                     f"all a run replaces; move it elsewhere" for place in store.in_the_way(step.chapter, step.id)]
     if any(knobs.get("kind") == "postgres" for step in steps for knobs in step.services.values()):
         problems += cluster_problems()
     if not problems and (problem := disk_problem(steps)):

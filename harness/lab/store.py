@@ -235,13 +235,20 @@ def is_step_folder(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink() and (path / STEP_FILE).is_file()
 
 
+def what_it_is(path: Path) -> str:
+    """What a thing that is not a step's folder is, in words (for the messages that refuse to replace it)."""
+    if path.is_symlink():
+        return f"a link to {os.readlink(path)}"
+    return f"a folder without {STEP_FILE}" if path.is_dir() else "a file"
+
+
 def _replace(source: Path, target: Path) -> None:
     """Rename source to target; an existing target (a step's folder: preflight refused anything else) is moved aside
     first and removed after."""
     old = target.parent / f".{target.name}.old-{os.getpid()}"
     if os.path.lexists(target):
         if not is_step_folder(target):  # a last guard: not even a run started before it appeared removes it
-            raise LabError(f"{target} is not a step's folder (it has no {STEP_FILE}): it was left as it is, and this "
+            raise LabError(f"{target} is {what_it_is(target)}, not a step's folder: it was left as it is, and this "
                            f"step stays in {source}")
         target.rename(old)
     source.rename(target)

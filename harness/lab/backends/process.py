@@ -109,14 +109,26 @@ def still_a_child(parent: str) -> list[str]:
             f'started it is gone" >&2; exit 1; }}; unset LAB_PARENT; shift; exec "$@"', "sh", parent]
 
 
-def without_privileges(cmd: list[str], user: str = SERVER_USER) -> list[str]:
-    """`cmd` as `user` (one of SERVER_USERS) when the harness is root, with one capability, CAP_DAC_READ_SEARCH: it
-    reads every file (the JDK, the jar and the clone wherever they lie, /root included), but writes only its own folder
-    (server_owned) and what every user may; it cannot change root's files (/etc, /proc/sys, cgroups), signal root's
-    processes or connect to root's sockets (Docker's), nor write the files of the services that run as other users."""
+def without_privileges(cmd: list[str], user: str = SERVER_USER, reads: list[Path] = ()) -> list[str]:
+    """`cmd` as `user` (one of SERVER_USERS) when the harness is root: it writes only its own folder (server_owned)
+    and what every user may; it cannot change root's files (/etc, /proc/sys, cgroups), signal root's processes or
+    connect to root's sockets (Docker's), nor write the files of the services that run as other users. It reads what
+    every user may, and everything (CAP_DAC_READ_SEARCH) only where `reads` (what it must read: the clone, the data
+    directory, the JDK, the jar) has a folder closed to other users on its way, or a file they may not read: a clone
+    in /root. Elsewhere it cannot read root's own files (its keys, /etc/shadow)."""
     if os.geteuid() != 0:
         return cmd
-    return [*as_user(user, user, keep=("dac_read_search",)), *cmd]
+    return [*as_user(user, user, keep=read_all_if_needed(reads)), *cmd]
+
+
+def executable(command: str) -> Path:
+    """A command's file: as named when it has a folder, else the one on PATH."""
+    return Path(command if "/" in command else shutil.which(command) or command).absolute()
+
+
+def read_all_if_needed(reads: list[Path]) -> tuple[str, ...]:
+    """("dac_read_search",) when a server could not read `reads` as any user may (closed_to_others), else ()."""
+    return ("dac_read_search",) if closed_to_others(reads) else ()
 
 
 def give_to(path: Path, user: str, group: str) -> None:
@@ -156,7 +168,8 @@ def check_server_can_run(java: str) -> None:
     if os.geteuid() != 0:
         return
     check_server_users()
-    done = subprocess.run(without_privileges([java, "-version"]), capture_output=True, text=True)
+    done = subprocess.run(without_privileges([java, "-version"], reads=[executable(java)]), capture_output=True,
+                          text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         raise LabError(f"{SERVER_USER}, a user the lab runs its JVMs as, cannot run {java} ({last}): let every user "
@@ -169,17 +182,22 @@ def check_servers_reach(paths: list[Path]) -> None:
     read those that are files (your jar)."""
     if os.geteuid() != 0 or bounded("dac_read_search"):
         return
-    lacks = ("root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), so the lab's "
-             "servers read only what every user may")
+    if closed := closed_to_others(paths):
+        raise LabError("root here lacks CAP_DAC_READ_SEARCH (a container without --cap-add DAC_READ_SEARCH), so the "
+                       f"lab's servers read only what every user may, and {closed}, or give root that capability")
+
+
+def closed_to_others(paths: list[Path]) -> str:
+    """What keeps a user other than root from `paths` ("" when nothing): a folder on the way to one, as named and
+    where its links lead, that they may not enter, or a file of them they may not read; with the fix."""
     for path in paths:
         ways = {Path(os.path.abspath(path)), Path(path).resolve()}  # as named, and where its links lead
         for above in [step for way in ways for step in (*reversed(way.parents), way)]:
             if above.is_dir() and not above.stat().st_mode & 0o001:
-                raise LabError(f"{lacks}, and {above} is closed to them (on the way to {path}): chmod o+x {above}, or "
-                               f"give root that capability")
+                return f"{above} is closed to them (on the way to {path}): chmod o+x {above}"
         if Path(path).is_file() and not Path(path).stat().st_mode & 0o004:
-            raise LabError(f"{lacks}, and {path} is not readable by them: chmod o+r {path}, or give root that "
-                           f"capability")
+            return f"{path} is not readable by them: chmod o+r {path}"
+    return ""
 
 
 # Run by root in the service's own mount namespace, before it execs the service: every protected folder bound onto

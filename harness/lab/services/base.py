@@ -26,7 +26,7 @@ from harness.lab import interrupts, placement
 from harness.lab.netns import entered
 from harness.lab.typed import typed_values
 from harness.lab.backends.process import (SERVER_USER, StepFailed, check_server_can_run,
-                                          check_servers_reach, may_make_view, read_only_view, server_owned, spawn,
+                                          check_servers_reach, executable, may_make_view, read_only_view, server_owned, spawn,
                                           passed_env, terminate, without_privileges)
 from harness.lab.build import maven_package
 from harness.lab.integrity import tree_digest
@@ -340,9 +340,15 @@ def spawn_java(service: str, cmd: list[str], env: dict[str, str], ctx: Context):
         home, env["HOME"] = [f"-Duser.home={temp}"], str(temp)
     cmd = [str(Path(cmd[0]).absolute()) if "/" in cmd[0] else cmd[0], f"-Djava.io.tmpdir={temp}", *home, *cmd[1:]]
     started = time.monotonic()
-    contained = read_only_view(without_privileges(cmd, ctx.server_user), temp, ctx.protected)
+    reads = [*ctx.protected, executable(cmd[0]), *arguments_naming_paths(cmd[1:])]  # its jar, its CDS archive …
+    contained = read_only_view(without_privileges(cmd, ctx.server_user, reads), temp, ctx.protected)
     proc = spawn(ctx.command(service, contained), env, log, cwd=temp)  # placed as root, then contained
     return proc, log, started
+
+
+def arguments_naming_paths(args: list[str]) -> list[Path]:
+    """The absolute paths a command's arguments name (`/x.jar`, `-XX:SharedArchiveFile=/x.jsa`)."""
+    return [Path(value) for value in (arg.split("=", 1)[-1] for arg in args) if value.startswith("/")]
 
 
 def book_folders(kinds=()) -> list[Path]:

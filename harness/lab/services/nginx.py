@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from harness import LabError
-from harness.lab.backends.process import (as_user, check_servers_reach, give_to, has_user, http_get, listener,
+from harness.lab.backends.process import (as_user, check_servers_reach, give_to, has_user, http_get, listener, read_all_if_needed,
                                           may_make_namespaces, may_make_view, passed_env, read_only_view, spawn)
 from harness.lab.kernel import TCP_STATES, SocketCounter
 from harness.lab.samplers import Sampler
@@ -186,7 +186,7 @@ class NginxKind(ServiceKind):
         binary = require("nginx", nginx_binary(), PACKAGE)
         isolated = own_pid_namespace()
         cmd = as_nginx_user([binary, "-e", "stderr", "-g", "daemon off;", "-c", str(conf), "-p", f"{run_dir}/"],
-                             bool(isolated))
+                            bool(isolated), reads=[*ctx.protected, Path(binary), conf, run_dir])
         if isolated:  # nginx's master is the namespace's init: if it dies (harness SIGKILLed), the kernel kills the workers
             cmd = [isolated, "--pid", "--fork", "--kill-child", *cmd]
         env = passed_env()
@@ -268,18 +268,19 @@ class RunningNginx(RunningService):
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
-# What nginx needs of root's privileges, and no more: read its config wherever the step's folder lies (as the JVMs do),
-# and listen on a port below 1024 if a spec asks.
+# What nginx needs of root's privileges, and no more: listen on a port below 1024 if a spec asks, and read its config
+# wherever the step's folder lies (as the JVMs do: only where a folder on the way is closed to other users).
 KEPT_CAPABILITIES = ("dac_read_search", "net_bind_service")
 
 
-def as_nginx_user(cmd: list[str], in_own_pid_namespace: bool) -> list[str]:
+def as_nginx_user(cmd: list[str], in_own_pid_namespace: bool, reads: list[Path] = ()) -> list[str]:
     """nginx's `cmd` as NGINX_USER, master and workers, when the harness is root (process.as_user): no process of
     it is root, so none can write another service's files, root's, or signal root's processes. In its own pid
     namespace its parent is `unshare`, whose --kill-child signal setpriv sets again after the change of uid."""
     if os.geteuid() != 0:
         return cmd
-    return [*as_user(NGINX_USER, NGINX_USER, KEPT_CAPABILITIES, under_unshare=in_own_pid_namespace), *cmd]
+    keep = (*read_all_if_needed(reads), "net_bind_service")
+    return [*as_user(NGINX_USER, NGINX_USER, keep, under_unshare=in_own_pid_namespace), *cmd]
 
 
 def own_pid_namespace() -> str | None:

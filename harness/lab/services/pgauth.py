@@ -11,8 +11,8 @@ in SQL text that PostgreSQL could log.
 over the Unix socket only, where the kernel tells PostgreSQL which user connects, and pg_ident.conf (ident_map) admits
 one: the harness's. The socket is the cluster user's, mode 0700 (`unix_socket_permissions`: connecting needs write
 permission on it), in a folder of its own (pgcluster.socket_folder), so no other user can even connect, root aside:
-not the lab's JVMs and nginx either, who as root enter every folder and read every file (CAP_DAC_READ_SEARCH:
-process.as_user), credentials.json included. No password among those files makes a server the superuser, who could
+not the lab's JVMs and nginx either, who as root may enter every folder and read every file (CAP_DAC_READ_SEARCH,
+with a clone in /root: process.without_privileges), credentials.json included. No password among those files makes a server the superuser, who could
 change the cluster's files through PostgreSQL.
 
 pg_hba.conf (PG_HBA) and pg_ident.conf are written into the cluster's data directory at each start

@@ -364,3 +364,21 @@ def test_a_changed_rules_note_writes_out_the_fields_it_names():
     assert changed_note(rule) == ("now needs the busiest CPU above 90%; its steps are named here. The steps whose "
                                   "CPUs show it: k6-c500 and ab-c500.")
     assert changed_note(replace(rule, machine_steps=())).endswith("above 90%; its steps are named here.")
+
+
+def test_a_chapter_folder_this_user_cannot_read_is_named_not_judged_as_never_run(tmp_path):
+    """Mode 000 for another user than root (root here drops its capabilities to read anything): its steps would read
+    as never run, and the claims be judged on nothing."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "chapter1").mkdir()
+    (tmp_path / "chapter1").chmod(0)
+    drop = ["setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-set=-dac_override,-dac_read_search"]
+    try:
+        done = subprocess.run([*(drop if os.geteuid() == 0 else []), sys.executable, "-m", "invoke", "compare",
+                               "chapter1", "--data", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        (tmp_path / "chapter1").chmod(0o755)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {tmp_path / 'chapter1'} cannot be read by this user")

@@ -10,6 +10,7 @@ sample server's.
 """
 from __future__ import annotations
 
+import os
 import tempfile
 from contextlib import contextmanager
 from dataclasses import replace
@@ -78,6 +79,8 @@ def compare(chapter: str, other: Path | None = None, keep: bool = False,
         return compare_own_server(chapter, root, keep)
     if not (root / chapter).is_dir():
         raise LabError(f"no {chapter} in {root}: run it there first (LAB_DATA_DIR={root} invoke run {chapter})")
+    if not os.access(root / chapter, os.R_OK | os.X_OK):  # else its steps would read as never run
+        raise LabError(f"{root / chapter} cannot be read by this user (uid {os.geteuid()}): judge it as its owner")
     runs, noise_said = judged(chapter, root)
     if keep:
         with reading(root):

@@ -266,8 +266,8 @@ def test_samples_share_the_requests_clock(smoke):
     assert process.diff().dropna().median() == pytest.approx(500, abs=50)  # every tick of the 500 ms schedule
     # ss's ticks are the same schedule's, though on a slow machine it skips some to stay within its CPU budget
     # (the ss sampler's cpu_budget: at 14.6 ms a sample, measured on a slow CI run, it took every other tick)
-    gap = ss["ts_ms"].diff().dropna().median()
-    assert gap >= 450 and gap / 500 == pytest.approx(round(gap / 500), abs=0.1)
+    ticks = ss["ts_ms"].diff().dropna() / 500
+    assert ticks.min() >= 0.9 and (ticks - ticks.round()).abs().max() < 0.1, ticks.tolist()
 
 
 def test_a_complete_step_is_skipped_on_rerun(smoke):

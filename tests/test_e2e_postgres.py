@@ -277,7 +277,8 @@ def test_the_app_role_proves_its_password_and_the_superuser_is_the_harnesss_user
         assert oct(info.st_mode & 0o777) == "0o700" and info.st_uid == pgbinaries.runner_uid()
         assert through_the_socket(sockets, 26294, []).stdout.strip() == pgauth.SUPERUSER  # the harness's user
         if pgbinaries.as_root():
-            server = through_the_socket(sockets, 26294, without_privileges([]))  # a JVM's user, who reads every file
+            # a JVM's user, who reads every file where the clone or data lie behind a closed folder (pytest's is)
+            server = through_the_socket(sockets, 26294, without_privileges([], reads=[tmp_path]))
             assert f'connection to server on socket "{sockets}/.s.PGSQL.26294" failed: Permission denied' in server.stderr
             owner = through_the_socket(sockets, 26294, pgbinaries.run_as_prefix(), python_for_nobody())  # the cluster's
             assert owner.returncode != 0 and 'Peer authentication failed for user "postgres"' in owner.stderr

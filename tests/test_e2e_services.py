@@ -237,10 +237,10 @@ def test_two_jvms_of_a_step_run_as_users_of_their_own_and_neither_can_write_the_
             assert status_field(deployment.running[name].pid, "Uid").split() == [str(uid)] * 4, name
             assert folders[name].stat().st_uid == uid
         for writer, other in ((SERVER_USERS[0], "b"), (SERVER_USERS[1], "a")):
-            tried = subprocess.run(without_privileges(["touch", str(folders[other] / "x")], writer),
+            tried = subprocess.run(without_privileges(["touch", str(folders[other] / "x")], writer, [tmp_path]),
                                    capture_output=True, text=True)
             assert tried.returncode != 0 and "Permission denied" in tried.stderr, (writer, other, tried.stderr)
-        own = subprocess.run(without_privileges(["touch", str(folders["b"] / "x")], SERVER_USERS[1]))
+        own = subprocess.run(without_privileges(["touch", str(folders["b"] / "x")], SERVER_USERS[1], [tmp_path]))
         assert own.returncode == 0  # its own folder it may write
     finally:
         deployment.stop()

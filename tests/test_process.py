@@ -158,7 +158,8 @@ def test_a_service_sees_the_book_read_only_but_its_own_folder_and_cannot_undo_it
     script = ('touch "$1/code/x" 2>/dev/null; a=$?; touch "$2/y" 2>/dev/null; b=$?; touch "$3/z"; c=$?; '
               'mount -o remount,bind,rw "$1" 2>/dev/null; d=$?; umount "$1" 2>/dev/null; e=$?; '
               'touch ../../x ../../../x 2>/dev/null; f=$?; echo $a $b $c $d $e $f "$(pwd)" > "$3/rc"; exec sleep 30')
-    cmd = read_only_view(without_privileges(["sh", "-c", script, "sh", str(book), str(data), str(own)]), own, [book, data])
+    cmd = read_only_view(without_privileges(["sh", "-c", script, "sh", str(book), str(data), str(own)],
+                                            reads=[book, data, own]), own, [book, data])
     proc = spawn(cmd, dict(os.environ), tmp_path / "log", cwd=own)  # as spawn_java: started in its own folder
     try:
         codes = wait_for_file(own / "rc").split()
@@ -192,7 +193,8 @@ def test_what_is_mounted_below_a_protected_folder_is_read_only_too(tmp_path):
     try:
         (volume / "seen").write_text("")
         script = 'ls "$1/seen" > /dev/null; a=$?; touch "$1/x" 2>/dev/null; b=$?; echo $a $b > rc; exec sleep 30'
-        proc = spawn(read_only_view(without_privileges(["sh", "-c", script, "sh", str(volume)]), own, [book]),
+        proc = spawn(read_only_view(without_privileges(["sh", "-c", script, "sh", str(volume)], reads=[volume, own]),
+                                    own, [book]),
                      dict(os.environ), tmp_path / "log", cwd=own)
         try:
             assert wait_for_file(own / "rc").split() == ["0", "1"]  # visible, read-only
@@ -328,7 +330,7 @@ def test_a_command_whose_harness_died_while_its_uid_changed_does_not_run(tmp_pat
     """setpriv's change of uid clears the parent-death signal before it sets it again: a harness killed in between
     sends none. The command then finds its parent is no longer the harness (here: it never was) and does not run."""
     server_owned(tmp_path)
-    cmd = without_privileges(["touch", str(tmp_path / "ran")])
+    cmd = without_privileges(["touch", str(tmp_path / "ran")], reads=[tmp_path])  # pytest's folder: closed to others
     orphaned = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", *cmd],  # its parent: this sh
                               capture_output=True, text=True)
     assert orphaned.returncode == 1 and not (tmp_path / "ran").exists()

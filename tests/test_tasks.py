@@ -132,7 +132,8 @@ def test_invoke_test_removes_its_folder_when_it_passes_and_names_it_when_it_fail
                               cwd=ROOT, env=dict(os.environ, TMPDIR=str(folder)), capture_output=True, text=True,
                               timeout=300)
 
-    passed = invoke_test(tmp_path / "passed", "-k test_startup_times_read_as_the_book_writes_numbers")
+    one_test = "tests/test_tasks.py -k test_startup_times_read_as_the_book_writes_numbers"  # one file: collected at once
+    passed = invoke_test(tmp_path / "passed", one_test)
     assert passed.returncode == 0 and list((tmp_path / "passed").glob("lab-test-*")) == []
     failed = invoke_test(tmp_path / "failed", "--no-such-option")
     [kept] = (tmp_path / "failed").glob("lab-test-*")  # (beside pytest's own)

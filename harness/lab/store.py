@@ -104,14 +104,15 @@ def read_meta(chapter: str, step_id: str) -> dict | None:
 
 
 def _read_meta(path: Path, step_id: str) -> dict | None:
-    if path.parent.is_symlink():  # another step's folder, perhaps: read as this one, its numbers would be misnamed
-        return {"id": step_id, "status": BROKEN, "reason": f"a link to {os.readlink(path.parent)}, not a step's folder "
-                "(a run replaces no such thing: move it elsewhere first)"}
+    folder = path.parent
+    if not os.path.lexists(folder):
+        return None  # a run writes step.json before it moves a step into place
+    refused = "a run replaces no such thing: move it elsewhere first"
+    if folder.is_symlink() or not folder.is_dir():  # a link may be another step's: its numbers would be misnamed
+        return {"id": step_id, "status": BROKEN, "reason": f"{what_it_is(folder)}, not a step's folder ({refused})"}
     if not path.exists():
-        if not os.path.lexists(path.parent):
-            return None  # a run writes step.json before it moves a step into place
-        what = f"its folder has no {STEP_FILE} (deleted, or copied in part" if path.parent.is_dir() else "not a folder ("
-        return {"id": step_id, "status": BROKEN, "reason": f"{what}; a run replaces no such thing: move it elsewhere first)"}
+        return {"id": step_id, "status": BROKEN, "reason": f"its folder has no {STEP_FILE} (deleted, or copied in part; "
+                                                           f"{refused})"}
     meta, unreadable = integrity.read_step_json(path)
     if meta is None:
         return {"id": step_id, "status": BROKEN, "reason": unreadable}

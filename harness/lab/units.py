@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import re
 
-# ASCII digits only (k6 reads no other), at most 12 a part: more is no duration a lab step could wait for (the load's checks bound them further).
+# ASCII digits only (k6 reads no other), at most 12 a part: more is no duration a lab step could wait for (the load's
+# checks bound them further).
 DURATION = re.compile(r"^(?:(\d{1,12})h)?(?:(\d{1,12})m(?!s))?(?:(\d{1,12})s)?(?:(\d{1,12})ms)?$", re.ASCII)
 
 MEMORY = re.compile(r"^([1-9]\d{0,12})([kmg])$", re.IGNORECASE | re.ASCII)

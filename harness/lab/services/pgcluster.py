@@ -52,13 +52,16 @@ REQUIRED = ("schema", "data")
 def is_cluster(folder: Path) -> bool:
     """Whether `folder` is named as cluster_key names a cluster: `invoke clean --clusters` removes nothing else
     (LAB_PG_CLUSTERS may name a folder that holds other things too)."""
-    return folder.is_dir() and re.fullmatch(r"pg[0-9.]+-[\w.-]+-\d+-[0-9a-f]{12}", folder.name) is not None
+    return folder.is_dir() and CLUSTER_NAME.fullmatch(folder.name) is not None
 
 
 def sql_files(sql_dir: str, template: str) -> dict[str, Path]:
     """The template's SQL files that exist, by part (schema, data, indexes, drop-indexes)."""
     folder = ROOT / home_expanded(Path(sql_dir))  # relative to the clone (an absolute path stays as it is)
     return {part: folder / f"{template}-{part}.sql" for part in PARTS if (folder / f"{template}-{part}.sql").is_file()}
+
+
+CLUSTER_NAME = re.compile(r"pg[0-9.]+-[\w.-]+-\d+-[0-9a-f]{12}")  # cluster_key's names, whatever the version
 
 
 def cluster_key(template: str, rows: int, files: dict[str, Path]) -> str:

@@ -23,6 +23,7 @@ import pytest
 from harness import ROOT
 from harness.lab import store
 from harness.lab.backends.process import process_running
+from harness.lab.load.options import load_plan
 from harness.lab.services.tomcat.knobs import JVM_OPTIONS
 from harness.lab.spec import load_spec
 from harness.lab.services.tomcat.process import JAR
@@ -231,7 +232,9 @@ def test_step_files_have_their_documented_columns(smoke):
     for step_id in data.steps:
         directory = data_dir / "smoke" / step_id
         names = {p.name for p in directory.iterdir()}
-        assert {"step.json", "k6-summary.json", "server.log.gz", "k6.log.gz"} <= names
+        assert {"step.json", "k6-summary.json", "k6-plan.json", "server.log.gz", "k6.log.gz"} <= names
+        config = json.loads((directory / "step.json").read_text())["config"]
+        assert json.loads((directory / "k6-plan.json").read_text()) == load_plan(config["load"])  # the plan k6 read
         assert not (directory / "startup.parquet").exists()  # redeploy steps only
         for table in store.LOAD_TABLES:
             columns = store.COLUMNS[table]

@@ -169,6 +169,16 @@ def test_a_scenario_feeds_extracted_values_into_the_next_request(server, tmp_pat
     assert summary_counts(tmp_path, 1) == {"dropped_iterations": 0}
 
 
+def test_a_plan_longer_than_one_environment_variable_reaches_k6_whole(server, tmp_path):
+    """A request body of 140 kB makes a plan longer than Linux lets one variable or argument of a new process be
+    (128 KiB): k6 reads it from its file and sends every byte (Tomcat swallows a GET's body and answers)."""
+    body = "x" * 140_000
+    step = step_of({"vus": 1, "iterations": 1, "requests": [{"name": "big", "path": "/hello?sleepMs=1", "body": body}]})
+    rows = run_k6(step, server, tmp_path)
+    assert [(r["name"], r["status"]) for r in rows if r["metric_name"] == "http_reqs"] == [("big", "200")]
+    assert json.loads((tmp_path / "k6-summary.json").read_text())["metrics"]["data_sent"]["count"] > len(body)
+
+
 def test_a_background_request_runs_beside_the_next_and_is_recorded_as_its_own(server, tmp_path):
     """An event stream held open while the user goes on: the next request goes out before the background one ends,
     the iteration still waits for it, and the recording pairs each start with its own end by its `req` tag."""

@@ -154,7 +154,8 @@ def test_every_step_makes_one_runner_per_process_and_valid_kubernetes_resources(
         assert testrun["spec"]["parallelism"] == step.load.get("processes", 1)
         assert testrun["spec"]["script"]["configMap"] == {"name": config_map["metadata"]["name"], "file": "lab.js"}
         env = {e["name"]: e["value"] for e in testrun["spec"]["runner"]["env"]}
-        assert json.loads(env["LAB_PLAN"]) == load_plan(step.load)  # what `invoke run` gives k6
+        assert env["LAB_PLAN_FILE"] == "/test/k6-plan.json"  # where k6-operator mounts the ConfigMap's files
+        assert json.loads(config_map["data"]["k6-plan.json"]) == load_plan(step.load)  # what `invoke run` gives k6
         assert env["TARGET"] == f"http://{service['metadata']['name']}:{step.port}"
         labels = deployment["spec"]["template"]["metadata"]["labels"]
         assert deployment["spec"]["selector"]["matchLabels"] == labels == service["spec"]["selector"]

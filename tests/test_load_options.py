@@ -1,9 +1,7 @@
 """[load]: profiles (executors), scenarios and spike modes; their checks and the load plan k6 gets (no k6 needed)."""
-import errno
 import json
 import os
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -13,7 +11,6 @@ from harness import ROOT, LabError
 from harness.lab.load.k6 import k6_command, summaries_not_whole, summary_counts
 from harness.lab.load.tool import tool_environment
 from harness.lab.load.options import load_plan
-from harness.lab.load.plan import MAX_VARIABLE_BYTES, PLAN_VARIABLE
 from harness.lab.spec import load_spec, parse_spec
 from harness.models import NoPrediction, expected_step_ms, predict
 
@@ -231,15 +228,23 @@ def test_batch_spike_mode():
     assert predict(step).as_dict() == predict(step_of(vus=15000)).as_dict()
 
 
-def test_k6_gets_the_plan_and_lingers_only_for_the_dashboard(tmp_path):
+def test_k6_gets_the_plan_in_a_file_and_lingers_only_for_the_dashboard(tmp_path):
     step = step_of(**RAMP_RATE)
     cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path)
-    assert json.loads(env["LAB_PLAN"]) == load_plan(step.load)
+    assert env["LAB_PLAN_FILE"] == str(tmp_path / "k6-plan.json")
+    assert json.loads((tmp_path / "k6-plan.json").read_text()) == load_plan(step.load)
     assert env["TARGET"] == "http://127.0.0.1:18080" and "LAB_LINGER_MS" not in env
-    assert "-e" not in cmd and not any("LAB_PLAN" in c or "127.0.0.1:18080" in c for c in cmd)  # not shown by `ps`
+    assert "-e" not in cmd and not any("k6-plan" in c or "127.0.0.1:18080" in c for c in cmd)  # not shown by `ps`
     assert cmd[-1].endswith("experiments/k6/lab.js") and Path(cmd[-1]).exists()
     cmd, env = k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path, dashboard=True)
     assert env["LAB_LINGER_MS"] == "1500" and env["K6_WEB_DASHBOARD_PERIOD"] == "1000ms"
+
+
+def test_the_plans_path_is_absolute_for_a_relative_step_folder(tmp_path, monkeypatch):
+    """k6 opens a relative path from the script's folder (experiments/k6/), not from its working directory."""
+    monkeypatch.chdir(tmp_path)
+    _, env = k6_command(Path("k6"), step_of(**RAMP_RATE), "http://127.0.0.1:18080", Path("."))
+    assert env["LAB_PLAN_FILE"] == str(tmp_path / "k6-plan.json")
 
 
 def test_k6_output_is_whole_only_when_its_summaries_count_what_the_recording_holds(tmp_path):
@@ -257,33 +262,13 @@ def test_k6_output_is_whole_only_when_its_summaries_count_what_the_recording_hol
     assert "k6-summary-2.json is missing or unreadable (TypeError" in summaries_not_whole(tmp_path, 2, 6)
 
 
-def test_a_plan_longer_than_one_environment_variable_is_refused_with_the_spec():
-    """k6 gets the plan as one environment variable (LAB_PLAN=…), and Linux refuses one longer than 128 KiB at exec."""
-    def problems(body: str) -> str:
-        raw = {"step": [{"id": "s", "load": {"vus": 1, "requests": [{"path": "/hello", "body": body}]}}]}
-        try:
-            parse_spec("t", raw, Path("t.toml"), LIMITS)
-        except LabError as err:
-            return str(err)
-        return ""
-    assert "the load plan is 137 KiB, and k6 gets it as one environment variable, which holds at most 128 KiB: " \
-           "shorten the requests' bodies or headers" in problems("x" * 140_000)
-    assert problems("x" * 100_000) == ""
-
-
-def test_the_plans_limit_is_the_kernels_for_one_environment_variable():
-    """exec takes one variable of at most 32 pages less its NUL: a LAB_PLAN that long starts a process, a byte more
-    not. MAX_VARIABLE_BYTES is that for 4 KiB pages, the least any Linux has, so a plan it admits starts anywhere."""
-    def starts(size: int) -> bool:
-        try:
-            subprocess.run(["true"], env={PLAN_VARIABLE: "x" * (size - len(PLAN_VARIABLE) - 1)}, check=True)
-        except OSError as err:
-            assert err.errno == errno.E2BIG
-            return False
-        return True
-    kernels = 32 * os.sysconf("SC_PAGE_SIZE") - 1
-    assert starts(kernels) and not starts(kernels + 1)
-    assert MAX_VARIABLE_BYTES == 32 * 4096 - 1 <= kernels
+def test_a_plan_longer_than_one_environment_variable_is_accepted_and_written_whole(tmp_path):
+    """Linux holds at most 128 KiB in one variable or argument of a new process: the plan travels in a file instead."""
+    raw = {"step": [{"id": "s", "load": {"vus": 1, "requests": [{"path": "/hello", "body": "x" * 140_000}]}}]}
+    step = parse_spec("t", raw, Path("t.toml"), LIMITS).steps[0]
+    k6_command(Path("k6"), step, "http://127.0.0.1:18080", tmp_path)
+    plan = json.loads((tmp_path / "k6-plan.json").read_text())
+    assert plan == load_plan(step.load) and plan["requests"][0]["body"] == "x" * 140_000
 
 
 def test_the_load_tools_get_nothing_of_the_users_shell_that_changes_a_step(monkeypatch):

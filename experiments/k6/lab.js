@@ -1,6 +1,7 @@
-// One script for every step. The harness passes the step's whole load plan as JSON in -e LAB_PLAN (built by
+// One script for every step. The harness writes the step's whole load plan as JSON into a file (built by
 // harness/lab/load/options.py: k6's options with the scenario, the requests of one iteration, the request
-// timeout, batch spike mode) and the server as -e TARGET; nothing else shapes the load.
+// timeout, batch spike mode) and gives k6 its absolute path as LAB_PLAN_FILE and the server as TARGET, in k6's
+// environment (harness/lab/load/plan.py); nothing else shapes the load.
 //
 // The recording's contract (harness/lab/load/recording.py reads k6's CSV): just before each request a
 // `lab_request_started` sample, then k6's http_req_* samples, all carrying the system tags vu, iter and name
@@ -11,7 +12,7 @@ import exec from 'k6/execution';
 import { sleep } from 'k6';
 import { Counter } from 'k6/metrics';
 
-const plan = JSON.parse(__ENV.LAB_PLAN);
+const plan = JSON.parse(open(__ENV.LAB_PLAN_FILE));
 const target = __ENV.TARGET;
 const requestStarted = new Counter('lab_request_started');
 const extractFailed = new Counter('lab_extract_failed'); // an iteration ended early: a value to extract was missing

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from harness import EXPERIMENTS, LabError
 from harness.lab.load.options import EXECUTORS, LOAD_DEFAULTS, LOAD_KEYS, peak_vus, requests_asked, resolve_load, stop_ms  # noqa: F401
-from harness.lab.load.plan import plan_problem
 from harness.lab.limits import FD_RESERVE, check_limits, machine_limits  # noqa: F401 — FD_RESERVE: the models'
 from harness.lab.placement import merge_placement
 from harness.lab.services.base import SERVER
@@ -363,10 +362,7 @@ def _resolve(chapter, table, base, n, total, where, problems) -> Step | None:
     why = text_value(table, "why", "", where, problems)
     kind, starts = _check_kind(table, where, problems)
     placement = merge_placement(base["placement"], table.get("placement", {}), where, problems)
-    known = len(problems)
     load = resolve_load(merged["load"], where, problems) if kind == "load" else {}
-    if load and len(problems) == known and load.get("tool", "k6") == "k6" and (problem := plan_problem(load)):
-        problems.append(f"{where}: {problem}")
     if LOAD_TOOL in placement:  # `load`: whichever tool the step runs (k6, ab, wrk), under its own name from here on
         placement[load.get("tool", "k6")] = placement.pop(LOAD_TOOL)
     SAMPLE.check(SERVER, merged["server"], where, problems)

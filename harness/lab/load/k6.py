@@ -1,9 +1,8 @@
 """k6 for a step, and its output as a recording (harness.lab.load.recording: per request or per second).
 
-The lab script (experiments/k6/lab.js) takes the step's load plan and target from k6's environment, not its command
-line, where `ps` would show them to every user (a plan longer than one variable may be is refused with the spec:
-harness.lab.load.plan). k6-operator's runners get them the same way (harness.lab.load.kubernetes). lab.js's own
-first comment still says -e: its bytes are in every k6 step's fingerprint, so it changes with the next campaign.
+The lab script (experiments/k6/lab.js) reads the step's load plan from a file of the step's folder, whose path and the
+target k6's environment holds, not its command line, where `ps` would show them to every user (harness.lab.load.plan).
+k6-operator's runners get them the same way, the plan beside the script (harness.lab.load.kubernetes).
 
 k6 writes one CSV row per metric sample; recording.py streams them into one row per request or per-second series.
 """
@@ -21,7 +20,7 @@ import pandas as pd
 from harness.lab.load.tool import LoadTool
 from harness import EXPERIMENTS, TOOLS, LabError
 from harness.lab.load.options import peak_vus
-from harness.lab.load.plan import k6_environment
+from harness.lab.load.plan import k6_environment, write_plan
 from harness.lab.load.recording import (  # noqa: F401 (read_requests, PHASES: the k6 reader's API, kept here)
     INTERRUPTED_CODE,
     INTERRUPTED_ERROR,
@@ -111,10 +110,11 @@ def source_args(step: Step, part: int, parts: int) -> list[str]:
 
 def k6_command(k6: Path, step: Step, target: str, workdir: Path, dashboard: bool = False,
                part: int = 1) -> tuple[list[str], dict]:
-    """The k6 command line and the environment additions for a step: its load plan (options.load_plan) and target
-    (in the environment: lab.js reads them from __ENV, which k6 fills from its environment and -e alike); with
-    load.processes > 1, the execution segment of process `part` and files of its own."""
-    env = k6_environment(step.load, target)
+    """The k6 command line and the environment additions for a step: its load plan (options.load_plan), written into
+    `workdir` for lab.js to open, and target (in the environment: lab.js reads __ENV, which k6 fills from its
+    environment and -e alike); with load.processes > 1, the execution segment of process `part` and files of its own
+    (the plan is one file for all)."""
+    env = k6_environment(str(write_plan(step.load, workdir)), target)
     parts = step.load.get("processes", 1)
     cmd = [str(k6), "run", "--no-usage-report", "--no-color", "--quiet", "--address", "", "--config", str(EMPTY_CONFIG),
            "--out", f"csv={workdir / part_name(CSV_FILE, part)}",

@@ -1,11 +1,12 @@
 """A step's load and server as Kubernetes manifests, for k6-operator (chapter 7: past one machine).
 
 `invoke manifests <chapter> --step <id>` writes, for one step of a spec:
-- a ConfigMap holding experiments/k6/lab.js, the lab's one load script;
+- a ConfigMap holding experiments/k6/lab.js, the lab's one load script, and the step's load plan beside it
+  (k6-plan.json, as `invoke run` writes it into the step's folder);
 - a TestRun (k6-operator's custom resource, apiVersion k6.io/v1alpha1): `parallelism` = the step's
   load.processes, which k6-operator turns into as many runner pods, each with its equal execution segment (the
-  split `load.processes` makes here); the script from the ConfigMap; the step's load plan and target as the runners'
-  environment (LAB_PLAN, TARGET: as `invoke run` passes them to k6), and k6's CSV output in the runner;
+  split `load.processes` makes here); the script from the ConfigMap; the plan's path and the target as the runners'
+  environment (LAB_PLAN_FILE, TARGET: as `invoke run` passes them to k6), and k6's CSV output in the runner;
 - the sample server as a Deployment (one replica: one server is what the book measures) with the step's server
   settings as its environment, JAVA_TOOL_OPTIONS as on both backends, and the step's [container] cpus and memory as
   its resources (requests = limits, so the scheduler gives it what the step asked), behind a Service;
@@ -39,12 +40,13 @@ from harness.lab.services.base import SERVER
 from harness.lab.services.kinds import SAMPLE_SERVER
 from harness.lab.services.tomcat.knobs import server_env
 from harness.lab.jdk import with_jvm_options
-from harness.lab.load.plan import k6_environment
+from harness.lab.load.plan import PLAN_FILE, k6_environment, plan_text
 from harness.lab.store import home_expanded
 from harness.lab.spec import Step, load_spec
 
 API_VERSION = "k6.io/v1alpha1"  # k6-operator's TestRun
 SCRIPT_FILE = "lab.js"
+SCRIPT_DIR = "/test"  # where k6-operator mounts the script's ConfigMap, every file of it, in a runner
 RUNNER_DIR = "/home/k6"  # the k6 image's working directory, where the runner writes its files
 SERVER_IMAGE = "concurrency-lab/sample-server:latest"  # `invoke image`; push it where the cluster pulls from
 SERVER_PORT_NAME = "http"
@@ -81,13 +83,13 @@ def unsupported(step: Step) -> list[str]:
 
 def script_config_map(step: Step) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": resource_name(step, "-script")},
-            "data": {SCRIPT_FILE: (EXPERIMENTS / "k6" / SCRIPT_FILE).read_text()}}
+            "data": {SCRIPT_FILE: (EXPERIMENTS / "k6" / SCRIPT_FILE).read_text(), PLAN_FILE: plan_text(step.load)}}
 
 
 def testrun(step: Step) -> dict:
     """k6-operator's TestRun for the step's load: one runner pod per process, the load plan as the lab passes it."""
     target = f"http://{resource_name(step, '-server')}:{step.port}"
-    env = k6_environment(step.load, target)
+    env = k6_environment(f"{SCRIPT_DIR}/{PLAN_FILE}", target)
     arguments = f"--out csv={RUNNER_DIR}/k6.csv --summary-export {RUNNER_DIR}/k6-summary.json"
     return {
         "apiVersion": API_VERSION, "kind": "TestRun",

@@ -13,8 +13,8 @@ does not wait for (k6's http.asyncRequest: a browser's event stream held open wh
 `batch_vus` k6 VUs carry the `vus` users, each VU opening its share as one `http.batch`, so that thousands of
 users are in flight within a second or two instead of k6's VU start-up time.
 
-`load_plan(load)` is the whole k6 configuration of a step as one JSON-able value (passed in k6's environment as LAB_PLAN):
-the script builds nothing from anything else but the target URL.
+`load_plan(load)` is the whole k6 configuration of a step as one JSON-able value (the file lab.js reads:
+harness.lab.load.plan): the script builds nothing from anything else but the target URL.
 """
 from __future__ import annotations
 

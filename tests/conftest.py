@@ -21,6 +21,15 @@ FROZEN_DATA = SAMPLES / "data"
 
 
 @pytest.fixture
+def fixed_noise(monkeypatch):
+    """The book's stray-failure rate pinned at 1 in 400,001 requests, for tests that judge made-up runs: the real
+    rate comes from the committed data of chapters 2, 3 and 7 (harness.book.noise), and moves with every pass."""
+    from harness.book import noise
+
+    monkeypatch.setattr(noise, "stray_failures", lambda: (0, 400_000))
+
+
+@pytest.fixture
 def data_dir(tmp_path, monkeypatch):
     """Steps go to a temporary data root, never into the committed data/."""
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "data"))

@@ -115,6 +115,7 @@ def test_one_client_at_5_a_second_has_a_small_spread_of_its_own():
     assert runs.batch_sigma(run_of("k6-c100", 100)) != runs.batch_sigma(run_of("k6-c100", 100))  # 10 s: nan
 
 
+@pytest.mark.usefixtures("fixed_noise")
 def test_the_busy_peak_is_judged_against_the_pool():
     assert ch1_claims.outside_pool(run_of("k6-c500", 500)) == 0
     assert ch1_claims.outside_pool(run_of("k6-c500", 500, busy=60)) == pytest.approx(40 - ch1_claims.most_stray(5000))
@@ -169,6 +170,7 @@ def test_a_server_twice_as_fast_is_not_the_articles(lab):
     assert judged("F002-c.3").outcome == NOT_REPRODUCED  # the longest: about two 1-s sleeps, not two 2-s ones
 
 
+@pytest.mark.usefixtures("fixed_noise")
 def test_a_pool_that_never_fills_is_not_the_limit(lab):
     article_like(lab)
     lab["k6-c500"] = [run_of(r.name, 500, busy=60) for r in lab["k6-c500"]]

@@ -130,6 +130,7 @@ def test_every_user_the_server_holds_is_answered():
     assert not holds("F000-f.2b", c3.held_unanswered(headline(8293 - most_stray(10_000) - 1)))
 
 
+@pytest.mark.usefixtures("fixed_noise")
 def test_the_established_peak_against_the_ceiling():
     assert holds("F000-f.3a", r.ceiling_distance(headline(8293, estab=8294)))
     assert not holds("F000-f.3a", r.ceiling_distance(headline(8293, estab=8295)))

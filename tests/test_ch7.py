@@ -138,6 +138,7 @@ def test_fifteen_k_holds_when_every_run_answers_everyone(rounds_of, monkeypatch)
     assert outcome("F000-k.1") == book_claims.NOT_REPRODUCED
 
 
+@pytest.mark.usefixtures("fixed_noise")
 def test_errors_above_twenty_k_read_the_fewer_and_borrow_the_noise_runs_spread(rounds_of, monkeypatch):
     monkeypatch.setattr(elsewhere, "noise_failures", lambda: (1700, 1710, 1690, 1705, 1698))
     monkeypatch.setattr(elsewhere, "noise_sigma", lambda: float(np.std([1700, 1710, 1690, 1705, 1698], ddof=1)))

@@ -17,6 +17,7 @@ from harness.book import claims
 from harness.book.chapters import ch1
 from harness.book.chapters.ch1 import claims as ch1_claims
 from harness.book.chapters.ch1 import runs
+from harness.book.chapters.ch1 import words as ch1_words
 from harness.book.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 from harness.lab import store
 
@@ -324,3 +325,13 @@ def test_more_busy_threads_than_clients_below_the_pool_is_counted_and_explained_
         assert text == ", never more than the clients" and busy.part_peak <= busy.part
     none = ch1.values.Busy(100, 10, 10.0, (), 0, 400, 100, 100.0, 100.0, 500)
     assert ch1.busy_over_words(none) == ", never more than the clients"
+
+
+def test_the_pace_holds_only_when_every_window_is_near_the_model():
+    from harness.book.chapters.ch1.values import Pace
+
+    held = ch1_words.pace_words(Pace(1, 10.0, 4.6, 5.4, 5.0, 100.2))
+    assert held.startswith("the rate holds over the whole 100-s run") and "No warm-up or drift" in held
+    slow = ch1_words.pace_words(Pace(1, 10.0, 4.0, 5.0, 5.0, 102.3))
+    assert slow.startswith("the rate does not hold over the whole 102-s run") and "the slowest 20% below it" in slow
+    assert "does not hold" in ch1_words.pace_words(Pace(1, 10.0, 5.0, 5.6, 5.0, 100.0))  # too fast is not holding either

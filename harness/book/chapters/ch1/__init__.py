@@ -19,14 +19,14 @@ from harness.book.chapters.ch1.charts import (
 )
 from harness.book.chapters.ch1.runs import CHAPTER, pool_of, steps_with
 from harness.book.chapters.ch1.values import busy, lesson, little, pace, premise, queue, rates, setup, steady_plateau
-from harness.book.chapters.ch1.words import busy_over_words, signed_mean_words, sleeps_words, tail_words
+from harness.book.chapters.ch1.words import busy_over_words, pace_words, signed_mean_words, sleeps_words, tail_words
 from harness.book.faces import IN_SERVICE, Limit
 from harness.lab import store
 from harness.lab.store import ChapterData
 
 __all__ = ["judge", "limits", "load", "rate_steps", "phase_steps", "setup", "rates", "pace", "little",
            "queue", "busy", "premise", "lesson", "rates_chart", "latency_chart", "busy_chart", "predictions_table",
-           "rates_table", "little_table", "latency_table", "pool_of", "sleeps_words", "tail_words",
+           "rates_table", "little_table", "latency_table", "pool_of", "sleeps_words", "tail_words", "pace_words",
            "busy_over_words", "signed_mean_words"]
 
 POOL_ANCHOR = "sec-ch1-rates"  # the section that shows the pool's plateau

@@ -1,8 +1,10 @@
 """The few words of chapter 1 whose wording, not only their numbers, depends on the data."""
 from __future__ import annotations
 
-from harness.book.chapters.ch1.values import Busy, Queue, Rates
-from harness.book.prose import and_list, cores_text, count, number, percent, span
+from harness.book.chapters.ch1.values import Busy, Pace, Queue, Rates
+from harness.book.prose import and_list, cores_text, count, number, percent, plain, span
+
+HOLDS = 0.10  # "the rate holds": every window within 10% of the model (the book's tolerance for a model's number, F002-a)
 
 
 
@@ -50,3 +52,16 @@ def busy_over_words(busy: Busy) -> str:
     return (f", more than the clients in {count(busy.part_over_samples)} of {count(busy.part_samples)} samples "
             f"({and_list(busy.part_over)}): a sample can catch the thread that sent a client its answer still "
             f"finishing up while the client's next request already holds another")
+
+
+def pace_words(pace: Pace) -> str:
+    """Whether the smallest C's rate held over its whole run, window by window: "holds" when every window lies within
+    HOLDS of the model, else how far below it the slowest window fell."""
+    rates = span([pace.low, pace.high], lambda v: number(v, 1))
+    run = f"the whole {count(pace.run_s)}-s run"
+    if max(abs(pace.low / pace.model - 1), abs(pace.high / pace.model - 1)) < HOLDS:
+        return (f"the rate holds over {run}: every {plain(pace.window_s)} s of it answers {rates} requests per second, "
+                f"against the model's {plain(pace.model)}. No warm-up or drift hides in the average")
+    return (f"the rate does not hold over {run}: its {plain(pace.window_s)}-s windows answer {rates} requests per "
+            f"second against the model's {plain(pace.model)}, the slowest {percent(1 - pace.low / pace.model)} below "
+            f"it. The average hides a slower stretch")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from harness.book.chapters.ch1.values import Busy, Pace, Queue, Rates
 from harness.book.prose import and_list, cores_text, count, number, percent, plain, span
+from harness.book.verdict import within
 
 HOLDS = 0.10  # "the rate holds": every window within 10% of the model (the book's tolerance for a model's number, F002-a)
 
@@ -59,7 +60,7 @@ def pace_words(pace: Pace) -> str:
     HOLDS of the model, else how far below it the slowest window fell."""
     rates = span([pace.low, pace.high], lambda v: number(v, 1))
     run = f"the whole {count(pace.run_s)}-s run"
-    if max(abs(pace.low / pace.model - 1), abs(pace.high / pace.model - 1)) < HOLDS:
+    if within(pace.low, pace.model, HOLDS) and within(pace.high, pace.model, HOLDS):
         return (f"the rate holds over {run}: every {plain(pace.window_s)} s of it answers {rates} requests per second, "
                 f"against the model's {plain(pace.model)}. No warm-up or drift hides in the average")
     return (f"the rate does not hold over {run}: its {plain(pace.window_s)}-s windows answer {rates} requests per "

@@ -26,7 +26,7 @@ from harness.book.bench_render import PAGE
 from harness.book.quarto import COLOUR
 from harness.book.render import VEGA_SCRIPTS
 from harness.book.verdict import verdict_table
-from harness.book.provenance import COMMAND_WIDTH, duration_text
+from harness.book.provenance import COMMAND_WIDTH, commit_text, duration_text
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 import rendered  # noqa: E402,I001
@@ -361,3 +361,10 @@ def test_reproduce_box_reports_machine_software_run_and_data_in_five_lines():
     assert duration_text(sum(m["wall_s"] for m in steps.values())) in lines[3] and "2 steps on " in lines[3]
     assert lines[4] == f"**Data:** {folder_link('smoke')}"  # linked once _quarto.yml names the repository
     assert "| waves | " in details and duration_text(meta["wall_s"]) in details
+    commit = f"`{meta['git_commit'][:7]}`"  # code: a hash of digits only is not a number for the book's lint
+    assert f"from commit {commit}" in lines[3] and f"| {commit} |" in details
+
+
+def test_a_commit_reads_as_code_and_says_when_the_tree_was_dirty():
+    assert commit_text("5446001234abcdef") == "`5446001`"
+    assert commit_text("c72e12708fca+dirty") == "`c72e127` (with uncommitted changes)"

@@ -46,7 +46,7 @@ def reproduce_box(chapter: str) -> Markdown:
 
 
 def run_text(steps: dict[str, dict]) -> str:
-    """"39 steps on 24 Nov 2026, 29 min 43 s in all with start-ups, from commit c6cc607 (with uncommitted changes)"."""
+    """"39 steps on 24 Nov 2026, 29 min 43 s in all with start-ups, from commit `c6cc607` (with uncommitted changes)"."""
     total = sum(m.get("wall_s", 0) for m in steps.values())
     commits = sorted({commit_text(m.get("git_commit", "unknown")) for m in steps.values()})
     source = f"from commit {commits[0]}" if len(commits) == 1 else f"from {len(commits)} commits (each step's below)"
@@ -71,7 +71,7 @@ def days_text(steps: dict[str, dict]) -> str:
 def step_details(steps: dict[str, dict]) -> str:
     """Each step's start, duration, commit and (when they differ) machine and software, in a folded block."""
     rows = [{"step": name, "started (UTC)": utc_text(m["started_ms"]), "took": duration_text(m.get("wall_s", 0)),
-             "commit": short_commit(m.get("git_commit", "unknown"))} for name, m in steps.items()]
+             "commit": commit_text(m.get("git_commit", "unknown"))} for name, m in steps.items()]
     for key, describe in (("machine", machine_of), ("software", versions_of)):
         if len({describe(m) for m in steps.values()}) > 1:
             for row, meta in zip(rows, steps.values(), strict=True):
@@ -89,8 +89,10 @@ def short_commit(commit: str) -> str:
 
 
 def commit_text(commit: str) -> str:
-    """The short commit in words: "c72e127 (with uncommitted changes)"."""
-    return short_commit(commit).replace("+dirty", " (with uncommitted changes)")
+    """The short commit as code, in words: "`c72e127` (with uncommitted changes)". Code, not prose: a short hash of
+    digits only (544600b) is an identifier, not a number to write with separators."""
+    short = short_commit(commit)
+    return f"`{short.removesuffix('+dirty')}`" + (" (with uncommitted changes)" if short.endswith("+dirty") else "")
 
 
 def hardware_of(meta: dict) -> str:

@@ -263,6 +263,11 @@ def test_a_page_whose_data_is_not_a_kept_pass_says_so_and_shows_it_beside_the_bo
     passes.keep("chapter1", judged, passes.this_pass("chapter1"), [], tmp_path)
     assert "The data on this page is one of them" in verdict_tables.protocol_note("chapter1").data
     assert "This data" not in verdict_tables.verdict_table(judged, "chapter1").data
+    for label in ("third 2026-11-29 10:00", "fourth 2026-11-30 10:00"):  # a campaign of the whole book adds one more
+        passes.keep("chapter1", judged, passes.Pass(label, label.split()[0], "x", "s"), [], tmp_path)
+    note = verdict_tables.protocol_note("chapter1").data
+    assert "This chapter has 4 clean passes; its protocol keeps at least 3." in note and "of the 3" not in note
+    assert "`harness/book/noise.py`" in note  # the rules cover the code every chapter's verdicts run through too
 
 
 def test_a_withdrawn_pass_is_named_with_its_reason_as_typed():

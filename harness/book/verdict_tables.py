@@ -195,8 +195,9 @@ def protocol_note(chapter: str) -> Markdown:
         return Markdown("")
     kept = passes.kept(chapter)
     mine = passes.this_pass(chapter)
-    stands = (f"{len(kept)} of the {rule.passes} clean passes its protocol keeps"
-              if kept else f"none of the {rule.passes} clean passes its protocol keeps yet")
+    stands = (f"none of the {rule.passes} clean passes its protocol keeps yet" if not kept else
+              f"{len(kept)} of the {rule.passes} clean passes its protocol keeps" if len(kept) < rule.passes else
+              f"{len(kept)} clean passes; its protocol keeps at least {rule.passes}")  # a campaign adds to every chapter
     if mine.label in kept:
         where = (f"The data on this page is one of them ({mine.label}); the verdicts pool all {len(kept)}. Pooled, "
                  "the runs of every pass narrow σ, so a claim can be decided where no pass alone decided it (Held "
@@ -216,7 +217,7 @@ def protocol_note(chapter: str) -> Markdown:
     lines = [f"**The protocol.** This chapter has {stands}. {where} A run is void when other processes took more "
              f"than {rule.void_outside_cpu:.0%} of the machine's CPUs during its load; it is measured again at once, up "
              f"to {rule.reruns} times, and every run is kept. A claim's rule covers its statistic's code "
-             f"({', '.join(f'`{p}`' for p in rule.statistic)}); the rules' digest is `{passes.rules_digest(chapter)}`, "
+             f"({', '.join(f'`{p}`' for p in rule.code)}); the rules' digest is `{passes.rules_digest(chapter)}`, "
              "and a pass is pooled only with passes judged under the same digest."]
     if rule.changed:
         lines.append(f"The protocol changed: {rule.changed}")

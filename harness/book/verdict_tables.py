@@ -195,9 +195,10 @@ def protocol_note(chapter: str) -> Markdown:
         return Markdown("")
     kept = passes.kept(chapter)
     mine = passes.this_pass(chapter)
+    # rule.passes is the least the book keeps: a campaign measuring the whole book again adds a pass beyond it
     stands = (f"none of the {rule.passes} clean passes its protocol keeps yet" if not kept else
               f"{len(kept)} of the {rule.passes} clean passes its protocol keeps" if len(kept) < rule.passes else
-              f"{len(kept)} clean passes; its protocol keeps at least {rule.passes}")  # a campaign adds to every chapter
+              f"{len(kept)} clean passes; its protocol keeps at least {rule.passes}")
     if mine.label in kept:
         where = (f"The data on this page is one of them ({mine.label}); the verdicts pool all {len(kept)}. Pooled, "
                  "the runs of every pass narrow σ, so a claim can be decided where no pass alone decided it (Held "

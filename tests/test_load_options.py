@@ -40,7 +40,8 @@ def test_committed_specs_resolve_as_before_the_move():
     moved into harness/lab/load/options.py (captured then in tests/samples/resolved-loads.json). Steps added to a
     spec since (chapter 2's batch-N) are not in the capture; none of the captured ones may be gone. Copies written
     out as `<id>-<k>` became the runs of one step (`runs = n`: `<id>` and `<id>.<k>`) and are compared under their
-    new ids. The scaled chapter 3's request timeouts were halved since, with its sleep (the capture says so too)."""
+    new ids. The scaled chapter 3's request timeouts were halved since, with its sleep, and its d-timeouts became
+    24 users against a 2 s timeout (the capture says so too)."""
     before = json.loads((SAMPLES / "resolved-loads.json").read_text())
     assert len(before) == 7 and sum(map(len, before.values())) == 98
     for path, captured in before.items():

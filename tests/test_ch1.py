@@ -330,8 +330,23 @@ def test_more_busy_threads_than_clients_below_the_pool_is_counted_and_explained_
 def test_the_pace_holds_only_when_every_window_is_near_the_model():
     from harness.book.chapters.ch1.values import Pace
 
-    held = ch1_words.pace_words(Pace(1, 10.0, 4.6, 5.4, 5.0, 100.2))
-    assert held.startswith("the rate holds over the whole 100-s run") and "No warm-up or drift" in held
-    slow = ch1_words.pace_words(Pace(1, 10.0, 4.0, 5.0, 5.0, 102.3))
+    held = ch1_words.pace_words(Pace(1, 10.0, 4.6, 5.4, 5.0, 100.2, 50))
+    assert held.startswith("the rate holds over the whole 100-s run: every 50 answers (10 s at the model's pace) came "
+                           "at 4.6–5.4 requests per second") and "No warm-up or drift" in held
+    slow = ch1_words.pace_words(Pace(1, 10.0, 4.0, 5.0, 5.0, 102.3, 50))
     assert slow.startswith("the rate does not hold over the whole 102-s run") and "the slowest 20% below it" in slow
-    assert "does not hold" in ch1_words.pace_words(Pace(1, 10.0, 5.0, 5.6, 5.0, 100.0))  # too fast is not holding either
+    assert "does not hold" in ch1_words.pace_words(Pace(1, 10.0, 5.0, 5.6, 5.0, 100.0, 50))  # too fast is not holding
+
+
+def test_a_window_of_the_pace_is_a_count_of_answers_so_bursts_do_not_alias():
+    """Bursts of 10 answers every 2.05 s: windows of 10 s held 4 bursts or 5 (4.0 or 5.0 a second); windows of 50
+    answers read the cycle's own pace, 50 / 10.25 s, every time."""
+    import pandas as pd
+
+    from harness.book.chapters.ch1.runs import Run
+    from harness.book.chapters.ch1.values import window_rates
+
+    ends = [cycle * 2050 + (2000 if k == 9 else k) for cycle in range(25) for k in range(10)]
+    requests = pd.DataFrame({"start_ms": 0, "end_ms": ends, "status": 200, "error_code": 0, "error": None})
+    rates = window_rates(Run("k6-c1", {}, requests, pd.DataFrame()), 50)
+    assert len(rates) == 4 and rates.round(3).eq(round(50 / 10.25, 3)).all()

@@ -337,10 +337,11 @@ def test_the_switches_ratio_is_the_rules_statistic_beside_the_verdicts():
     assert words.switches_sentence(COST, same) == base + " The verdict below reads the same."
     recorded = judgement("F002-d.1c", (0.97, 1.06, 0.99, 1.05, 1.16) * 3, passes=3, sigma=0.019)
     assert words.switches_sentence(COST, recorded) == base + (
-        " The verdict below reads 1.05: the same statistic over the 5 ratios each of the chapter's 3 kept passes "
-        "recorded, from runs of chapter 4 other than the ones read here.")
+        " The verdict below reads 1.05: the same statistic over the 15 ratios the chapter's 3 kept passes recorded, "
+        "5 of them distinct: a pass records chapter 4's runs as it finds them, and the pooled spread counts a run that "
+        "several passes found as several.")
     distinct = judgement("F002-d.1c", tuple(1 + k / 100 for k in range(15)), passes=3, sigma=0.019)
-    assert "over the 15 ratios the chapter's 3 kept passes recorded" in words.switches_sentence(COST, distinct)
+    assert words.switches_sentence(COST, distinct).endswith("over the 15 ratios the chapter's 3 kept passes recorded.")
     empty = book_claims.Judgement(rule("F002-d.1c"), book_claims.Measured(()), book_claims.INCONCLUSIVE, None)
     assert words.switches_sentence(COST, empty) == base
 

@@ -367,7 +367,7 @@ def test_a_changed_rules_note_writes_out_the_fields_it_names():
                 changed="now needs the busiest CPU above busy_above; its steps are named here.",
                 busy_above=0.9, machine_steps=("k6-c500", "ab-c500"))
     assert changed_note(rule) == ("now needs the busiest CPU above 90%; its steps are named here. The steps whose "
-                                  "CPUs show it: k6-c500 and ab-c500.")
+                                  "CPUs would show it: k6-c500 and ab-c500.")
     assert changed_note(replace(rule, machine_steps=())).endswith("above 90%; its steps are named here.")
 
 

@@ -111,3 +111,11 @@ def test_a_share_is_never_printed_above_itself():
     assert percent_at_most(28125 / 28232) == "99.6%" and percent_at_most(0.99999) == "99.9%"
     assert percent_at_most(0.99) == "99%" and percent_at_most(0.994) == "99%" and percent_at_most(0.5) == "50%"
     assert percent_at_most(1.0) == "100%"
+
+
+def test_a_most_share_is_never_printed_below_itself():
+    """"The samplers take at most 3% of a core" for 0.0244 read "at most 2%"."""
+    from harness.book.prose import percent_at_least
+
+    assert percent_at_least(0.0244) == "2.5%" and percent_at_least(0.0251) == "3%" and percent_at_least(0.02) == "2%"
+    assert percent_at_least(0.004) == "0.4%" and percent_at_least(0.0041) == "0.5%" and percent_at_least(0.9951) == "100%"

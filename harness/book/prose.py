@@ -149,6 +149,15 @@ def percent_at_most(share: float) -> str:
     return f"{MINUS if share < 0 else ''}{floored:.1f}%"
 
 
+def percent_at_least(share: float) -> str:
+    """A positive share as `percent` writes it, but never below it: where rounding down would print less ("2%" for
+    0.0244), ceiled to one decimal ("2.5%"), for a most share ("at most 2.5% of a core")."""
+    text = percent(share)
+    if float(text.rstrip("%")) >= share * 100 - 1e-9:
+        return text
+    return f"{math.ceil(round(share * 1000, 6)) / 10:.1f}%"
+
+
 def with_unit(value: float, unit: str, decimals: int = 0) -> str:
     """"120 ms", "1,200 MiB": the number, a no-break space, the unit."""
     return number(value, decimals) + NBSP + unit

@@ -97,8 +97,8 @@ def ceiling_sentences(data: ChapterData) -> str:
         m = {key: count(value) if isinstance(value, int | float) else value for key, value in model.items()}
         knob = {name: in_book_style(str(server_knob(meta, name))) for name in ("TOMCAT_MAX_CONNECTIONS",
                                                                           "TOMCAT_ACCEPT_COUNT")}
-        room = ("so every user is held from the start" if model["over_ceiling"] == 0 else
-                f"so {m['over_ceiling']} of the {m['requests']} users find no room at first")
+        room = ("so the model holds every user from the start" if model["over_ceiling"] == 0 else
+                f"so in the model {m['over_ceiling']} of the {m['requests']} users find no room at first")
         lines.append(
             f"- `{name}`: {m['threads']} threads at {m['service_ms']} ms per request, max-connections "
             f"{knob['TOMCAT_MAX_CONNECTIONS']}, accept-count {knob['TOMCAT_ACCEPT_COUNT']}: "

@@ -76,9 +76,9 @@ def rules_table(chapter: str) -> Markdown:
 
 def changed_note(rule: Rule) -> str:
     """Why a rule changed, as its claims file says, with the fields it names written out: busy_above as a share, and
-    the steps (machine_steps) whose CPUs show the machine fact."""
+    the steps (machine_steps) whose CPUs would show the machine fact (whether they did is the verdict's)."""
     note = rule.changed.replace("busy_above", declared_share(rule.busy_above))
-    return note + (f" The steps whose CPUs show it: {and_list(rule.machine_steps)}." if rule.machine_steps else "")
+    return note + (f" The steps whose CPUs would show it: {and_list(rule.machine_steps)}." if rule.machine_steps else "")
 
 
 def claim_rows(judgements: list[Judgement], chapter: str, this_data: dict[str, Judgement] | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from harness.book.chapters.ch1 import runs
@@ -132,29 +133,34 @@ def rates(data: ChapterData) -> Rates:
 @dataclass(frozen=True)
 class Pace:
     clients: int
-    window_s: float
-    low: float  # answers per second in the slowest window (of every tool's run) …
+    window_s: float  # a window's length at the model's pace (five sleep cycles at C = 1)
+    low: float  # answers per second in the slowest window (of every k6 run) …
     high: float  # … and the fastest
     model: float
     run_s: float  # the longest of the runs
+    answers: int = 0  # a window's answers
 
 
 def pace(data: ChapterData) -> Pace:
-    """The smallest C's runs, window by window of five sleep cycles: does the rate hold over the whole run?"""
+    """The smallest C's k6 runs, window by window of five sleep cycles: does the rate hold over the whole run? A window
+    is a count of answers, not of seconds: answers come in bursts, one sleep cycle apart, and a window of fixed seconds
+    holds four bursts or five as the cycle's length drifts from the model's, a 20% swing no slower stretch caused. ab
+    stamps start times to the second only, too coarse for a window."""
     pool = pool_of(data)
     smallest = min(runs.clients_of(m) for m in data.steps.values())
-    chosen = every_run(data, runs.steps_with(data, smallest))
-    window_s = runs.BATCH_S
-    rates_ = pd.concat([window_rates(r, window_s) for r in chosen])
+    chosen = [r for r in every_run(data, runs.steps_with(data, smallest)) if runs.tool_of(r.meta) == "k6"]
+    model = pool.model_rps(smallest)
+    answers = round(model * runs.BATCH_S)
+    rates_ = pd.concat([window_rates(r, answers) for r in chosen])
     run_s = max(runs.span_s(r) for r in chosen)
-    return Pace(smallest, window_s, rates_.min(), rates_.max(), pool.model_rps(smallest), run_s)
+    return Pace(smallest, runs.BATCH_S, rates_.min(), rates_.max(), model, run_s, answers)
 
 
-def window_rates(run: runs.Run, window_s: float) -> pd.Series:
-    """Answers per second in each full window of `window_s` since the run's first request."""
-    since_s = (run.ok["end_ms"] - run.ok["start_ms"].min()) / 1000
-    windows = int(since_s.max() // window_s)
-    return (since_s // window_s).value_counts().reindex(range(windows), fill_value=0) / window_s
+def window_rates(run: runs.Run, answers: int) -> pd.Series:
+    """Answers per second in each run of `answers` consecutive answers: from the answer that opens it to the one that
+    opens the next (so every window spans the same phase of the sleep cycle)."""
+    ends = np.sort(run.ok["end_ms"].to_numpy())[::answers]
+    return pd.Series(answers * 1000 / np.diff(ends))
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,10 @@ def pace_words(pace: Pace) -> str:
     HOLDS of the model, else how far below it the slowest window fell."""
     rates = span([pace.low, pace.high], lambda v: number(v, 1))
     run = f"the whole {count(pace.run_s)}-s run"
+    window = f"{count(pace.answers)} answers ({plain(pace.window_s)} s at the model's pace)"
     if within(pace.low, pace.model, HOLDS) and within(pace.high, pace.model, HOLDS):
-        return (f"the rate holds over {run}: every {plain(pace.window_s)} s of it answers {rates} requests per second, "
-                f"against the model's {plain(pace.model)}. No warm-up or drift hides in the average")
-    return (f"the rate does not hold over {run}: its {plain(pace.window_s)}-s windows answer {rates} requests per "
-            f"second against the model's {plain(pace.model)}, the slowest {percent(1 - pace.low / pace.model)} below "
-            f"it. The average hides a slower stretch")
+        return (f"the rate holds over {run}: every {window} came at {rates} requests per second, against the "
+                f"model's {plain(pace.model)}. No warm-up or drift hides in the average")
+    return (f"the rate does not hold over {run}: its windows of {window} came at {rates} requests per second "
+            f"against the model's {plain(pace.model)}, the slowest {percent(1 - pace.low / pace.model)} below it. The "
+            "average hides a slower stretch")

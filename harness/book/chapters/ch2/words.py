@@ -36,11 +36,14 @@ def spike(st: Starts) -> str:
 
 
 def ramps(st: Starts, wave_s: float) -> str:
+    """Whether the users of the largest spikes still reach the server's threads as one wave (chapter 3's model lets
+    every user arrive at once: its waves count from the first start)."""
     if not st.ramps:
-        return f"No step's last user starts later than one wave ({wave_s:g} s): every hold-N step is a spike"
+        return (f"No step's last user starts later than one wave ({wave_s:g} s): to threads that each hold a request "
+                "for a wave, every hold-N step arrives at once, as chapter 3's model has it")
     return (f"At {st.ramps} users the last user starts later than one wave ({wave_s:g} s): the first answers come back "
-            "before the last requests go out, so the step is a ramp, not a spike, and only a model fed with the "
-            "measured arrival times can be compared with it")
+            "before the last requests go out, so the step is a ramp, not a spike, and chapter 3's model, in which "
+            "every user arrives at once, does not fit it")
 
 
 def spike_head(st: Starts) -> str:

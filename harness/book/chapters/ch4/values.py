@@ -197,16 +197,18 @@ def usl(table: pd.DataFrame):
 class Cpu:
     busy: int  # sustained steps whose server used at least SATURATED of its quota
     steps: int  # sustained steps
-    least_share: float  # the least share of its quota over the defaults past the knee (first runs)
+    least_share: float  # the least share of its quota over the defaults past the knee, any run
     k6_most: float  # the most of its core k6 used, any step
     saturated: float = SATURATED
 
 
-def cpu(table: pd.DataFrame) -> Cpu:
+def cpu(table: pd.DataFrame, runs: pd.DataFrame) -> Cpu:
+    """`table`: the steps' first runs; `runs`: every run, for the least share ("never less than")."""
     rows = sustained(table)
-    defaults = table[table.step.isin(CPU_STEPS)]
+    defaults = runs[runs.step.isin(CPU_STEPS)]
+    quota = defaults.step.map(table.set_index("step").cpu_quota)
     return Cpu(int((rows.server_cpu_cores >= SATURATED * rows.cpu_quota).sum()), len(rows),
-               float((defaults.server_cpu_cores / defaults.cpu_quota).min()), float(table.k6_cpu_cores.max()))
+               float((defaults.server_cpu_cores / quota).min()), float(table.k6_cpu_cores.max()))
 
 
 @dataclass(frozen=True)

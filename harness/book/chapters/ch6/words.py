@@ -12,7 +12,9 @@ def missed_words(bottleneck: Bottleneck) -> str:
     if not bottleneck.missed:
         return (f"Every step CPU 1 limited answered within {percent(MODEL_MISS)} of the model's CPU bound, or above it."
                 + beaten_words(bottleneck))
-    return (f"The model's CPU bound is more than {percent(MODEL_MISS)} too high for {and_list(bottleneck.missed)}: "
+    which = "The steps" if len(bottleneck.missed) > 1 else "The step"
+    return (f"{which} {and_list(bottleneck.missed)} answered more than {percent(MODEL_MISS)} below the model's CPU "
+            "bound: "
             "proxying a request costs nginx more than answering it itself, and across the switch nginx spends CPU "
             "looking for a free port ([three hosts](#sec-ch6-hosts))." + beaten_words(bottleneck))
 

@@ -71,12 +71,11 @@ def switches_verdict(cost: ThreadCost, verdict: Judgement | None) -> str:
         return ""
     if _same(m.value, cost.switch_ratio):
         return " The verdict below reads the same."
-    recorded = len(set(m.values))
-    ratios = (f"the {count(recorded)} ratios each of the chapter's {count(m.passes)} kept passes recorded"
-              if m.passes > 1 and recorded * m.passes == m.runs else
-              f"the {count(m.runs)} ratios the chapter's {plural(m.passes, 'kept pass', 'kept passes')} recorded")
-    return (f" The verdict below reads {number(m.value, 2)}: the same statistic over {ratios}, from runs of chapter 4 "
-            "other than the ones read here.")
+    distinct = len(set(m.values))
+    repeated = (f", {count(distinct)} of them distinct: a pass records chapter 4's runs as it finds them, and the "
+                "pooled spread counts a run that several passes found as several" if distinct < m.runs else "")
+    return (f" The verdict below reads {number(m.value, 2)}: the same statistic over the {count(m.runs)} ratios the "
+            f"chapter's {plural(m.passes, 'kept pass', 'kept passes')} recorded{repeated}.")
 
 
 def one_wait_sentence(w: OneWait) -> str:

@@ -294,3 +294,24 @@ def test_the_steps_tables_caption_names_the_warm_up_its_failures_leave_out():
 
     page = (ROOT / "chapters" / "06-a-proxy-in-between.qmd").read_text()
     assert f"failures (k6: over its plateau, after the first {WARMUP_S} seconds; wrk: its whole run)" in page
+
+
+def test_the_stall_rates_the_verdicts_pool_are_given_where_they_differ_from_this_editions():
+    from harness.book.chapters.ch6.values import Stall
+    from harness.book.chapters.ch6.words import STALL_CLAIMS, pooled_stall_words
+    from harness.book.claims import Judgement, Measured, REPRODUCED, Rule
+
+    stall = Stall(21_252, 221_383, 4_077, 0.19, 4_000, 0.05, 0.06, 5_000, "k6-alone", 0.9, 0.5, 4_000, 6_000)
+
+    def verdicts(rates, passes):
+        return {claim: Judgement(Rule(claim, "F003-a", "003", "q", "m", "band", [0, 1], "s"),
+                                 Measured((rates[name],), pooled_value=rates[name], passes=passes), REPRODUCED, 3.0)
+                for name, claim in STALL_CLAIMS.items()}
+
+    same = {"alone": 21_252.4, "nginx": 221_383.0, "proxied": 4_077.2}
+    assert pooled_stall_words(stall, verdicts(same, 4)) == "The verdicts below read the same rates."
+    pooled = verdicts({"alone": 11_266, "nginx": 168_569, "proxied": 2_337}, 4)
+    assert pooled_stall_words(stall, pooled) == ("Those are this edition's runs; the verdicts below pool the chapter's "
+                                                 "4 kept passes: the service alone 11,266/s, nginx alone 168,569/s, "
+                                                 "through nginx 2,337/s.")
+    assert pooled_stall_words(stall, {}).startswith("The verdicts below have not judged")

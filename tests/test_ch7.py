@@ -327,6 +327,11 @@ def test_a_threads_memory_says_how_the_verdict_states_its_spread():
     moved = judgement("F002-d.1b", (228.9, 240.0, 235.0), passes=3, sigma=3.2)
     assert words.memory_sigma_sentence(COST, moved) == (
         f"{said}. The verdict below states what the chapter's 3 kept passes recorded: 235 ± 3.2 KiB.")
+    older = judgement("F002-d.1b", (231.5, 231.5, 231.5), passes=3, sigma=10.1)
+    assert words.memory_sigma_sentence(COST, older) == (
+        f"{said}. The verdict below states what the chapter's 3 kept passes recorded: 232 ± 10.1 KiB, from 1 distinct "
+        "value: passes that found the same runs of chapter 2 recorded them again, and the ± pools them as if they "
+        "were independent.")
 
 
 def test_the_switches_ratio_is_the_rules_statistic_beside_the_verdicts():
@@ -387,3 +392,19 @@ def test_the_page_reads_its_pooled_numbers_from_the_verdicts_claims():
     assert (p.pool, p.virtual, p.loop) == tuple(claim[c].measured.value for c in ("F002-d.1a", "F002-d.3b", "F002-d.2b"))
     h = ch7.held_count(ch7.steps_table(ch7.load()))
     assert h.steps == 0 or h.held > h.nofile
+
+
+def test_users_lost_where_no_limit_is_named_are_told_with_k6s_send_time_beside_tomcats_timeout():
+    from harness.book.chapters.ch7.values import LostUnnamed
+
+    late = LostUnnamed("virtual-20k", 20_000, 3_248, (("EOF", 3_246), ("http: server closed idle connection", 2)),
+                       16_228, 20_000, 23.97, 20.0)
+    said = words.lost_unnamed_sentence((late,))
+    assert said.startswith('The step virtual-20k lost 3,248 of 20,000 users where its data names no limit: it held at '
+                           'most 16,228 open files of its 20,000, and k6 reported 3,246 "EOF" and 2 "http: server '
+                           'closed idle connection".')
+    assert "took 24.0 s to send" in said and "connection-timeout of 20 s" in said and said.endswith("that cause.")
+    prompt = LostUnnamed("x", 10, 1, (("EOF", 1),), 5, 20_000, 4.4, 20.0)
+    assert words.lost_unnamed_sentence((prompt,)).endswith("took at most 4.4 s to send; the data does not say why they "
+                                                           "failed.")
+    assert words.lost_unnamed_sentence(()).startswith("Every step that lost users lost them at a limit")

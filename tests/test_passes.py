@@ -387,3 +387,14 @@ def test_a_chapter_folder_this_user_cannot_read_is_named_not_judged_as_never_run
     finally:
         (tmp_path / "chapter1").chmod(0o755)
     assert done.returncode == 2 and done.stderr.startswith(f"error: {tmp_path / 'chapter1'} cannot be read by this user")
+
+
+def test_a_finding_judged_in_two_chapters_says_so_beside_each_pages_outcome():
+    """Chapter 1's F002-d heading read "partly reproduced" where the answer page, composing chapters 1 and 7, read
+    "inconclusive": each page's outcome is its own claims', and now says so."""
+    from harness.book.verdict_tables import elsewhere_note
+
+    assert elsewhere_note("F002-d", "chapter1") == (". This chapter's claims only: chapter 7 judges the rest, and the "
+                                                   "answer page composes the whole finding.")
+    assert "chapter 1 judges the rest" in elsewhere_note("F002-d", "chapter7")
+    assert elsewhere_note("F002-b", "chapter1") == ""

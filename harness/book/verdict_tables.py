@@ -13,6 +13,7 @@ from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, W
 from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
+from harness.book.faces import CHAPTERS
 from harness.book.downloads import data_links, step_records
 from harness.book.tables import folded, markdown_table
 from harness.book.prose import MINUS, NBSP, and_list, in_book_style, percent, plain, plural, signed, significant
@@ -159,7 +160,7 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
         outcome = compose(parts)[0]
         words = "; ".join(f"{short(j.rule)}: {WORDS[j.outcome]}" for j in parts)  # each part in a few words
         blocks.append(f"[**{finding}: {outcome}**]{{#{verdict_id(finding)}}}"
-                      + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "")
+                      + (f" ({words})" if outcome in (PARTLY, INCONCLUSIVE) else "") + elsewhere_note(finding, chapter)
                       + "\n\n" + markdown_table(claim_rows(parts, chapter, this_data, kept)))
     evidence = "\n\n".join(in_book_style(
         f"**{j.rule.claim}**: {j.rule.measure}, measured {number(j.measured.value, j.rule.unit)} over "
@@ -168,6 +169,16 @@ def verdict_table(judgements: list[Judgement], chapter: str) -> Markdown:
     downloads = data_links(chapter, {"claims": claim_values(shown), "steps": step_records(chapter)}).data
     return Markdown("\n\n".join(blocks) + "\n\n" + folded("The evidence behind each claim", evidence)
                     + "\n\n" + downloads)
+
+
+def elsewhere_note(finding: str, chapter: str) -> str:
+    """Where other chapters judge claims of the same finding: this page's outcome is then its own claims' only, and
+    the answer page composes the finding from all of them ("" where this chapter judges the whole finding)."""
+    others = [c for c in CHAPTERS if c != chapter and any(r.finding == finding for r in rules(c).values())]
+    if not others:
+        return ""
+    named = and_list(f"chapter {int(c.removeprefix('chapter'))}" for c in others)
+    return f". This chapter's claims only: {named} judges the rest, and the answer page composes the whole finding."
 
 
 def claim_values(judgements: list[Judgement]) -> pd.DataFrame:

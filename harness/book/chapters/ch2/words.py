@@ -72,7 +72,7 @@ def batch_goal(b: Batch, goal_s: float, cores: int) -> str:
     if b.batch_s <= goal_s:
         return f"That is within the lab's goal of {goal_s:g} s for a spike."
     busy = b.k6_cores + b.server_cores
-    why = ("the machine was saturated, so starting users faster needs more cores, not another way to start them"
+    why = ("the machine was saturated: even through http.batch, reaching the goal at this N needs more cores"
            if busy >= 0.8 * cores else "the cores had room, so CPU is not what holds the start back")
     return (f"The lab's goal is {goal_s:g} s. While those users started, k6 used {b.k6_cores:.1f} and the server "
             f"{b.server_cores:.1f} of the {cores_text(cores)}. {why[0].upper()}{why[1:]}.")
@@ -96,8 +96,9 @@ def late_users(o: Overflows) -> str:
     if not o.cut:
         return late
     where = "the constant-vus step" if o.cut_steps == 1 else "the constant-vus steps"
-    return (f"{late} The {o.cut} requests k6 cut off (interrupted) in {where} at {o.cut_users} users are such users: "
-            f"they got a thread too late to finish within the {o.graceful_stop_s:g} s gracefulStop.")
+    return (f"{late} The {o.cut} requests k6 cut off (interrupted) in {where} at {o.cut_users} users did not finish "
+            f"within the {o.graceful_stop_s:g} s gracefulStop; late users would explain them, though the data has no "
+            "connect time to show which users they were.")
 
 
 def acceptor_head(o: Overflows) -> str:

@@ -219,6 +219,7 @@ class Scale:
     half_800_tps: float  # threads.max 800 on half a core, mean of runs
     half_800_runs: int
     gain: float  # the mean of the paired gains (800 over 400 on half a core)
+    gains: tuple[float, ...] = ()  # each pair's gain
 
     @property
     def ratio(self) -> float:
@@ -226,8 +227,9 @@ class Scale:
 
 
 def scale(runs: pd.DataFrame) -> Scale:
+    gains = tuple(paired(runs, HALF_400, HALF_800))
     return Scale(mean_of(runs, HALF_400), len(column(runs, HALF_400, "tps")), mean_of(runs, ONE_400),
-                 mean_of(runs, HALF_800), len(column(runs, HALF_800, "tps")), statistics.fmean(paired(runs, HALF_400, HALF_800)))
+                 mean_of(runs, HALF_800), len(column(runs, HALF_800, "tps")), statistics.fmean(gains), gains)
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,14 @@ from harness.book.chapters.ch6.runs import CHAPTER, mean_table
 from harness.book.chapters.ch6.tables import handshake_table, model_table, steps_summary
 from harness.book.chapters.ch6.values import (article, bottleneck, climb, handshake, hosts, setup, stall, variants,
                                               wall)
-from harness.book.chapters.ch6.words import bottleneck_words, missed_words, ports_words
+from harness.book.chapters.ch6.words import bottleneck_words, missed_words, ports_words, pooled_stall_words
 from harness.book.faces import Limit
 from harness.lab import store
 from harness.lab.store import ChapterData
 
 __all__ = ["judge", "limits", "load", "table", "article", "setup", "stall", "climb", "variants", "hosts",
            "wall", "bottleneck", "handshake", "series_chart", "connections_chart", "ports_chart", "cpu_chart",
-           "steps_summary", "model_table", "handshake_table", "missed_words",
+           "steps_summary", "model_table", "handshake_table", "missed_words", "pooled_stall_words",
            "ports_words", "bottleneck_words"]
 
 

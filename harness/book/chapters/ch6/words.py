@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from harness.book.chapters.ch6.model import MODEL_MISS, SATURATED
-from harness.book.chapters.ch6.values import Bottleneck, Wall
+from harness.book.chapters.ch6.values import Bottleneck, Stall, Wall
+from harness.book.claims import Judgement
 from harness.book.prose import and_list, percent, percent_at_most
 
 
@@ -55,3 +56,22 @@ def bottleneck_words(bottleneck: Bottleneck) -> str:
             "trips, or CPU those processes did not get, set the pace. (A core counts as full here when the processes "
             f"on it used {percent(SATURATED)} of it; the kernel's own work for the network is not theirs, so a core can "
             "be busier than its processes: the verdicts' busiest-CPU share reads the whole core.)")
+
+
+STALL_CLAIMS = {"alone": "F003-a.2c", "nginx": "F003-a.2b", "proxied": "F003-a.2a"}  # the rates F003-a's verdicts read
+
+
+def pooled_stall_words(stall: Stall, verdicts: dict[str, Judgement]) -> str:
+    """The rates the verdicts below read for the three wrk steps, beside the ones the sentences quote from this
+    edition's runs: the same, or the kept passes pooled (a pass can sit far from the others)."""
+    own = {name: getattr(stall, name) for name in STALL_CLAIMS}
+    book = {name: verdicts[claim].measured for name, claim in STALL_CLAIMS.items() if claim in verdicts}
+    if len(book) < len(own) or any(not m.values for m in book.values()):  # never empty: Quarto prints the source
+        return "The verdicts below have not judged these rates yet."
+    if all(f"{own[name]:,.0f}" == f"{m.value:,.0f}" for name, m in book.items()):
+        return "The verdicts below read the same rates."
+    passes = max(m.passes for m in book.values())
+    pooled = f"pool the chapter's {passes} kept passes" if passes > 1 else "judge the chapter's kept pass"
+    return (f"Those are this edition's runs; the verdicts below {pooled}: the service alone "
+            f"{book['alone'].value:,.0f}/s, nginx alone {book['nginx'].value:,.0f}/s, through nginx "
+            f"{book['proxied'].value:,.0f}/s.")

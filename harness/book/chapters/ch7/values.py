@@ -6,6 +6,7 @@ passes, and `pooled` gives its numbers to the sentences that set the two side by
 """
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -14,8 +15,9 @@ import pandas as pd
 
 from harness.book.chapters.ch7 import claims, elsewhere
 from harness.book.claims import Judgement
-from harness.book.chapters.ch7.runs import LOOP, MODELS, OPEN_FILES, PLATFORM, SERVICE, VIRTUAL, pick
+from harness.book.chapters.ch7.runs import LOOP, MODELS, NONE, OPEN_FILES, PLATFORM, SERVICE, VIRTUAL, pick
 from harness.lab.spec import FD_RESERVE
+from harness.lab import store
 from harness.lab.store import ChapterData
 from harness.models.spike import K6_DIAL_TIMEOUT_MS
 
@@ -241,6 +243,37 @@ def past_limit(table: pd.DataFrame) -> PastLimit:
                      tuple((int(r.users), int(r.failed)) for r in table[table.step.isin(claims.ABOVE_20K)].itertuples()),
                      int(top.peak_established) if top is not None else 0,
                      int(top.nofile + top.backlog + 1) if top is not None else 0)
+
+
+@dataclass(frozen=True)
+class LostUnnamed:
+    """A step that lost users where its data names no limit (first runs), with what k6's own summaries say of how
+    long its requests took to send, against the server's connection-timeout (Tomcat closes a connection that sends
+    nothing for that long)."""
+
+    step: str
+    users: int
+    failed: int
+    errors: tuple[tuple[str, int], ...]  # (k6's error, count), most first
+    peak_open_files: int
+    nofile: int
+    send_max_s: float  # the longest http_req_sending of any of the step's k6 processes
+    connection_timeout_s: float
+
+
+def lost_unnamed(data: ChapterData, table: pd.DataFrame) -> tuple[LostUnnamed, ...]:
+    rows = table[(table.limit == NONE) & (table.failed > 0)]
+    return tuple(_lost_unnamed(data, row) for row in rows.itertuples())
+
+
+def _lost_unnamed(data: ChapterData, row) -> LostUnnamed:
+    meta = data.steps[row.step]
+    errors = sorted(meta["requests"].get("errors", {}).items(), key=lambda e: -e[1])
+    folder = store.step_dir(data.chapter, row.step)
+    sending = [json.loads(f.read_text())["metrics"]["http_req_sending"]["max"] for f in folder.glob("k6-summary*.json")]
+    return LostUnnamed(row.step, int(row.users), int(row.failed), tuple(errors), int(row.peak_open_files),
+                       int(row.nofile), max(sending, default=float("nan")) / 1000,
+                       meta["config"]["server"].get("TOMCAT_CONNECTION_TIMEOUT", math.nan) / 1000)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from harness.book.chapters.ch7.values import Concurrency, FifteenK, HeldCount, OneWait, PastLimit, Pooled, ThreadCost
+from harness.book.chapters.ch7.values import (Concurrency, FifteenK, HeldCount, LostUnnamed, OneWait, PastLimit, Pooled,
+                                             ThreadCost)
 from harness.book.claims import Judgement
 from harness.book.prose import and_list, count, number, plural, significant, times, words
 
@@ -43,8 +44,12 @@ def memory_sigma_sentence(cost: ThreadCost | None, verdict: Judgement | None) ->
     if m.passes > 1 and all(_same(v, cost.kib) for v in m.values):
         return (f"{said}. The verdict below says ± {significant(m.sigma)}: it pools the chapter's {m.passes} kept "
                 "passes, each of which read these same runs of chapter 2, as if they were independent.")
+    distinct = len(set(m.values))
+    repeated = (f", from {plural(distinct, 'distinct value', 'distinct values')}: passes that found the same runs of "
+                "chapter 2 recorded them again, and the ± pools them as if they were independent"
+                if distinct < len(m.values) else "")
     return (f"{said}. The verdict below states what the chapter's {plural(m.passes, 'kept pass', 'kept passes')} "
-            f"recorded: {significant(m.value)} ± {significant(m.sigma)} KiB.")
+            f"recorded: {significant(m.value)} ± {significant(m.sigma)} KiB{repeated}.")
 
 
 def switches_sentence(cost: ThreadCost | None, verdict: Judgement | None = None) -> str:
@@ -117,3 +122,24 @@ def held_count_sentence(h: HeldCount) -> str:
     return (f"It passed the open-files limit, which the process cannot, in {plural(h.steps, 'step')}, by up to "
             f"{h.most_over:,} ({h.step}: {h.held:,}): those counts include connections established on the port that "
             "the process had not yet accepted: ss reads the port's sockets one after another, not all at one instant.")
+
+
+def lost_unnamed_sentence(lost: tuple[LostUnnamed, ...]) -> str:
+    """The steps that lost users where the data names no limit, and what k6's summary shows beside Tomcat's
+    connection-timeout (never empty: Quarto would print an empty inline value's source)."""
+    if not lost:
+        return "Every step that lost users lost them at a limit its data names (the server table below)."
+    return " ".join(_lost_unnamed(one) for one in lost)
+
+
+def _lost_unnamed(one: LostUnnamed) -> str:
+    errors = and_list(f'{n:,} "{error}"' for error, n in one.errors)
+    said = (f"The step {one.step} lost {one.failed:,} of {one.users:,} users where its data names no limit: it held "
+            f"at most {one.peak_open_files:,} open files of its {one.nofile:,}, and k6 reported {errors}.")
+    if not one.send_max_s > one.connection_timeout_s:
+        return said + (f" Its requests took at most {one.send_max_s:.1f} s to send; the data does not say why they "
+                       "failed.")
+    return said + (f" k6's own summary shows a request that took {one.send_max_s:.1f} s to send on a connection k6 "
+                   f"had opened, longer than Tomcat's connection-timeout of {one.connection_timeout_s:g} s, after "
+                   "which Tomcat closes a connection that has sent nothing, and k6 reads that close as EOF. No step "
+                   "of this edition isolates that cause.")

@@ -330,12 +330,12 @@ def test_more_busy_threads_than_clients_below_the_pool_is_counted_and_explained_
 def test_the_pace_holds_only_when_every_window_is_near_the_model():
     from harness.book.chapters.ch1.values import Pace
 
-    held = ch1_words.pace_words(Pace(1, 10.0, 4.6, 5.4, 5.0, 100.2, 50))
+    held = ch1_words.pace_words(Pace(1, 10.0, 4.6, 5.4, 5.0, 100.2))
     assert held.startswith("the rate holds over the whole 100-s run: every 50 answers (10 s at the model's pace) came "
                            "at 4.6–5.4 requests per second") and "No warm-up or drift" in held
-    slow = ch1_words.pace_words(Pace(1, 10.0, 4.0, 5.0, 5.0, 102.3, 50))
+    slow = ch1_words.pace_words(Pace(1, 10.0, 4.0, 5.0, 5.0, 102.3))
     assert slow.startswith("the rate does not hold over the whole 102-s run") and "the slowest 20% below it" in slow
-    assert "does not hold" in ch1_words.pace_words(Pace(1, 10.0, 5.0, 5.6, 5.0, 100.0, 50))  # too fast is not holding
+    assert "does not hold" in ch1_words.pace_words(Pace(1, 10.0, 5.0, 5.6, 5.0, 100.0))  # too fast is not holding
 
 
 def test_a_window_of_the_pace_is_a_count_of_answers_so_bursts_do_not_alias():

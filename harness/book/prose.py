@@ -149,6 +149,11 @@ def percent_at_most(share: float) -> str:
     return f"{MINUS if share < 0 else ''}{floored:.1f}%"
 
 
+def printed_alike(own, book) -> bool:
+    """Whether two sets of counts read the same as the page prints them (whole, with separators)."""
+    return all(count(a) == count(b) for a, b in zip(own, book, strict=True))
+
+
 def percent_at_least(share: float) -> str:
     """A positive share as `percent` writes it, but never below it: where rounding down would print less ("2%" for
     0.0244), ceiled to one decimal ("2.5%"), for a most share ("at most 2.5% of a core")."""

@@ -138,7 +138,10 @@ class Pace:
     high: float  # … and the fastest
     model: float
     run_s: float  # the longest of the runs
-    answers: int = 0  # a window's answers
+
+    @property
+    def answers(self) -> int:
+        return window_answers(self.model, self.window_s)
 
 
 def pace(data: ChapterData) -> Pace:
@@ -150,10 +153,14 @@ def pace(data: ChapterData) -> Pace:
     smallest = min(runs.clients_of(m) for m in data.steps.values())
     chosen = [r for r in every_run(data, runs.steps_with(data, smallest)) if runs.tool_of(r.meta) == "k6"]
     model = pool.model_rps(smallest)
-    answers = round(model * runs.BATCH_S)
-    rates_ = pd.concat([window_rates(r, answers) for r in chosen])
+    rates_ = pd.concat([window_rates(r, window_answers(model, runs.BATCH_S)) for r in chosen])
     run_s = max(runs.span_s(r) for r in chosen)
-    return Pace(smallest, runs.BATCH_S, rates_.min(), rates_.max(), model, run_s, answers)
+    return Pace(smallest, runs.BATCH_S, rates_.min(), rates_.max(), model, run_s)
+
+
+def window_answers(model_rps: float, window_s: float) -> int:
+    """A window's answers: its length at the model's pace."""
+    return round(model_rps * window_s)
 
 
 def window_rates(run: runs.Run, answers: int) -> pd.Series:

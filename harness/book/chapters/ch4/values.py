@@ -197,18 +197,17 @@ def usl(table: pd.DataFrame):
 class Cpu:
     busy: int  # sustained steps whose server used at least SATURATED of its quota
     steps: int  # sustained steps
-    least_share: float  # the least share of its quota over the defaults past the knee, any run
+    least_share: float  # the least share of its quota over the defaults past the knee, any run's plateau
     k6_most: float  # the most of its core k6 used, any step
     saturated: float = SATURATED
 
 
 def cpu(table: pd.DataFrame, runs: pd.DataFrame) -> Cpu:
-    """`table`: the steps' first runs; `runs`: every run, for the least share ("never less than")."""
+    """`table`: the steps' first runs; `runs`: every run's plateau, for the least share ("no run used less")."""
     rows = sustained(table)
-    defaults = runs[runs.step.isin(CPU_STEPS)]
-    quota = defaults.step.map(table.set_index("step").cpu_quota)
+    defaults = runs[runs.step.isin(CPU_STEPS) & (runs.window == PLATEAU)]
     return Cpu(int((rows.server_cpu_cores >= SATURATED * rows.cpu_quota).sum()), len(rows),
-               float((defaults.server_cpu_cores / quota).min()), float(table.k6_cpu_cores.max()))
+               float((defaults.server_cpu_cores / defaults.cpu_quota).min()), float(table.k6_cpu_cores.max()))
 
 
 @dataclass(frozen=True)

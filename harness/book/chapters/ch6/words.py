@@ -4,7 +4,7 @@ from __future__ import annotations
 from harness.book.chapters.ch6.model import MODEL_MISS, SATURATED
 from harness.book.chapters.ch6.values import Bottleneck, Stall, Wall
 from harness.book.claims import Judgement
-from harness.book.prose import and_list, percent, percent_at_most
+from harness.book.prose import and_list, percent, percent_at_most, printed_alike
 
 
 def missed_words(bottleneck: Bottleneck) -> str:
@@ -68,7 +68,7 @@ def pooled_stall_words(stall: Stall, verdicts: dict[str, Judgement]) -> str:
     book = {name: verdicts[claim].measured for name, claim in STALL_CLAIMS.items() if claim in verdicts}
     if len(book) < len(own) or any(not m.values for m in book.values()):  # never empty: Quarto prints the source
         return "The verdicts below have not judged these rates yet."
-    if all(f"{own[name]:,.0f}" == f"{m.value:,.0f}" for name, m in book.items()):
+    if printed_alike(own.values(), (book[name].value for name in own)):
         return "The verdicts below read the same rates."
     passes = max(m.passes for m in book.values())
     pooled = f"pool the chapter's {passes} kept passes" if passes > 1 else "judge the chapter's kept pass"

@@ -4,10 +4,10 @@ requests in service), then the limits they leave, in the order they bind as user
 process (the server's and k6's), then each server model's memory per connection."""
 from __future__ import annotations
 
-from harness.book.chapters.ch7 import claims, values, words
+from harness.book.chapters.ch7 import claims, values
 from harness.book.chapters.ch7.runs import CHAPTER, LOOP, MODELS, PLATFORM, VIRTUAL, steps_table
 from harness.book.faces import Limit
-from harness.book.prose import count
+from harness.book.prose import count, printed_alike
 from harness.book.verdict_tables import book_verdicts, number
 from harness.lab import store
 
@@ -45,7 +45,7 @@ def pooled_clause(c: values.Concurrency, pooled: values.Pooled) -> str:
     """Where the findings table pools other runs than this edition's: which numbers are which ("" where they are the
     same runs)."""
     own, book = (c.virtual, c.loop, c.pool), (pooled.virtual, pooled.loop, pooled.pool)
-    if words.printed_alike(own, book):
+    if printed_alike(own, book):
         return ""
     over = f"pooled over its {pooled.passes} kept passes" if pooled.passes > 1 else "on its kept pass"
     return (f" in this edition's run; the chapter's verdicts, {over}, read {count(pooled.virtual)}, "
@@ -55,8 +55,8 @@ def pooled_clause(c: values.Concurrency, pooled: values.Pooled) -> str:
 def open_files(s: values.Setup, table) -> Limit:
     p = values.past_limit(table)
     sentence = (f"Every connection is a file, and a process may open {s.nofile:,}: past about {s.usable_files:,} "
-                f"connections held at once the server cannot accept another until one closes (it reached {p.most_open_files:,} open files, and at {p.users:,} "
-                f"users answered {p.pool_answered:,} on platform threads, {p.virtual_answered:,} on virtual threads, "
+                f"connections held at once the server cannot accept another until one closes (it reached "
+                f"{p.most_open_files:,} open files, and at {p.users:,} users answered {p.pool_answered:,} on platform threads, {p.virtual_answered:,} on virtual threads, "
                 f"{p.loop_answered:,} on the event loop), and one k6 process cannot connect another: {p.users:,} "
                 f"users took {p.processes} k6 processes.")
     return Limit(FILES, "open files", float(s.nofile), "connections per process", sentence, CHAPTER, ANCHORS[FILES])

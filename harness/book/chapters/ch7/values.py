@@ -6,7 +6,6 @@ passes, and `pooled` gives its numbers to the sentences that set the two side by
 """
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ import pandas as pd
 from harness.book.chapters.ch7 import claims, elsewhere
 from harness.book.claims import Judgement
 from harness.book.chapters.ch7.runs import LOOP, MODELS, NONE, OPEN_FILES, PLATFORM, SERVICE, VIRTUAL, pick
+from harness.lab.load.k6 import summary_metrics
 from harness.lab.spec import FD_RESERVE
 from harness.lab import store
 from harness.lab.store import ChapterData
@@ -269,8 +269,8 @@ def lost_unnamed(data: ChapterData, table: pd.DataFrame) -> tuple[LostUnnamed, .
 def _lost_unnamed(data: ChapterData, row) -> LostUnnamed:
     meta = data.steps[row.step]
     errors = sorted(meta["requests"].get("errors", {}).items(), key=lambda e: -e[1])
-    folder = store.step_dir(data.chapter, row.step)
-    sending = [json.loads(f.read_text())["metrics"]["http_req_sending"]["max"] for f in folder.glob("k6-summary*.json")]
+    summaries, _ = summary_metrics(store.step_dir(data.chapter, row.step), int(row.processes))
+    sending = [m["http_req_sending"]["max"] for m in summaries if "http_req_sending" in m]
     return LostUnnamed(row.step, int(row.users), int(row.failed), tuple(errors), int(row.peak_open_files),
                        int(row.nofile), max(sending, default=float("nan")) / 1000,
                        meta["config"]["server"].get("TOMCAT_CONNECTION_TIMEOUT", math.nan) / 1000)

@@ -7,17 +7,12 @@ import math
 from harness.book.chapters.ch7.values import (Concurrency, FifteenK, HeldCount, LostUnnamed, OneWait, PastLimit, Pooled,
                                              ThreadCost)
 from harness.book.claims import Judgement
-from harness.book.prose import and_list, count, number, plural, significant, times, words
+from harness.book.prose import and_list, count, number, plural, printed_alike, significant, times, words
 
 
 def _same(a: float, b: float) -> bool:
     """The same value (both not measured counts as the same)."""
     return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9)
-
-
-def printed_alike(own, book) -> bool:
-    """Whether two sets of counts read the same as the page prints them (whole, with separators)."""
-    return all(count(a) == count(b) for a, b in zip(own, book, strict=True))
 
 
 def pooled_sentence(c: Concurrency, p: Pooled) -> str:

@@ -1,5 +1,6 @@
 """Chapter 1 scaled down, end to end: measured RPS follows min(C, pool) × rate, for k6 and ab."""
 import gzip
+import json
 
 import pytest
 
@@ -21,6 +22,15 @@ def measured_rps(requests) -> float:
     return len(requests) / ((requests["end_ms"].max() - requests["start_ms"].min()) / 1000)
 
 
+def step_rps(chapter1, step) -> float:
+    """k6's from its requests; ab's from its own report, as its -g file gives starts to the second: over a 4-5 s
+    run that alone moved the rate by up to ±20% (−17% measured where ab's own time said −6%, as k6's did)."""
+    if step.load["tool"] == "ab":
+        summary = json.loads((step_dir(chapter1.chapter, step.id) / "ab-summary.json").read_text())
+        return summary["complete_requests"] / summary["time_taken_s"]
+    return measured_rps(chapter1.requests[chapter1.requests.step == step.id])
+
+
 @pytest.fixture(scope="module")
 def chapter1(tmp_path_factory):
     with profile_run(tmp_path_factory, PROFILE) as data:
@@ -33,8 +43,8 @@ def test_rps_follows_the_pool_model(chapter1, step_id):
     requests = chapter1.requests[chapter1.requests.step == step_id]
     assert len(requests) == step.requests_asked and (requests["status"] == 200).all()
     # 20%: the run is only 4-5 s, so its edges weigh (the last slow request alone is 400 ms ≈ 8-10%
-    # of it, and ab's start times are whole seconds); chapter 1's full run checks it tighter.
-    assert measured_rps(requests) == pytest.approx(predict(step).rps, rel=0.20)
+    # of it); chapter 1's full run checks it tighter.
+    assert step_rps(chapter1, step) == pytest.approx(predict(step).rps, rel=0.20)
 
 
 def test_more_clients_than_threads_only_queue(chapter1):

@@ -172,7 +172,7 @@ def assert_in_the_models_waves(ends: list[float], predicted: list[float]) -> Non
 
     Each wave also carries its requests' own handling time, which the model leaves out: a cold JVM's first request
     (~95 ms in a 1-CPU container), then 6-55 ms per wave (measured here and on CI's machines; a 5-wave step lagged
-    155 ms by its last wave). Most of it is the VM's, not the server's: a thread that slept 1 s then needs ~20 ms to
+    155 ms by its last wave). Likely most of it is the VM's, not the server's: a thread that slept 1 s needs ~20 ms to
     touch memory it read in 40 us before the sleep, with no page fault the guest sees (a bare JVM here). So
     completions are compared with the one before them, where that time stays one wave's, rather than with the first,
     where it adds up wave after wave.

@@ -13,6 +13,11 @@ IN_SERVICE = "requests in service at once"
 CHAPTERS = ("chapter1", "chapter2", "chapter3", "chapter4", "chapter5", "chapter6", "chapter7")
 
 
+def chapter_name(chapter: str) -> str:
+    """"Chapter 3" (what a cross-reference to it reads)."""
+    return f"Chapter {int(chapter.removeprefix('chapter'))}"
+
+
 @dataclass(frozen=True)
 class Limit:
     """A limit a server meets as users grow, as one chapter measured it."""

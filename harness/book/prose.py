@@ -149,11 +149,6 @@ def percent_at_most(share: float) -> str:
     return f"{MINUS if share < 0 else ''}{floored:.1f}%"
 
 
-def printed_alike(own, book) -> bool:
-    """Whether two sets of counts read the same as the page prints them (whole, with separators)."""
-    return all(count(a) == count(b) for a, b in zip(own, book, strict=True))
-
-
 def percent_at_least(share: float) -> str:
     """A positive share as `percent` writes it, but never below it: where rounding down would print less ("2%" for
     0.0244), ceiled to one decimal ("2.5%"), for a most share ("at most 2.5% of a core")."""
@@ -161,6 +156,11 @@ def percent_at_least(share: float) -> str:
     if float(text.rstrip("%")) >= share * 100 - 1e-9:
         return text
     return f"{math.ceil(round(share * 1000, 6)) / 10:.1f}%"
+
+
+def printed_alike(own, book) -> bool:
+    """Whether two sets of counts read the same as the page prints them (whole, with separators)."""
+    return all(count(a) == count(b) for a, b in zip(own, book, strict=True))
 
 
 def with_unit(value: float, unit: str, decimals: int = 0) -> str:

@@ -13,7 +13,7 @@ from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, W
 from harness.lab.protocol import protocol
 from harness.lab.store import data_root
 from harness.book import passes
-from harness.book.faces import CHAPTERS
+from harness.book.faces import CHAPTERS, chapter_name
 from harness.book.downloads import data_links, step_records
 from harness.book.tables import folded, markdown_table
 from harness.book.prose import MINUS, NBSP, and_list, in_book_style, percent, plain, plural, signed, significant
@@ -177,7 +177,7 @@ def elsewhere_note(finding: str, chapter: str) -> str:
     others = [c for c in CHAPTERS if c != chapter and any(r.finding == finding for r in rules(c).values())]
     if not others:
         return ""
-    named = and_list(f"chapter {int(c.removeprefix('chapter'))}" for c in others)
+    named = and_list(chapter_name(c).lower() for c in others)
     return f". This chapter's claims only: {named} judges the rest, and the answer page composes the whole finding."
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from IPython.display import Markdown
 
 from harness.book.chapters.ch0.gather import Answer
-from harness.book.chapters.ch0.sources import anchor, chapter_name, chapter_section, chapter_title
+from harness.book.chapters.ch0.sources import anchor, chapter_section, chapter_title
+from harness.book.faces import chapter_name
 from harness.book.faces import Limit
 from harness.book.prose import and_list
 from harness.book.verdict_tables import number

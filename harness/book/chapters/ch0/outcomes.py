@@ -11,7 +11,8 @@ import pandas as pd
 from IPython.display import Markdown
 
 from harness.book.chapters.ch0.gather import Answer
-from harness.book.chapters.ch0.sources import articles, chapter_name, verdict_link
+from harness.book.chapters.ch0.sources import articles, verdict_link
+from harness.book.faces import chapter_name
 from harness.book.claims import DIFFERS, INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED, WORDS, Judgement, Rule, compose, rules
 from harness.book.faces import CHAPTERS
 from harness.book.prose import and_list

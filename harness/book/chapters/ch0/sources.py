@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import DATA, ROOT, LabError
+from harness.book.faces import chapter_name
 from harness.book.verdict_tables import verdict_id
 
 ARTICLES_CSV = DATA / "articles.csv"  # the articles' facts; not a measurement: always the committed file
@@ -78,8 +79,3 @@ def verdict_link(chapter: str, finding: str) -> str:
     """A link to the finding's verdict on the chapter's page (harness.book.verdict_tables.verdict_id), from a page
     beside it in chapters/: "[Chapter 3](03-from-300-to-15000-users.qmd#verdict-f000-a)"."""
     return f"[{chapter_name(chapter)}]({chapter_page(chapter).name}#{verdict_id(finding)})"
-
-
-def chapter_name(chapter: str) -> str:
-    """"Chapter 3" (what a cross-reference to it reads)."""
-    return f"Chapter {int(chapter.removeprefix('chapter'))}"

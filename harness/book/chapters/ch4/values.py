@@ -217,8 +217,12 @@ class Scale:
     one_tps: float  # on one core
     half_800_tps: float  # threads.max 800 on half a core, mean of runs
     half_800_runs: int
-    gain: float  # the mean of the paired gains (800 over 400 on half a core)
-    gains: tuple[float, ...] = ()  # each pair's gain
+    gains: tuple[float, ...]  # each pair's gain (800 over 400 on half a core)
+
+    @property
+    def gain(self) -> float:
+        """The mean of the paired gains."""
+        return statistics.fmean(self.gains)
 
     @property
     def ratio(self) -> float:
@@ -226,9 +230,8 @@ class Scale:
 
 
 def scale(runs: pd.DataFrame) -> Scale:
-    gains = tuple(paired(runs, HALF_400, HALF_800))
     return Scale(mean_of(runs, HALF_400), len(column(runs, HALF_400, "tps")), mean_of(runs, ONE_400),
-                 mean_of(runs, HALF_800), len(column(runs, HALF_800, "tps")), statistics.fmean(gains), gains)
+                 mean_of(runs, HALF_800), len(column(runs, HALF_800, "tps")), tuple(paired(runs, HALF_400, HALF_800)))
 
 
 @dataclass(frozen=True)

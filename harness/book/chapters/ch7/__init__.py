@@ -29,6 +29,5 @@ def load() -> store.ChapterData:
 __all__ = ["ANCHORS", "CHAPTER", "JUDGED_USERS", "answers_chart", "client_table", "concurrency", "concurrency_chart",
            "download_frame", "failed_above_sentence", "fifteen_k", "fifteen_k_sentence", "held_count",
            "held_count_sentence", "judge", "limit_chart", "limits", "load", "lost_unnamed", "lost_unnamed_sentence",
-           "memory_sigma_sentence", "model_fit",
-           "one_wait", "one_wait_sentence", "past_limit", "pooled", "pooled_sentence", "predictions_table", "resident",
+           "memory_sigma_sentence", "model_fit", "one_wait", "one_wait_sentence", "past_limit", "pooled", "pooled_sentence", "predictions_table", "resident",
            "server_table", "setup", "steps_table", "switches_sentence", "thread_cost", "thread_memory_chart"]

@@ -56,7 +56,8 @@ def open_files(s: values.Setup, table) -> Limit:
     p = values.past_limit(table)
     sentence = (f"Every connection is a file, and a process may open {s.nofile:,}: past about {s.usable_files:,} "
                 f"connections held at once the server cannot accept another until one closes (it reached "
-                f"{p.most_open_files:,} open files, and at {p.users:,} users answered {p.pool_answered:,} on platform threads, {p.virtual_answered:,} on virtual threads, "
+                f"{p.most_open_files:,} open files, and at {p.users:,} users answered {p.pool_answered:,} on platform "
+                f"threads, {p.virtual_answered:,} on virtual threads, "
                 f"{p.loop_answered:,} on the event loop), and one k6 process cannot connect another: {p.users:,} "
                 f"users took {p.processes} k6 processes.")
     return Limit(FILES, "open files", float(s.nofile), "connections per process", sentence, CHAPTER, ANCHORS[FILES])

@@ -17,6 +17,7 @@ from harness.book.claims import Judgement
 from harness.book.chapters.ch7.runs import LOOP, MODELS, NONE, OPEN_FILES, PLATFORM, SERVICE, VIRTUAL, pick
 from harness.lab.load.k6 import summary_metrics
 from harness.lab.spec import FD_RESERVE
+from harness.lab.steps import server_knob
 from harness.lab import store
 from harness.lab.store import ChapterData
 from harness.models.spike import K6_DIAL_TIMEOUT_MS
@@ -273,7 +274,7 @@ def _lost_unnamed(data: ChapterData, row) -> LostUnnamed:
     sending = [m["http_req_sending"]["max"] for m in summaries if "http_req_sending" in m]
     return LostUnnamed(row.step, int(row.users), int(row.failed), tuple(errors), int(row.peak_open_files),
                        int(row.nofile), max(sending, default=float("nan")) / 1000,
-                       meta["config"]["server"].get("TOMCAT_CONNECTION_TIMEOUT", math.nan) / 1000)
+                       server_knob(meta, "TOMCAT_CONNECTION_TIMEOUT") / 1000)
 
 
 @dataclass(frozen=True)

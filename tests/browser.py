@@ -13,7 +13,7 @@ import mimetypes
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -36,6 +36,15 @@ STATUS_JS = """selector => Array.from(document.querySelectorAll(selector)).map(f
 # Where the text column, the charts and their legends sit, and what sticks out of the window (page_layout.py).
 LAYOUT_JS = (Path(__file__).parent / "page_layout.js").read_text().strip()
 LOCAL_HOSTS = ("127.0.0.1",)
+AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"  # pinned in package.json
+# axe's WCAG 2.0/2.1 A and AA rules; a violation's impact is minor, moderate, serious or critical.
+AXE_JS = """async () => {
+  const result = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
+                                          resultTypes: ['violations']});
+  return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({
+    rule: v.id, impact: v.impact, help: v.help, count: v.nodes.length,
+    where: v.nodes.slice(0, 3).map(n => n.target.join(' ') + ': ' + (n.failureSummary || '').split('\\n')[1])}));
+}"""
 
 
 @contextlib.contextmanager
@@ -50,6 +59,12 @@ def serve(folder: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def axe_violations(page: Page) -> list[dict]:
+    """axe-core's serious and critical violations on the page as it stands (tests/test_accessibility.py)."""
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate(AXE_JS)
 
 
 def find_binary() -> str | None:
@@ -68,6 +83,7 @@ class PageReport:
     errors: list[str] = field(default_factory=list)  # console errors, exceptions, failed requests
     expected: int | None = None  # charts the page must have; None: at least one
     layout: dict | None = None  # where the column, the charts and their legends sit (page_layout.js), with a width
+    inspected: object = None  # what check's `inspect` found on the page once its charts were drawn
 
     @property
     def ok(self) -> bool:
@@ -164,7 +180,7 @@ class Chromium:
 
     def check(self, url: str, selector: str = ".lab-chart", timeout: float = 20, expected: int | None = None,
               routes: dict[str, Path] | None = None, grace: float = 2, width: int | None = None,
-              column: str = "main") -> PageReport:
+              column: str = "main", inspect: Callable[[Page], object] | None = None) -> PageReport:
         """Open `url`, wait until the page has loaded, no request is in flight and every chart matched by
         `selector` is drawn or failed (at most `grace` seconds more once an error showed), collect errors.
         expected: the number of charts the page must have (0 for a page without charts); None: at least one.
@@ -172,6 +188,8 @@ class Chromium:
         and fragment ignored); any other external request fails and is reported as an error. None: offline.
         width: open the page in a window this many CSS pixels wide (below 600 as a phone: the page's viewport
         tag applies) and record the layout of the text column (`column`, a selector) and the charts in it.
+        inspect: asked of the page once it has settled (e.g. `axe_violations`), its answer kept in the report, so
+        that one visit serves another check of the same page.
         """
         page, watch = self.open(url, width, {} if routes is None else routes)
         report = PageReport(url, expected=expected)
@@ -193,6 +211,8 @@ class Chromium:
                 report.layout = json.loads(page.evaluate(f"() => {LAYOUT_JS}({json.dumps(column)}, "
                                                          f"{json.dumps(selector)})") or "null")
             report.errors = [f"unexpected external request: {u}" for u in watch.unexpected] + watch.errors
+            if inspect is not None:  # after the errors are taken: its own scripts are not the page's
+                report.inspected = inspect(page)
         finally:
             page.context.close()
         return report

@@ -7,7 +7,8 @@ with no console error, no failed request, no uncaught exception, and every chart
   interception), and any other external request fails and is reported, so a new CDN dependency shows.
 
 Each page is read in a window as wide as a desktop's (1,400 px) and a phone's (390 px): no chart is wider
-than the text column, no legend is cut off, no page scrolls sideways (page_layout.py).
+than the text column, no legend is cut off, no page scrolls sideways (page_layout.py); and axe-core finds no serious
+or critical accessibility violation in it, offline, at either width (tests/test_accessibility.py tests axe itself).
 
 Also: the sidebar numbers the chapters as _quarto.yml lays them out. The book is rendered once per run
 (`quarto render`, about 1.5 minutes, beside the unit tests: tests/rendered.py, `invoke test`); without
@@ -31,7 +32,7 @@ from harness.book.render import VEGA_SCRIPTS, chart_html
 
 # Helpers beside this file (pytest puts tests/ on sys.path).
 from book_pages import book_chapters, html_path, table_of_contents  # noqa: E402,I001
-from browser import Chromium, PageReport, find_binary, serve  # noqa: E402
+from browser import Chromium, PageReport, axe_violations, find_binary, serve  # noqa: E402
 import page_layout  # noqa: E402
 
 PAGES = [html_path(chapter) for chapter in book_chapters()]
@@ -73,8 +74,11 @@ def sites(book, tmp_path_factory) -> Iterator[dict[str, tuple[Path, str]]]:
 
 
 def check(browser: Chromium, base: str, page: str, mode: str, expected: int, width: int):
-    return browser.check(base + page, expected=expected, routes=CDN if mode == "online" else None, width=width,
-                         column=COLUMN)
+    """A page read as `mode` at `width`; offline, axe's violations too (what the reader's browser shows is checked
+    once, on the same visit: the page's charts drawn)."""
+    online = mode == "online"
+    return browser.check(base + page, expected=expected, routes=CDN if online else None, width=width, column=COLUMN,
+                         inspect=None if online else axe_violations)
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +121,14 @@ def test_page_loads_cleanly_draws_every_chart_and_fits_the_window(page, mode, wi
     assert report.ok, f"{page}, {mode}, {width} px: {report.summary()}"
     problems = page_layout.problems(report.layout)
     assert not problems, f"{page} at {width} px:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("width", (DESKTOP, PHONE), ids=[f"{w}px" for w in (DESKTOP, PHONE)])
+@pytest.mark.parametrize("page", PAGES)
+def test_no_page_has_a_serious_or_critical_accessibility_violation(page, width, readings):
+    found = readings[page, "offline", width].inspected  # None: axe did not run
+    assert found == [], f"{page} at {width} px:\n  " + "\n  ".join(
+        f"{v['impact']} {v['rule']} ({v['count']}×): {v['help']}; {v['where']}" for v in found or [])
 
 
 # ---- the theme's files: the Korean font of the article quotes is served, and found from the compiled theme ----------

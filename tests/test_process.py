@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.lab.backends.process import (SERVER_USER, bounded, may_make_namespaces, read_only_view, server_owned,
-                                          spawn, without_privileges)
+from harness.lab.backends.process import (SERVER_USER, bounded, may_make_namespaces, process_running, read_only_view,
+                                          server_owned, spawn, without_privileges)
 
 CAP_DAC_READ_SEARCH = 2
 
@@ -451,3 +451,28 @@ def test_the_commit_is_read_from_a_clone_of_another_user_and_unknown_outside_git
     copy = tmp_path / "copy"
     copy.mkdir()
     assert git_commit(copy) == "unknown"
+
+
+def test_a_process_runs_until_it_exits_and_its_zombie_does_not():
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert process_running(child.pid)
+        child.kill()
+        deadline = time.monotonic() + 10
+        while process_running(child.pid) and time.monotonic() < deadline:  # a zombie until it is reaped
+            time.sleep(0.01)
+        assert not process_running(child.pid) and child.poll() is not None
+        assert not process_running(child.pid)  # reaped: its /proc entry is gone
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_process_that_exits_while_its_stat_is_read_is_not_running(monkeypatch):
+    """Reading /proc/<pid>/stat of a task that exits meanwhile fails with ESRCH, not ENOENT (seen as a flake: a JVM's
+    thread counted while the JVM died)."""
+    def exiting(self, *args, **kwargs):
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(Path, "read_text", exiting)
+    assert process_running(os.getpid()) is False

@@ -275,7 +275,7 @@ def process_running(pid: int) -> bool:
     """A process that is neither gone nor a zombie (for processes the harness did not start: a container's)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone; or going: its stat opened, then read as it exits (ESRCH)
         return False
     return pid > 0 and stat[stat.rindex(")") + 2] != "Z"
 

@@ -317,13 +317,12 @@ def withdraw(c, chapter, label, why):
 
 
 # Three pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
-# in one worker. 1: the unit tests, beside the book's render, the server's JUnit tests (Maven) and (a pytest run of
-# its own) the end-to-end tests that must be the only lab run on the machine: none of the others starts one; 2: what
-# reads the render and the end-to-end tests whose checks hold on a shared machine; 3: alone, those that measure time
-# or CPU or sweep what killed runs left. --fast: the unit tests, then the quiet ones among them; no render, Maven,
-# server or k6.
-PHASES = (("not e2e and not quiet and not rendered", True, "sole"),
-          ("rendered or (e2e and alongside)", True, None),
+# in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a shared machine, beside the book's
+# render and the server's JUnit tests (Maven); 2: what reads the render, beside (a pytest run of its own) the
+# end-to-end tests that must be the only lab run on the machine; 3: alone, those that measure time or CPU or sweep
+# what killed runs left. --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
+PHASES = (("not quiet and not rendered and (not e2e or alongside)", True, None),
+          ("rendered", True, "sole"),
           ("quiet or (e2e and not alongside and not sole)", False, None))
 FAST_PHASES = (("not e2e and not quiet and not rendered", True, None), ("quiet and not e2e", False, None))
 
@@ -331,9 +330,9 @@ FAST_PHASES = (("not e2e and not quiet and not rendered", True, None), ("quiet a
 @task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 1.5 minutes)",
             "pytest_args": "extra arguments for every pytest run (e.g. a test file, -x, -k name)"})
 def test(c, fast=False, pytest_args=""):
-    """Run the suite: the unit tests beside the book's render, the server's JUnit tests (Maven) and the tests that
-    must be the only lab run, then the book's site and the end-to-end tests that hold on a shared machine, then the
-    tests that need the machine alone; --fast: the unit tests only. Every phase runs; the task fails if any did."""
+    """Run the suite: the unit tests and the end-to-end tests that hold on a shared machine beside the book's render
+    and the server's JUnit tests (Maven), then the book's site beside the tests that must be the only lab run, then
+    the tests that need the machine alone; --fast: the unit tests only. Every phase runs; the task fails if any did."""
     import subprocess
     import tempfile
     import time
@@ -351,16 +350,16 @@ def test(c, fast=False, pytest_args=""):
         log = open(work / "junit.log", "w")
         jobs[junit] = subprocess.Popen(junit_command(work), cwd=ROOT / "sample-server", stdout=log,
                                        stderr=subprocess.STDOUT)
-    failed, sides = [], []
+    failed = []
     try:
         for n, (markers, parallel, beside) in enumerate(FAST_PHASES if fast else PHASES, start=1):
-            if n == 2:  # the site's tests read the render
+            if n == 2:
                 failed += [name for name, job in jobs.items() if job.wait() != 0]
             if beside:  # its output is shown once the phase's own has ended
                 side_log = open(work / f"phase{n}-beside.log", "w")
-                sides.append(side := subprocess.Popen(
+                jobs[f"phase {n}, beside it"] = side = subprocess.Popen(
                     [sys.executable, "-m", "pytest", "-m", beside, *shlex.split(pytest_args)], cwd=ROOT, env=env,
-                    stdout=side_log, stderr=subprocess.STDOUT))
+                    stdout=side_log, stderr=subprocess.STDOUT)
             xdist = "-n 2 --dist loadfile" if parallel else ""
             print(f"== phase {n}: -m '{markers}' {xdist}" + (f", beside it -m '{beside}'" if beside else ""), flush=True)
             code = c.run(f"{sys.executable} -m pytest {xdist} -m '{markers}' {pytest_args}", pty=False, warn=True,
@@ -374,7 +373,7 @@ def test(c, fast=False, pytest_args=""):
                 if side_code not in (0, 5):
                     failed.append(f"beside phase {n} (exit {side_code})")
     finally:
-        for job in [*jobs.values(), *sides]:
+        for job in jobs.values():
             if job.poll() is None:
                 job.kill()
         if not fast:  # this run's render kept them (--fast renders nothing: the notebooks may be another run's)

@@ -300,7 +300,7 @@ def test_ctrl_c_mid_step_stops_children_and_keeps_the_complete_step(smoke):
     assert (data_dir / "smoke" / "waves" / "requests.parquet").read_bytes() == before
 
 
-@pytest.mark.alongside  # no timing checked: two at a time, with the site's tests (invoke test)
+@pytest.mark.alongside  # no timing checked: two at a time, beside the unit tests (invoke test)
 def test_server_killed_mid_step_fails_that_step_and_the_run_goes_on(lab_ready, tmp_path):
     proc = invoke(tmp_path, "run", "smoke")
     children = wait_for(lambda: len(lab_children(proc.pid)) >= 2 and lab_children(proc.pid), 60, "the first step's load")
@@ -313,7 +313,7 @@ def test_server_killed_mid_step_fails_that_step_and_the_run_goes_on(lab_ready, t
     assert json.loads((tmp_path / "smoke" / "keep-alive" / "step.json").read_text())["status"] == "complete"
 
 
-@pytest.mark.alongside  # no timing checked: two at a time, with the site's tests (invoke test)
+@pytest.mark.alongside  # no timing checked: two at a time, beside the unit tests (invoke test)
 def test_busy_port_gives_one_clear_error(lab_ready, tmp_path):
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # earlier tests leave TIME-WAIT sockets
@@ -326,13 +326,13 @@ def test_busy_port_gives_one_clear_error(lab_ready, tmp_path):
     assert "Traceback" not in out and not (tmp_path / "smoke").exists()
 
 
-@pytest.mark.alongside  # no timing checked: two at a time, with the site's tests (invoke test)
+@pytest.mark.alongside  # no timing checked: two at a time, beside the unit tests (invoke test)
 def test_bad_spec_is_refused_before_anything_starts(lab_ready, tmp_path):
     code, out = finish(invoke(tmp_path, "run", "no-such-chapter"), timeout=60)
     assert code == 2 and "error: no experiment 'no-such-chapter'" in out and "Traceback" not in out
 
 
-@pytest.mark.alongside  # no timing checked: two at a time, with the site's tests (invoke test)
+@pytest.mark.alongside  # no timing checked: two at a time, beside the unit tests (invoke test)
 def test_dashboard_report_is_kept_per_step(lab_ready, tmp_path):
     """`--dashboard` keeps k6's web-dashboard HTML report in the step, even for a 5 s step."""
     code, out = finish(invoke(tmp_path, "run", "smoke", "--step", "waves", "--dashboard"), timeout=120)

@@ -93,7 +93,7 @@ def test_the_hosts_are_removed_after_the_run(run):
     assert not netns.namespaces_of(run["harness"])
 
 
-@pytest.mark.alongside  # no timing checked: two at a time, with the site's tests (invoke test)
+@pytest.mark.alongside  # no timing checked: two at a time, beside the unit tests (invoke test)
 def test_ctrl_c_mid_step_removes_the_hosts_and_stops_everything(lab_ready, tmp_path):  # noqa: F811
     proc = invoke(tmp_path, "run", str(PROFILE), start_new_session=True)
     wait_for(lambda: len(netns.namespaces_of(proc.pid)) == 4, 60, "the step's hosts and switch")

@@ -316,16 +316,15 @@ def withdraw(c, chapter, label, why):
         print(f"withdrawn: recorded in {withdraw_pass(chapter, label, why)}")
 
 
-# Three pytest runs, chosen by markers, each on this many xdist workers; `--dist loadfile` keeps a module's tests, and
-# the servers its fixtures start, in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a
-# shared machine, beside the book's render and the server's JUnit tests (Maven), on three workers for two cores: an
-# end-to-end test mostly waits on its run; 2: what reads the render, beside (a pytest run of its own) the end-to-end
-# tests that must be the only lab run on the machine; 3: alone, those that measure time or CPU or sweep what killed
-# runs left. --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
-PHASES = (("not quiet and not rendered and (not e2e or alongside)", 3, None),
-          ("rendered", 2, "sole"),
-          ("quiet or (e2e and not alongside and not sole)", 1, None))
-FAST_PHASES = (("not e2e and not quiet and not rendered", 2, None), ("quiet and not e2e", 1, None))
+# Three pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
+# in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a shared machine, beside the book's
+# render and the server's JUnit tests (Maven); 2: what reads the render, beside (a pytest run of its own) the
+# end-to-end tests that must be the only lab run on the machine; 3: alone, those that measure time or CPU or sweep
+# what killed runs left. --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
+PHASES = (("not quiet and not rendered and (not e2e or alongside)", True, None),
+          ("rendered", True, "sole"),
+          ("quiet or (e2e and not alongside and not sole)", False, None))
+FAST_PHASES = (("not e2e and not quiet and not rendered", True, None), ("quiet and not e2e", False, None))
 
 
 @task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 1.5 minutes)",
@@ -353,7 +352,7 @@ def test(c, fast=False, pytest_args=""):
                                        stderr=subprocess.STDOUT)
     failed = []
     try:
-        for n, (markers, workers, beside) in enumerate(FAST_PHASES if fast else PHASES, start=1):
+        for n, (markers, parallel, beside) in enumerate(FAST_PHASES if fast else PHASES, start=1):
             if n == 2:
                 failed += [name for name, job in jobs.items() if job.wait() != 0]
             if beside:  # its output is shown once the phase's own has ended
@@ -361,7 +360,7 @@ def test(c, fast=False, pytest_args=""):
                 jobs[f"phase {n}, beside it"] = side = subprocess.Popen(
                     [sys.executable, "-m", "pytest", "-m", beside, *shlex.split(pytest_args)], cwd=ROOT, env=env,
                     stdout=side_log, stderr=subprocess.STDOUT)
-            xdist = f"-n {workers} --dist loadfile" if workers > 1 else ""
+            xdist = "-n 2 --dist loadfile" if parallel else ""
             print(f"== phase {n}: -m '{markers}' {xdist}" + (f", beside it -m '{beside}'" if beside else ""), flush=True)
             code = c.run(f"{sys.executable} -m pytest {xdist} -m '{markers}' {pytest_args}", pty=False, warn=True,
                          env=env).exited

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import Error, Page, sync_playwright
 
+from harness import ROOT
 from harness.book.site import address, site_server
 
 BINARIES = ("chromium", "chromium-browser", "google-chrome")
@@ -36,7 +37,7 @@ STATUS_JS = """selector => Array.from(document.querySelectorAll(selector)).map(f
 # Where the text column, the charts and their legends sit, and what sticks out of the window (page_layout.py).
 LAYOUT_JS = (Path(__file__).parent / "page_layout.js").read_text().strip()
 LOCAL_HOSTS = ("127.0.0.1",)
-AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"  # pinned in package.json
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # pinned in package.json
 # axe's WCAG 2.0/2.1 A and AA rules; a violation's impact is minor, moderate, serious or critical.
 AXE_JS = """async () => {
   const result = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},

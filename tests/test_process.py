@@ -459,9 +459,10 @@ def test_a_process_runs_until_it_exits_and_its_zombie_does_not():
         assert process_running(child.pid)
         child.kill()
         deadline = time.monotonic() + 10
-        while process_running(child.pid) and time.monotonic() < deadline:  # a zombie until it is reaped
+        while process_running(child.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert not process_running(child.pid) and child.poll() is not None
+        assert Path(f"/proc/{child.pid}").exists() and not process_running(child.pid)  # a zombie, not yet reaped
+        child.wait()
         assert not process_running(child.pid)  # reaped: its /proc entry is gone
     finally:
         child.kill()

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from harness import LabError, say
+from harness.lab.kernel import proc_stat_fields
 
 STOP_GRACE_S = 10
 
@@ -274,10 +275,10 @@ def read_only_view(cmd: list[str], writable: Path, protected: list[Path]) -> lis
 def process_running(pid: int) -> bool:
     """A process that is neither gone nor a zombie (for processes the harness did not start: a container's)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        state = proc_stat_fields(pid)[0]
     except (FileNotFoundError, ProcessLookupError):  # gone; or going: its stat opened, then read as it exits (ESRCH)
         return False
-    return pid > 0 and stat[stat.rindex(")") + 2] != "Z"
+    return pid > 0 and state != "Z"
 
 
 def terminate(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> int:

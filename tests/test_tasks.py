@@ -123,6 +123,19 @@ def test_the_junit_run_keeps_tomcats_folders_in_the_tests_own_folder(tmp_path):
     assert given == [str(tmp_path / "junit-tmp")] and (tmp_path / "junit-tmp").is_dir()
 
 
+def test_the_suites_python_keeps_its_bytecode_in_the_projects_cache_even_where_told_not_to_write_it(monkeypatch):
+    """Without a bytecode cache every one of the suite's Python processes compiles the repository's modules again
+    (PYTHONDONTWRITEBYTECODE is set on many machines): `invoke test` gives its processes one, outside the sources."""
+    import tasks
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = tasks.suite_environment(LAB_RENDER_RESULT="/x/render.json")
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["LAB_RENDER_RESULT"] == "/x/render.json"
+    assert env["PYTHONPYCACHEPREFIX"] == str(ROOT / ".cache" / "bytecode") and env["PATH"] == os.environ["PATH"]
+    ignored = subprocess.run(["git", "check-ignore", "-q", env["PYTHONPYCACHEPREFIX"]], cwd=ROOT).returncode
+    assert ignored == 0  # git ignores it: the sources' tree stays as it was
+
+
 def test_invoke_test_removes_its_folder_when_it_passes_and_names_it_when_it_fails(tmp_path):
     """`invoke test` keeps its logs (the render's, Maven's, a phase's) in a folder of its own: gone once every phase
     passed, kept and named when one failed."""

@@ -146,6 +146,27 @@ def test_every_limit_is_a_faces_number_in_the_order_they_bind(stand_ins, data_di
     assert ch0.missing_note(answer).data == ""
 
 
+class Unjudged(Faces):
+    """Faces whose claims must not be judged."""
+
+    def face(self, chapter: str):
+        face = super().face(chapter)
+        face.judge = lambda: pytest.fail(f"{chapter}'s claims judged for a page that states no verdict")
+        return face
+
+
+def test_your_server_page_lists_the_answers_limits_and_judges_nothing(stand_ins, data_dir):
+    """The your-server page lists the same limits as the answer page, read without judging any claim (judging is
+    most of a chapter's reading, and that page states no verdict)."""
+    stand_ins(Faces())
+    listed = ch0.limits_list(ch0.answer()).data
+    stand_ins(Unjudged())
+    alone = ch0.answer(judged=False)
+    assert ch0.limits_list(alone).data == listed and alone.judgements == {} and alone.missing == {}
+    page = qmd.namespace(ROOT / "chapters" / "a2-your-server.qmd")["answer"]  # what its list cell reads
+    assert ch0.limits_list(page).data == listed and page.judgements == {}
+
+
 @pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c in LIMITS])
 def test_each_limit_on_the_page_changes_when_its_data_does(chapter, stand_ins, data_dir):
     stand_ins(Faces())

@@ -49,8 +49,9 @@ def has_data(chapter: str) -> bool:
     return any((store.data_root() / chapter).glob(f"*/{store.STEP_FILE}"))
 
 
-def read(chapter: str) -> Read:
-    """The chapter's limits and judgements, each asked of its face on its own: one failing leaves the other."""
+def read(chapter: str, judged: bool = True) -> Read:
+    """The chapter's limits and judgements, each asked of its face on its own: one failing leaves the other
+    (`judged` False: the limits alone, for a page that states no verdict; judging is most of a chapter's reading)."""
     if not has_data(chapter):
         return Read(chapter, missing=f"no data yet (`invoke run {chapter}` measures it)")
     try:
@@ -58,12 +59,13 @@ def read(chapter: str) -> Read:
     except LabError as err:
         return Read(chapter, missing=first_line(err))
     answers, problems = {}, []
-    for name in ("limits", "judge"):
+    for name in ("limits", "judge") if judged else ("limits",):
         try:
             answers[name] = tuple(getattr(face, name)())
         except LabError as err:  # broken data, a step the face needs is missing …
             problems.append(first_line(err))
-    verdicts = book_verdicts(chapter, list(answers.get("judge", ())))  # as the chapter's verdict table states
+    # as the chapter's verdict table states them
+    verdicts = book_verdicts(chapter, list(answers.get("judge", ()))) if judged else []
     return Read(chapter, answers.get("limits", ()), tuple(verdicts), "; ".join(dict.fromkeys(problems)))
 
 
@@ -72,6 +74,6 @@ def first_line(err: LabError) -> str:
     return str(err).splitlines()[0]
 
 
-def answer() -> Answer:
-    """Every chapter's face, read once for the page."""
-    return Answer(tuple(read(chapter) for chapter in CHAPTERS))
+def answer(judged: bool = True) -> Answer:
+    """Every chapter's face, read once for the page (`judged` False: their limits alone)."""
+    return Answer(tuple(read(chapter, judged) for chapter in CHAPTERS))

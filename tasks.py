@@ -318,22 +318,20 @@ def withdraw(c, chapter, label, why):
 
 # Three pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
 # in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a shared machine, beside the book's
-# render and the server's JUnit tests (Maven); 2: the book's checks (what reads the render, and the pages' cells run
-# on the committed data), beside (a pytest run of its own) the end-to-end tests that must be the only lab run on the
-# machine, which wait on their runs for longer than the book's checks take; 3: alone, those that measure time or CPU
-# or sweep what killed runs left. --fast: the unit tests, then the quiet ones among them; no render, Maven, server
-# or k6.
-PHASES = (("not quiet and not rendered and not pages and (not e2e or alongside)", True, None),
-          ("rendered or pages", True, "sole"),
+# render and the server's JUnit tests (Maven); 2: what reads the render, beside (a pytest run of its own) the
+# end-to-end tests that must be the only lab run on the machine; 3: alone, those that measure time or CPU or sweep
+# what killed runs left. --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
+PHASES = (("not quiet and not rendered and (not e2e or alongside)", True, None),
+          ("rendered", True, "sole"),
           ("quiet or (e2e and not alongside and not sole)", False, None))
 FAST_PHASES = (("not e2e and not quiet and not rendered", True, None), ("quiet and not e2e", False, None))
 
 
-@task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 2 minutes)",
+@task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 1.5 minutes)",
             "pytest_args": "extra arguments for every pytest run (e.g. a test file, -x, -k name)"})
 def test(c, fast=False, pytest_args=""):
     """Run the suite: the unit tests and the end-to-end tests that hold on a shared machine beside the book's render
-    and the server's JUnit tests (Maven), then the book's checks beside the tests that must be the only lab run, then
+    and the server's JUnit tests (Maven), then the book's site beside the tests that must be the only lab run, then
     the tests that need the machine alone; --fast: the unit tests only. Every phase runs; the task fails if any did."""
     import subprocess
     import tempfile

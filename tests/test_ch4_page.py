@@ -12,8 +12,6 @@ from harness.lab.store import answered
 
 import qmd  # noqa: I001 (tests/qmd.py: the page's cells)
 
-pytestmark = pytest.mark.pages  # with the site's tests (invoke test)
-
 PAGE = ROOT / "chapters" / "04-more-threads-more-throughput.qmd"
 INLINE = re.compile(r"`\{python\} ([^`]+)`")
 

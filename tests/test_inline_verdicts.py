@@ -14,8 +14,6 @@ from harness.book.verdict_tables import finding_outcomes, said_outcomes
 
 import qmd  # noqa: I001 (tests/qmd.py: the page's cells)
 
-pytestmark = pytest.mark.pages  # with the site's tests (invoke test)
-
 INLINE = re.compile(r"`\{python\} verdict\[\"(?P<key>[\w.-]+)\"\]`")
 CHAPTER_PAGES = sorted((ROOT / "chapters").glob("0[1-7]-*.qmd"))
 PAGES = sorted(p.name for p in CHAPTER_PAGES if INLINE.search(p.read_text()) or "\nclaim = " in p.read_text())

@@ -16,8 +16,6 @@ from harness.book.chapters.ch2.values import overflow_table
 
 import qmd  # noqa: I001 (tests/qmd.py: the page's cells)
 
-pytestmark = pytest.mark.pages  # with the site's tests (invoke test)
-
 # the steps of chapter 3's @fig-ch3-waves, as its cell names them
 WAVES_STEPS = ast.literal_eval(re.search(r"climb\((\[[^\]]*\])\)",
                                          (ROOT / "chapters" / "03-from-300-to-15000-users.qmd").read_text())[1])

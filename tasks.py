@@ -327,7 +327,7 @@ PHASES = (("not quiet and not rendered and (not e2e or alongside)", True, None),
 FAST_PHASES = (("not e2e and not quiet and not rendered", True, None), ("quiet and not e2e", False, None))
 
 
-@task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 1.5 minutes)",
+@task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 2 minutes)",
             "pytest_args": "extra arguments for every pytest run (e.g. a test file, -x, -k name)"})
 def test(c, fast=False, pytest_args=""):
     """Run the suite: the unit tests and the end-to-end tests that hold on a shared machine beside the book's render

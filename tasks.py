@@ -21,7 +21,7 @@ from pathlib import Path
 
 from invoke import Exit, task
 
-from harness import DATA, ROOT, TOOLS, ClosedOutput, GuardedOutput, LabError, OutputLost, silence_stdout
+from harness import CACHE, DATA, ROOT, TOOLS, ClosedOutput, GuardedOutput, LabError, OutputLost, silence_stdout
 
 # A terminal whose encoding has no ✓ or × (PYTHONIOENCODING=ascii, LANG=C on an old Python) shows "?" for them: a
 # status mark is not worth a UnicodeEncodeError.
@@ -387,7 +387,7 @@ def test(c, fast=False, pytest_args=""):
         raise Exit(f"failed: {', '.join(failed)} (the logs: {work})", code=1)
 
 
-BYTECODE = ROOT / ".cache" / "bytecode"
+BYTECODE = CACHE / "bytecode"
 
 
 def suite_environment(**settings: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "experiments"
 DATA = ROOT / "data"
 TOOLS = ROOT / ".tools"
+CACHE = ROOT / ".cache"  # what the book and the suite compute again when it is gone (git ignores it)
 SERVER_DIR = ROOT / "sample-server"
 
 

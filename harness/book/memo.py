@@ -26,10 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from harness import ROOT
+from harness import CACHE, ROOT
 from harness.book.render_cache import environment, file_digest
 
-RESULTS = ROOT / ".cache" / "book-results"
+RESULTS = CACHE / "book-results"
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")  # in a repr: an object's identity, which differs in every process
 
 

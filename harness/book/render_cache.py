@@ -33,9 +33,9 @@ from pathlib import Path
 if not __package__:  # run as a file by Quarto's pre-render, with the Python it runs Jupyter with: find `harness`
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness import DATA, ROOT  # noqa: E402
+from harness import CACHE, DATA, ROOT  # noqa: E402
 
-MANIFESTS = ROOT / ".cache" / "book-inputs"
+MANIFESTS = CACHE / "book-inputs"
 FREEZER = ROOT / "_freeze"
 FREEZE_WRITE_S = 120  # at most this long after a page's last cell, Quarto has written its frozen output
 SKIPPED = {".cache", "_book", "_freeze", ".quarto", ".git", ".venv", "node_modules", "__pycache__", ".tools"}

@@ -18,6 +18,7 @@ LIMITS = {"nofile": 20000, "somaxconn": 4096, "can_raise_somaxconn": True, "core
 # A copy of a smoke run, frozen for the tests that read real step data: `invoke run smoke` rewrites data/smoke,
 # and a test must not change its answer because a user ran the README's commands.
 FROZEN_DATA = SAMPLES / "data"
+CHAPTER4_SCALED = ROOT / "tests" / "profiles" / "chapter4-scaled.toml"
 
 
 @pytest.fixture
@@ -59,6 +60,16 @@ def smoke_measured(tmp_path_factory):
     code, out = finish(invoke(data_dir, "run", "smoke"))
     assert code == 0, out
     return data_dir, out
+
+
+@pytest.fixture(scope="session")
+def chapter4_measured(tmp_path_factory) -> Path:
+    """One run of chapter 4 scaled per session, its data root: read by its plateau's checks (test_e2e_chapter4.py) and
+    by those of CPU placement (test_e2e_placement.py), as its steps pin k6 and the server to a CPU each and give the
+    server a quota. One run, not two: about 25 s less of the suite's last phase, where nothing runs beside it."""
+    from test_e2e import run_profile
+
+    return run_profile(tmp_path_factory, CHAPTER4_SCALED)
 
 
 @pytest.fixture(scope="session")

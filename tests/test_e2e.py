@@ -108,17 +108,29 @@ def port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-@contextmanager
-def profile_run(tmp_path_factory, profile: Path):
-    """Run a scaled profile through the command line into a temporary data root; yield its data."""
+def run_profile(tmp_path_factory, profile: Path) -> Path:
+    """Run a scaled profile through the command line into a temporary data root; return the root."""
     data_dir = tmp_path_factory.mktemp(profile.stem) / "data"
     code, out = finish(invoke(data_dir, "run", str(profile)), timeout=300)
     assert code == 0, out
+    return data_dir
+
+
+@contextmanager
+def profile_data(data_dir: Path, profile: Path):
+    """A profile's data in the data root `data_dir`, read as the book reads a chapter's, while the block runs."""
     os.environ["LAB_DATA_DIR"] = str(data_dir)
     try:
         yield store.load(profile.stem)
     finally:
         del os.environ["LAB_DATA_DIR"]
+
+
+@contextmanager
+def profile_run(tmp_path_factory, profile: Path):
+    """Run a scaled profile through the command line into a temporary data root; yield its data."""
+    with profile_data(run_profile(tmp_path_factory, profile), profile) as data:
+        yield data
 
 
 def lab_ready_or_fail() -> None:

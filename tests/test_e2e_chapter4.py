@@ -2,18 +2,17 @@
 moves with the server's CPU quota; more threads past the knee do not move it (F004-b)."""
 import pytest
 
-from harness import ROOT
 from harness.book.chapters.ch4.runs import steps_table
 
-from test_e2e import profile_run
+from conftest import CHAPTER4_SCALED
+from test_e2e import profile_data
 
 pytestmark = pytest.mark.e2e
-PROFILE = ROOT / "tests" / "profiles" / "chapter4-scaled.toml"
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory):
-    with profile_run(tmp_path_factory, PROFILE) as data:
+def table(chapter4_measured):  # the run test_e2e_placement.py reads too
+    with profile_data(chapter4_measured, CHAPTER4_SCALED) as data:
         yield steps_table(data).set_index("step")
 
 

@@ -1,63 +1,26 @@
-"""End to end: a step with CPU placement, k6 on CPU 0 and the server on CPU 1, whose samples show the pinning.
+"""End to end: steps with CPU placement, k6 on CPU 0 and the server on CPU 1, whose samples show the pinning; and a
+server given a quota of half a CPU (a cgroup made for the step, root only).
 
-A CPU-bound load (SLEEP_MS = 0, constant VUs for a few seconds) on ports 8280/8281, into a temporary data root.
-The second step gives the server a quota of half a CPU (a cgroup made for the step, root only).
+The steps are chapter 4 scaled down's (tests/profiles/chapter4-scaled.toml, run once for the session with its own
+checks, conftest.py's chapter4_measured): 100 users of a CPU-bound endpoint, the server pinned with a quota of one
+CPU ("one-core") and of half a CPU ("half-core").
 """
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
-from harness import ROOT
+from conftest import CHAPTER4_SCALED
 
 pytestmark = pytest.mark.e2e
 
-SPEC = """
-title = "Placement, scaled"
-
-[defaults.server]
-SLEEP_MS = 0
-SERVER_PORT = 8280
-MANAGEMENT_PORT = 8281
-TOMCAT_MAX_THREADS = 8
-
-[defaults.load]
-executor = "constant-vus"
-vus = 16
-duration = "5s"
-
-[defaults.system]
-sample_interval_ms = 250
-jvm = "quick"  # where the CPU went and the quota's cap, not how much work it did: the quick start will do
-
-[defaults.placement]
-k6 = "0"
-server = "1"
-
-[[step]]
-id = "pinned"
-
-[[step]]
-id = "quota"
-placement = { server = { quota = 0.5 } }
-"""
-
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("placement")
-    spec = root / "placement-scaled.toml"
-    spec.write_text(SPEC)
-    env = os.environ | {"LAB_DATA_DIR": str(root / "data")}
-    done = subprocess.run([sys.executable, "-m", "invoke", "run", str(spec)], cwd=ROOT, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
-    assert done.returncode == 0, done.stdout
-    return root / "data" / "placement-scaled"
+def run(chapter4_measured):
+    return chapter4_measured / CHAPTER4_SCALED.stem
 
 
 def load_window(step_dir, table: str) -> tuple[dict, pd.DataFrame]:
@@ -82,10 +45,10 @@ def rates_during_load(step_dir) -> tuple[dict, dict]:
 
 
 def test_the_samples_show_the_server_on_cpu_1_and_k6_on_cpu_0(run):
-    step = run / "pinned"
+    step = run / "one-core"
     meta, process = load_window(step, "process")
     assert meta["status"] == "complete", meta.get("reason")
-    assert meta["config"]["placement"] == {"k6": {"cpus": [0]}, "server": {"cpus": [1]}}
+    assert meta["config"]["placement"] == {"k6": {"cpus": [0]}, "server": {"cpus": [1], "quota": 1.0}}
     applied = meta["placement"]["applied"]
     assert applied["server"]["cpus_allowed"] == "1" and applied["k6"]["cpus_allowed"] == "0"
     # Every thread of the server was seen last running on CPU 1, every thread of k6 on CPU 0, at every sample.
@@ -95,18 +58,18 @@ def test_the_samples_show_the_server_on_cpu_1_and_k6_on_cpu_0(run):
     assert process[process.process == "k6"].cpus_allowed.iloc[-1] == "0"
     # The server's CPU time fits in CPU 1's busy time, k6's in CPU 0's (with the slack of 10 ms clock ticks).
     used, busy = rates_during_load(step)
-    assert used["server"] > 0.1, (used, busy)  # it was working: SLEEP_MS = 0 under 16 VUs (on a shared machine)
+    assert used["server"] > 0.1, (used, busy)  # it was working: 10 ms of CPU a request for 100 users
     assert used["server"] <= busy[1] + 0.05 and used["k6"] <= busy[0] + 0.05, (used, busy)
 
 
 def test_a_quota_throttles_the_server_to_half_a_cpu(run):
-    step = run / "quota"
+    step = run / "half-core"
     meta, _ = load_window(step, "process")
     assert meta["status"] == "complete", meta.get("reason")
     quota = meta["placement"]["applied"]["server"]["quota"]
     assert (quota["cfs_quota_us"], quota["cfs_period_us"], quota["cpus"]) == (50000, 100000, 0.5)
     assert meta["placement"]["asked"]["server"] == {"cpus": "1", "quota": 0.5}
     used, busy = rates_during_load(step)
-    assert 0.1 <= used["server"] <= 0.55, (used, busy)  # it had work (others share the machine), and no more than half
+    assert 0.1 <= used["server"] <= 0.55, (used, busy)  # it had work, and no more than half
     leftover = [p for p in os.listdir(quota["cgroup"].rsplit("/", 1)[0]) if p == quota["cgroup"].rsplit("/", 1)[1]]
     assert not leftover, "the step's cgroup is removed after the step"

@@ -360,7 +360,7 @@ def test(c, fast=False, pytest_args=""):
                 jobs[f"phase {n}, beside it"] = side = subprocess.Popen(
                     [sys.executable, "-m", "pytest", "-m", beside, *shlex.split(pytest_args)], cwd=ROOT, env=env,
                     stdout=side_log, stderr=subprocess.STDOUT)
-            xdist = "-n 2 --dist loadfile" if parallel else ""
+            xdist = "-n 2 --dist loadfile --no-loadscope-reorder" if parallel else ""  # in conftest's order
             print(f"== phase {n}: -m '{markers}' {xdist}" + (f", beside it -m '{beside}'" if beside else ""), flush=True)
             code = c.run(f"{sys.executable} -m pytest {xdist} -m '{markers}' {pytest_args}", pty=False, warn=True,
                          env=env, replace_env=True).exited

@@ -1,5 +1,6 @@
 import os
 import tempfile
+from collections import Counter
 from pathlib import Path
 from unittest import mock
 
@@ -105,12 +106,25 @@ def rendered_notebooks():
 RENDER_FIXTURES = ("book", "rendered_notebooks")
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects: `-m rendered` must see the marks
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
-    """A test that reads the render is marked `rendered`: `invoke test` runs those once the render is done."""
+    """A test that reads the render is marked `rendered`, before -m deselects (`-m rendered` must see the marks):
+    `invoke test` runs those once the render is done. Once the tests are selected, their files are put in the order
+    pytest-xdist hands them out (invoke test's --no-loadscope-reorder)."""
     for item in items:
         if set(RENDER_FIXTURES) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.rendered)
+    yield
+    items[:] = in_handout_order(items)
+
+
+def in_handout_order(items: list) -> list:
+    """The end-to-end test files first, in the order collected, then the others, most tests first. xdist hands out a
+    whole file at a time, first come first served; in its own order (most tests first) the end-to-end files came last,
+    a few tests and a minute or more of waiting each, and one worker sat idle while the other finished them."""
+    tests_in = Counter(item.path for item in items)
+    e2e = {item.path for item in items if item.get_closest_marker("e2e")}
+    return sorted(items, key=lambda item: (0, 0) if item.path in e2e else (1, -tests_in[item.path]))  # stable: files stay whole
 
 
 def pytest_sessionfinish(session, exitstatus):

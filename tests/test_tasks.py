@@ -2,9 +2,11 @@
 anything starts, never in a traceback."""
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -111,6 +113,28 @@ def test_every_test_runs_in_exactly_one_phase_of_invoke_test():
     assert len(tests) > 1000 and any("e2e" in marks for marks in tests.values())
     picked = {nodeid: [m for m in picks if eval(m, {"__builtins__": {}}, marks)] for nodeid, marks in tests.items()}
     assert {nodeid: runs for nodeid, runs in picked.items() if len(runs) != 1} == {}
+
+
+class Collected:
+    """A collected test as conftest's ordering reads it: its file, and whether it is marked e2e."""
+    def __init__(self, path: str, e2e: bool = False):
+        self.path, self.e2e = Path(path), e2e
+
+    def get_closest_marker(self, name):
+        return name == "e2e" and self.e2e or None
+
+
+def test_xdist_gets_the_end_to_end_files_first_then_the_others_most_tests_first():
+    """xdist hands out a whole file at a time in the order given (invoke test turns its own reordering off): the
+    end-to-end files, long waits of few tests, go first and in the order collected; the files left for last are short."""
+    import tasks
+    from conftest import in_handout_order
+
+    items = [Collected("a.py"), *[Collected("b.py")] * 3, Collected("e2e_x.py", True), Collected("c.py"),
+             Collected("e2e_w.py", True), Collected("e2e_w.py", True), *[Collected("d.py")] * 2]
+    assert [item.path.name for item in in_handout_order(items)] == \
+        ["e2e_x.py", "e2e_w.py", "e2e_w.py", "b.py", "b.py", "b.py", "d.py", "d.py", "a.py", "c.py"]
+    assert "--no-loadscope-reorder" in inspect.getsource(tasks.test)  # else xdist sorts the files by size itself
 
 
 def test_the_junit_run_keeps_tomcats_folders_in_the_tests_own_folder(tmp_path):

@@ -57,7 +57,13 @@ def test_the_service_answers_and_is_sampled_under_its_name(run):
     assert set(pd.read_parquet(step / "process.parquet")["process"]) == {"api", "k6"}
     ok = answered(step)
     assert gained(step, "netty.requests") >= ok * 0.95  # k6's requests reached the service
-    assert gained(step, "netty.connections_opened") <= 8  # k6 kept its 4 connections open
+    # k6 kept its connections open: a handful served every request, as in the pooled step below. Not "at most 8" (2
+    # per VU): the busier the machine, the more k6's 4 VUs opened, with no failed request: 4 on a quiet machine (3
+    # runs), 4-5 beside four busy processes (4 runs), 9 in invoke test beside the render, with 58% of the CPUs used
+    # outside the lab (likely Go's HTTP client dialing a spare when a VU's next request comes before its last
+    # connection is back in the pool).
+    opened = gained(step, "netty.connections_opened")
+    assert opened <= 16 and opened < ok / 20
 
 
 def test_a_step_starts_only_the_services_its_load_reaches(run):

@@ -325,6 +325,9 @@ PHASES = (("not quiet and not rendered and (not e2e or alongside)", True, None),
           ("rendered", True, "sole"),
           ("quiet or (e2e and not alongside and not sole)", False, None))
 FAST_PHASES = (("not e2e and not quiet and not rendered", True, None), ("quiet and not e2e", False, None))
+# A parallel phase's pytest-xdist: two workers, a file's tests in one of them, the files handed out in the order
+# tests/conftest.py gives them (xdist's own order, most tests first, left the long end-to-end files for last).
+XDIST = "-n 2 --dist loadfile --no-loadscope-reorder"
 
 
 @task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 2 minutes)",
@@ -360,7 +363,7 @@ def test(c, fast=False, pytest_args=""):
                 jobs[f"phase {n}, beside it"] = side = subprocess.Popen(
                     [sys.executable, "-m", "pytest", "-m", beside, *shlex.split(pytest_args)], cwd=ROOT, env=env,
                     stdout=side_log, stderr=subprocess.STDOUT)
-            xdist = "-n 2 --dist loadfile --no-loadscope-reorder" if parallel else ""  # in conftest's order
+            xdist = XDIST if parallel else ""
             print(f"== phase {n}: -m '{markers}' {xdist}" + (f", beside it -m '{beside}'" if beside else ""), flush=True)
             code = c.run(f"{sys.executable} -m pytest {xdist} -m '{markers}' {pytest_args}", pty=False, warn=True,
                          env=env, replace_env=True).exited

@@ -54,6 +54,17 @@ def test_complete_rerun_replaces(data_dir):
     assert sorted(p.name for p in (data_dir / "ch").iterdir()) == ["a"]
 
 
+def test_a_table_is_decoded_once_while_unchanged_and_each_reader_gets_its_own_copy(data_dir, monkeypatch):
+    write("ch", "a", "complete", rows=3)
+    decoded, decode = [], store.read_parquet
+    monkeypatch.setattr(store, "read_parquet", lambda path, name: decoded.append(name) or decode(path, name))
+    first = store.read_table("ch", "a", "requests")
+    first.loc[0, "vu"] = 99  # one reader's change is its own
+    assert list(store.read_table("ch", "a", "requests").vu) == [0, 1, 2] and decoded == ["requests"]
+    write("ch", "a", "complete", rows=5)  # a new run replaced the step: its table is read anew
+    assert len(store.read_table("ch", "a", "requests")) == 5 and decoded == ["requests", "requests"]
+
+
 def test_load_reads_complete_steps_only(data_dir):
     write("ch", "a", "complete", rows=2)
     write("ch", "b", "failed", rows=4)

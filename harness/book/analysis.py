@@ -70,8 +70,14 @@ def spike_start_ms(data: ChapterData) -> dict[str, float]:
     """Per step, time zero of its charts: its first request (k6 needs seconds to start thousands of users
     after it launches, and the model counts from the spike); the load's launch when no request was sent."""
     first = data.requests.groupby("step")["start_ms"].min() if len(data.requests) else pd.Series(dtype=float)
-    return {s: float(first[s]) if s in first else m.get("load_started_ms", m.get("started_ms", 0.0))
-            for s, m in data.steps.items()}
+    return {s: step_start_ms(m, first[s] if s in first else None) for s, m in data.steps.items()}
+
+
+def step_start_ms(meta: dict, first_request_ms: float | None) -> float:
+    """One step's time zero (spike_start_ms): its first request's start; the load's launch when it sent none."""
+    if first_request_ms is None:
+        return meta.get("load_started_ms", meta.get("started_ms", 0.0))
+    return float(first_request_ms)
 
 
 def per_second(data: ChapterData, step_id: str) -> pd.DataFrame:

@@ -7,6 +7,7 @@ one: then it goes to `.<step-id>.failed/` so nothing measured is lost and nothin
 from __future__ import annotations
 
 import errno
+import functools
 import gzip
 import json
 import os
@@ -316,7 +317,18 @@ def read_table(chapter: str, step_id: str, name: str) -> pd.DataFrame:
     """A step's table; empty with the documented columns when the step never got that far. A compact table (requests
     in the small format, the per-second tables) comes back decoded: the same columns and units as the old format."""
     path = step_dir(chapter, step_id) / f"{name}.parquet"
-    return read_parquet(path, name) if path.exists() else pd.DataFrame(columns=COLUMNS[name])
+    if not path.exists():
+        return pd.DataFrame(columns=COLUMNS[name])
+    stat = path.stat()  # any write or replacement changes one of these (as integrity.checked_sha256 relies on)
+    return _decoded(str(path), name, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(path: str, name: str, identity: tuple) -> pd.DataFrame:
+    """A table file decoded once per process while it is unchanged: a page, or a test process, reads the same runs
+    many times (chapter 4's table of runs reads each of its ~500 runs for every page that shows it). Its callers get
+    copies, so none sees what another did to its frame."""
+    return read_parquet(Path(path), name)
 
 
 def latency_percentiles(chapter: str, step_id: str, by: str | None = "second") -> pd.DataFrame:

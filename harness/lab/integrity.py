@@ -28,11 +28,17 @@ def sha256(path: Path) -> str:
 _CHECKED: dict[tuple, str] = {}  # a file's identity and change times → its digest, within this process
 
 
-def checked_sha256(path: Path) -> str:
-    """`sha256(path)`, hashed again only when the file may have changed: a page reads the same steps many times, and
-    any write or replacement changes the inode, size, mtime or ctime (ctime cannot be set back by hand)."""
+def file_identity(path: Path) -> tuple:
+    """What any write or replacement of a file changes: its inode, size, mtime or ctime (ctime cannot be set back by
+    hand). A result computed from the file stands while this is the same."""
     stat = path.stat()
-    key = (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
+def checked_sha256(path: Path) -> str:
+    """`sha256(path)`, hashed again only when the file may have changed (its file_identity): a page reads the same
+    steps many times."""
+    key = (str(path), *file_identity(path))
     if key not in _CHECKED:
         _CHECKED[key] = sha256(path)
     return _CHECKED[key]

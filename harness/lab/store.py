@@ -319,16 +319,15 @@ def read_table(chapter: str, step_id: str, name: str) -> pd.DataFrame:
     path = step_dir(chapter, step_id) / f"{name}.parquet"
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS[name])
-    stat = path.stat()  # any write or replacement changes one of these (as integrity.checked_sha256 relies on)
-    return _decoded(str(path), name, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)).copy()
+    return _decoded(path, name, integrity.file_identity(path)).copy()
 
 
 @functools.lru_cache(maxsize=4096)
-def _decoded(path: str, name: str, identity: tuple) -> pd.DataFrame:
+def _decoded(path: Path, name: str, identity: tuple) -> pd.DataFrame:
     """A table file decoded once per process while it is unchanged: a page, or a test process, reads the same runs
     many times (chapter 4's table of runs reads each of its ~500 runs for every page that shows it). Its callers get
     copies, so none sees what another did to its frame."""
-    return read_parquet(Path(path), name)
+    return read_parquet(path, name)
 
 
 def latency_percentiles(chapter: str, step_id: str, by: str | None = "second") -> pd.DataFrame:

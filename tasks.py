@@ -18,6 +18,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from invoke import Exit, task
 
@@ -316,78 +317,110 @@ def withdraw(c, chapter, label, why):
         print(f"withdrawn: recorded in {withdraw_pass(chapter, label, why)}")
 
 
-# Three pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
-# in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a shared machine, beside the book's
-# render and the server's JUnit tests (Maven); 2: what reads the render, beside (a pytest run of its own) the
-# end-to-end tests that must be the only lab run on the machine; 3: alone, those that measure time or CPU or sweep
-# what killed runs left. --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
-PHASES = (("not quiet and not rendered and (not e2e or alongside)", True, None),
-          ("rendered", True, "sole"),
-          ("quiet or (e2e and not alongside and not sole)", False, None))
-FAST_PHASES = (("not e2e and not quiet and not rendered", True, None), ("quiet and not e2e", False, None))
+# Four pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
+# in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a shared machine; 2: alone, the
+# end-to-end tests that measure time or CPU, with the book's render beside them in an idle cgroup (it takes only the
+# CPU time they leave, ~2/3 of this phase's); 3: alone, the tests that read the whole machine's CPU or sweep what
+# killed runs left; 4: what reads the render, beside the end-to-end tests that must be the only lab run (a pytest run
+# of its own) and the server's JUnit tests (Maven). A job runs beside one phase: started with it, waited for before
+# the next. --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
+class Phase(NamedTuple):
+    markers: str
+    parallel: bool = False
+    jobs: tuple[str, ...] = ()
+
+
+RENDER, SOLE, JUNIT = "the render", "the sole lane (-m sole)", "JUnit (./mvnw -B -q test)"
+JOB_LOGS = {RENDER: "render-job.log", SOLE: "sole.log", JUNIT: "junit.log"}  # in the run's folder, kept if it fails
+PHASES = (Phase("not quiet and not rendered and (not e2e or alongside)", parallel=True),
+          Phase("e2e and not alongside and not sole", jobs=(RENDER,)),
+          Phase("quiet"),
+          Phase("rendered", parallel=True, jobs=(SOLE, JUNIT)))
+FAST_PHASES = (Phase("not e2e and not quiet and not rendered", parallel=True), Phase("quiet and not e2e"))
 # A parallel phase's pytest-xdist: two workers, a file's tests in one of them, the files handed out in the order
 # tests/conftest.py gives them (xdist's own order, most tests first, left the long end-to-end files for last).
 XDIST = "-n 2 --dist loadfile --no-loadscope-reorder"
 
 
+def suite_phases(fast: bool, idle: bool) -> tuple[Phase, ...]:
+    """The phases `invoke test` runs. Where no idle cgroup can be made (not root, no cgroup v1 cpu controller) the
+    render would take its full share beside the tests that time what they measure: it goes beside the unit tests."""
+    if fast:
+        return FAST_PHASES
+    if idle:
+        return PHASES
+    first, timed, *rest = PHASES
+    return (first._replace(jobs=(RENDER,)), timed._replace(jobs=()), *rest)
+
+
 @task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 2 minutes)",
             "pytest_args": "extra arguments for every pytest run (e.g. a test file, -x, -k name)"})
 def test(c, fast=False, pytest_args=""):
-    """Run the suite: the unit tests and the end-to-end tests that hold on a shared machine beside the book's render
-    and the server's JUnit tests (Maven), then the book's site beside the tests that must be the only lab run, then
-    the tests that need the machine alone; --fast: the unit tests only. Every phase runs; the task fails if any did."""
-    import subprocess
+    """Run the suite: the unit tests and the end-to-end tests that hold on a shared machine, then the tests that need
+    the machine alone (the book's render beside them, in an idle cgroup), then the book's site beside the tests that
+    must be the only lab run and the server's JUnit tests (Maven); --fast: the unit tests only. Every phase runs; the
+    task fails if any did."""
     import tempfile
     import time
 
     from harness.book.quarto import remove_kept_notebooks
+    from harness.lab.placement import idle_cgroup
 
-    junit = "JUnit (./mvnw -B -q test)"
     work = Path(tempfile.mkdtemp(prefix="lab-test-"))
-    result = work / "render.json"
-    env = suite_environment(LAB_RENDER_RESULT=str(result))
+    env = suite_environment(LAB_RENDER_RESULT=str(work / "render.json"))
     began = time.monotonic()
-    jobs = {}
-    if not fast:
-        jobs["render"] = subprocess.Popen([sys.executable, "tests/rendered.py", str(result)], cwd=ROOT, env=env)
-        log = open(work / "junit.log", "w")
-        jobs[junit] = subprocess.Popen(junit_command(work), cwd=ROOT / "sample-server", stdout=log,
-                                       stderr=subprocess.STDOUT)
-    failed = []
+    failed, running = [], {}
     try:
-        for n, (markers, parallel, beside) in enumerate(FAST_PHASES if fast else PHASES, start=1):
-            if n == 2:
-                failed += [name for name, job in jobs.items() if job.wait() != 0]
-            if beside:  # its output is shown once the phase's own has ended
-                side_log = open(work / f"phase{n}-beside.log", "w")
-                jobs[f"phase {n}, beside it"] = side = subprocess.Popen(
-                    [sys.executable, "-m", "pytest", "-m", beside, *shlex.split(pytest_args)], cwd=ROOT, env=env,
-                    stdout=side_log, stderr=subprocess.STDOUT)
-            xdist = XDIST if parallel else ""
-            print(f"== phase {n}: -m '{markers}' {xdist}" + (f", beside it -m '{beside}'" if beside else ""), flush=True)
-            code = c.run(f"{sys.executable} -m pytest {xdist} -m '{markers}' {pytest_args}", pty=False, warn=True,
-                         env=env, replace_env=True).exited
-            if code not in (0, 5):  # 5: the phase selected no test (pytest_args chose others)
-                failed.append(f"phase {n} (exit {code})")
-            if beside:
-                side_code = side.wait()
-                side_log.close()
-                print(f"== beside phase {n}: -m '{beside}'\n{Path(side_log.name).read_text(errors='replace')}", flush=True)
-                if side_code not in (0, 5):
-                    failed.append(f"beside phase {n} (exit {side_code})")
+        with idle_cgroup("render") as idle:
+            for n, phase in enumerate(suite_phases(fast, idle is not None), start=1):
+                running = {name: _start_job(name, work, env, idle, pytest_args) for name in phase.jobs}
+                xdist = XDIST if phase.parallel else ""
+                print(f"== phase {n}: -m '{phase.markers}' {xdist}" + "".join(f", beside it {name}" for name in running),
+                      flush=True)
+                code = c.run(f"{sys.executable} -m pytest {xdist} -m '{phase.markers}' {pytest_args}", pty=False,
+                             warn=True, env=env, replace_env=True).exited
+                if code not in (0, 5):  # 5: the phase selected no test (pytest_args chose others)
+                    failed.append(f"phase {n} (exit {code})")
+                failed += _finish_jobs(running, work)
     finally:
-        for job in jobs.values():
+        for job in running.values():
             if job.poll() is None:
                 job.kill()
         if not fast:  # this run's render kept them (--fast renders nothing: the notebooks may be another run's)
             remove_kept_notebooks()
         if not failed:  # the logs of a failed run are kept (named below); those of a passed or interrupted one go
             shutil.rmtree(work, ignore_errors=True)
-    if junit in failed:
-        print((work / "junit.log").read_text(errors="replace")[-6000:])
     print(f"invoke test: {time.monotonic() - began:.0f} s")
     if failed:
         raise Exit(f"failed: {', '.join(failed)} (the logs: {work})", code=1)
+
+
+def _start_job(name: str, work: Path, env: dict, idle, pytest_args: str) -> subprocess.Popen:
+    """One of the jobs beside a phase, its output in its log in `work`; the render in the idle cgroup where there is
+    one (`idle`: placement.idle_cgroup's)."""
+    if name == RENDER:  # it keeps the render's own output beside the result its tests read (render.log)
+        command, cwd = [sys.executable, "tests/rendered.py", env["LAB_RENDER_RESULT"]], ROOT
+        command = idle(command) if idle else command
+    elif name == SOLE:
+        command, cwd = [sys.executable, "-m", "pytest", "-m", "sole", *shlex.split(pytest_args)], ROOT
+    else:
+        command, cwd = junit_command(work), ROOT / "sample-server"
+    with open(work / JOB_LOGS[name], "w") as log:
+        return subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _finish_jobs(running: dict[str, subprocess.Popen], work: Path) -> list[str]:
+    """Wait for the jobs beside a phase; show the sole lane's output, and a failed job's; return the failed ones."""
+    failed = []
+    for name, job in running.items():
+        code = job.wait()
+        passed = code in ((0, 5) if name == SOLE else (0,))  # 5: pytest selected no test (pytest_args chose others)
+        output = (work / JOB_LOGS[name]).read_text(errors="replace")
+        if name == SOLE or not passed:
+            print(f"== {name} (exit {code}):\n{output if name == SOLE else output[-6000:]}", flush=True)
+        if not passed:
+            failed.append(name)
+    return failed
 
 
 BYTECODE = CACHE / "bytecode"

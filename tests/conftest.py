@@ -67,7 +67,7 @@ def smoke_measured(tmp_path_factory):
 def chapter4_measured(tmp_path_factory) -> Path:
     """One run of chapter 4 scaled per session, its data root: read by its plateau's checks (test_e2e_chapter4.py) and
     by those of CPU placement (test_e2e_placement.py), as its steps pin k6 and the server to a CPU each and give the
-    server a quota. One run, not two: about 25 s less of the suite's last phase, where nothing runs beside it."""
+    server a quota. One run, not two: about 25 s less of the suite's timed phase, where no other test runs."""
     from test_e2e import run_profile
 
     return run_profile(tmp_path_factory, CHAPTER4_SCALED)

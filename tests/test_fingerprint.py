@@ -223,7 +223,7 @@ def test_a_path_spec_may_not_mix_its_steps_into_another_specs_data(data_dir, tmp
     preflight.check_spec_home(spec)  # now its own
 
 
-@pytest.mark.quiet  # its sweep is machine-wide: not while other runs are killed and checked (invoke test's last phase)
+@pytest.mark.quiet  # its sweep is machine-wide: not while other runs are killed and checked (invoke test's quiet phase)
 def test_leftovers_of_dead_runs_are_removed_and_a_live_runs_kept(data_dir, capsys):
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -1,4 +1,6 @@
 """CPU placement: the spec's [placement] section, its errors, and how it becomes commands and docker arguments."""
+import os
+import subprocess
 from pathlib import Path
 from unittest import mock
 
@@ -139,6 +141,41 @@ def test_local_cgroups_are_made_with_the_quota_and_removed(tmp_path):
             assert quotas["server"] == {"cgroup": str(made), "cfs_quota_us": 25000, "cfs_period_us": 100000, "cpus": 0.25}
             assert not (tmp_path / "lab-999999999-server").exists()
         assert not made.exists()
+
+
+def test_an_idle_cgroup_is_made_where_the_kernel_has_one_and_removed_after(tmp_path):
+    (tmp_path / "cpu.idle").write_text("0")  # the controller's own knob: a kernel that has cpu.idle (5.15+)
+    with mock.patch.object(placement, "cpu_controller", return_value=tmp_path), \
+            mock.patch.object(placement.os, "geteuid", return_value=0), \
+            mock.patch.object(Path, "rmdir", lambda self: __import__("shutil").rmtree(self)):
+        with placement.idle_cgroup("render") as idle:
+            [made] = tmp_path.glob("lab-*-render")
+            assert (made / "cpu.idle").read_text() == "1"
+            assert idle(["quarto", "render"]) == ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(made / "cgroup.procs"),
+                                                  "quarto", "render"]
+        assert not made.exists()
+
+
+@pytest.mark.parametrize("machine", ["no v1 cpu controller", "not root", "a kernel before 5.15"])
+def test_no_idle_cgroup_where_none_can_be_made(tmp_path, machine):
+    if machine != "a kernel before 5.15":
+        (tmp_path / "cpu.idle").write_text("0")
+    with mock.patch.object(placement, "cpu_controller", return_value=None if machine == "no v1 cpu controller" else tmp_path), \
+            mock.patch.object(placement.os, "geteuid", return_value=1000 if machine == "not root" else 0):
+        with placement.idle_cgroup("render") as idle:
+            assert idle is None
+    assert list(tmp_path.glob("lab-*")) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or placement.cpu_controller() is None,
+                    reason="an idle cgroup needs root and a cgroup v1 cpu controller (CI has both)")
+def test_a_command_started_in_the_idle_cgroup_runs_in_it_scheduled_as_idle():
+    with placement.idle_cgroup("idle-test") as idle:
+        [line] = [line for line in subprocess.run(idle(["cat", "/proc/self/cgroup"]), capture_output=True, text=True,
+                                                  check=True).stdout.splitlines() if "cpu" in line.split(":")[1].split(",")]
+        made = placement.cpu_controller() / line.split(":")[2].lstrip("/")
+        assert made.name == f"lab-{os.getpid()}-idle-test" and (made / "cpu.idle").read_text().strip() == "1"
+    assert not made.exists()
 
 
 def test_mismatches_name_the_process_and_the_cpus():

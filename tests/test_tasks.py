@@ -100,11 +100,12 @@ class Marked(dict):
 
 
 def test_every_test_runs_in_exactly_one_phase_of_invoke_test():
-    """`invoke test` picks each run's tests by markers (tasks.PHASES, and the run beside a phase): together they hold
+    """`invoke test` picks each run's tests by markers (tasks.PHASES, and the sole lane beside one): together they hold
     the whole suite, and no test twice (a test in none would never run; in two, beside itself)."""
     import tasks
 
-    picks = [m for markers, _, beside in tasks.PHASES for m in (markers, beside) if m]
+    assert any(tasks.SOLE in phase.jobs for phase in tasks.PHASES)
+    picks = [phase.markers for phase in tasks.PHASES] + ["sole"]  # the sole lane's pytest run: -m sole
     out = subprocess.run([sys.executable, "-c", MARKS_OF_EVERY_TEST], cwd=ROOT, capture_output=True, text=True,
                          timeout=300).stdout
     tests = {nodeid: Marked.fromkeys(marks, True) for nodeid, *marks in (line.split() for line in out.splitlines()
@@ -112,6 +113,23 @@ def test_every_test_runs_in_exactly_one_phase_of_invoke_test():
     assert len(tests) > 1000 and any("e2e" in marks for marks in tests.values())
     picked = {nodeid: [m for m in picks if eval(m, {"__builtins__": {}}, marks)] for nodeid, marks in tests.items()}
     assert {nodeid: runs for nodeid, runs in picked.items() if len(runs) != 1} == {}
+
+
+def test_the_render_runs_beside_the_timed_tests_in_an_idle_cgroup_and_else_beside_the_unit_tests():
+    """Each job runs beside exactly one phase. The render takes ~2/3 of the CPU time the timed end-to-end tests leave,
+    in a cgroup that gets only that; where none can be made it would take a full share there, so it goes beside the
+    unit tests, and nothing runs beside the timed tests."""
+    import tasks
+
+    def beside(phases):
+        return {job: [n for n, phase in enumerate(phases, 1) if job in phase.jobs] for job in tasks.JOB_LOGS}
+
+    assert beside(tasks.suite_phases(fast=False, idle=True)) == {tasks.RENDER: [2], tasks.SOLE: [4], tasks.JUNIT: [4]}
+    assert beside(tasks.suite_phases(fast=False, idle=False)) == {tasks.RENDER: [1], tasks.SOLE: [4], tasks.JUNIT: [4]}
+    timed = "e2e and not alongside and not sole"
+    assert [phase.markers for phase in tasks.suite_phases(fast=False, idle=False)] == [p.markers for p in tasks.PHASES]
+    assert tasks.PHASES[1].markers == timed and not tasks.PHASES[1].parallel
+    assert all(not phase.jobs for phase in tasks.suite_phases(fast=True, idle=True))
 
 
 class Collected:

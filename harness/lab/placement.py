@@ -178,8 +178,34 @@ def command(step, name: str, cmd: list[str]) -> list[str]:
     if "cpus" in entry:
         cmd = ["taskset", "--cpu-list", cpu_list(entry["cpus"]), *cmd]
     if "quota" in entry:
-        cmd = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup_dir(name) / "cgroup.procs"), *cmd]
+        cmd = in_cgroup(cgroup_dir(name), cmd)
     return cmd
+
+
+def in_cgroup(path: Path, cmd: list[str]) -> list[str]:
+    """`cmd` started in the cgroup `path`: it enters before it execs, so every thread and child is in it from the
+    start, and its pid stays the command's own (sh execs into it)."""
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(path / "cgroup.procs"), *cmd]
+
+
+@contextmanager
+def idle_cgroup(name: str):
+    """A cgroup whose processes get only CPU time no other process wants (cpu.idle: the whole group scheduled as
+    SCHED_IDLE, which the lab's servers, each in a session and so an autogroup of its own, would not see of a single
+    process's), for work that must not slow a measurement beside it. Yields a function that starts a command in it,
+    or None where no such group can be made (no cgroup v1 `cpu` controller, not root, a kernel before 5.15). Removed
+    after, once its processes are gone (else the lab's next run removes it: its name is a lab cgroup's)."""
+    controller = cpu_controller()
+    if controller is None or os.geteuid() != 0 or not (controller / "cpu.idle").exists():
+        yield None
+        return
+    path = cgroup_dir(name, controller)
+    path.mkdir(exist_ok=True)
+    try:
+        (path / "cpu.idle").write_text("1")
+        yield lambda cmd: in_cgroup(path, cmd)
+    finally:
+        _rmdir(path)
 
 
 @contextmanager

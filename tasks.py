@@ -317,27 +317,29 @@ def withdraw(c, chapter, label, why):
         print(f"withdrawn: recorded in {withdraw_pass(chapter, label, why)}")
 
 
-# Four pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures start,
-# in one worker. 1: the unit tests and the end-to-end tests whose checks hold on a shared machine; 2: alone, the
-# end-to-end tests that measure time or CPU, with the book's render beside them in an idle cgroup (it takes only the
-# CPU time they leave, ~2/3 of this phase's); 3: alone, the tests that read the whole machine's CPU or sweep what
-# killed runs left; 4: what reads the render, beside the end-to-end tests that must be the only lab run (a pytest run
-# of its own) and the server's JUnit tests (Maven). A job runs beside one phase: started with it, waited for before
-# the next. --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
+# The suite's pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures
+# start, in one worker. 1: the end-to-end tests whose checks hold on a shared machine (two at a time), beside the unit
+# tests (a pytest run of their own, two at a time: the end-to-end tests mostly wait); 2: alone, the end-to-end tests
+# that measure time or CPU, with the book's render beside them in an idle cgroup (it takes only the CPU time they
+# leave, ~2/3 of this phase's); 3: alone, the tests that read the whole machine's CPU or sweep what killed runs left;
+# 4: what reads the render, beside the end-to-end tests that must be the only lab run (a pytest run of their own) and
+# the server's JUnit tests (Maven). A job runs beside one phase: started with it, waited for before the next.
+# --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
 class Phase(NamedTuple):
     markers: str
     parallel: bool = False
     jobs: tuple[str, ...] = ()
 
 
-RENDER, SOLE, JUNIT = "the render", "the sole lane (-m sole)", "JUnit (./mvnw -B -q test)"
-JOB_LOGS = {RENDER: "render-job.log", SOLE: "sole.log", JUNIT: "junit.log"}  # in the run's folder, kept if it fails
-PHASES = (Phase("not quiet and not rendered and (not e2e or alongside)", parallel=True),
+RENDER, UNITS, SOLE, JUNIT = "the render", "the unit tests", "the sole lane", "JUnit (./mvnw -B -q test)"
+LANES = {UNITS: Phase("not e2e and not alongside and not quiet and not rendered", parallel=True), SOLE: Phase("sole")}
+JOB_LOGS = {RENDER: "render-job.log", UNITS: "units.log", SOLE: "sole.log", JUNIT: "junit.log"}  # kept if one fails
+PHASES = (Phase("alongside", parallel=True, jobs=(UNITS,)),
           Phase("e2e and not alongside and not sole", jobs=(RENDER,)),
           Phase("quiet"),
           Phase("rendered", parallel=True, jobs=(SOLE, JUNIT)))
 FAST_PHASES = (Phase("not e2e and not quiet and not rendered", parallel=True), Phase("quiet and not e2e"))
-# A parallel phase's pytest-xdist: two workers, a file's tests in one of them, the files handed out in the order
+# A parallel run's pytest-xdist: two workers, a file's tests in one of them, the files handed out in the order
 # tests/conftest.py gives them (xdist's own order, most tests first, left the long end-to-end files for last).
 XDIST = "-n 2 --dist loadfile --no-loadscope-reorder"
 
@@ -350,7 +352,12 @@ def suite_phases(fast: bool, idle: bool) -> tuple[Phase, ...]:
     if idle:
         return PHASES
     first, timed, *rest = PHASES
-    return (first._replace(jobs=(RENDER,)), timed._replace(jobs=()), *rest)
+    return (first._replace(jobs=(*first.jobs, RENDER)), timed._replace(jobs=()), *rest)
+
+
+def pytest_command(phase: Phase, pytest_args: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", *(XDIST.split() if phase.parallel else []), "-m", phase.markers,
+            *shlex.split(pytest_args)]
 
 
 @task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 2 minutes)",
@@ -374,11 +381,11 @@ def test(c, fast=False, pytest_args=""):
         with idle_cgroup("render") as idle:
             for n, phase in enumerate(suite_phases(fast, idle is not None), start=1):
                 running = {name: _start_job(name, work, env, idle, pytest_args) for name in phase.jobs}
-                xdist = XDIST if phase.parallel else ""
-                print(f"== phase {n}: -m '{phase.markers}' {xdist}" + "".join(f", beside it {name}" for name in running),
-                      flush=True)
-                code = c.run(f"{sys.executable} -m pytest {xdist} -m '{phase.markers}' {pytest_args}", pty=False,
-                             warn=True, env=env, replace_env=True).exited
+                command = pytest_command(phase, pytest_args)
+                print(f"== phase {n}: pytest {shlex.join(command[3:])}" + "".join(
+                    f"; beside it {name}" + (f": pytest -m '{LANES[name].markers}'" if name in LANES else "")
+                    for name in running), flush=True)
+                code = c.run(shlex.join(command), pty=False, warn=True, env=env, replace_env=True).exited
                 if code not in (0, 5):  # 5: the phase selected no test (pytest_args chose others)
                     failed.append(f"phase {n} (exit {code})")
                 failed += _finish_jobs(running, work)
@@ -401,8 +408,8 @@ def _start_job(name: str, work: Path, env: dict, idle, pytest_args: str) -> subp
     if name == RENDER:  # it keeps the render's own output beside the result its tests read (render.log)
         command, cwd = [sys.executable, "tests/rendered.py", env["LAB_RENDER_RESULT"]], ROOT
         command = idle(command) if idle else command
-    elif name == SOLE:
-        command, cwd = [sys.executable, "-m", "pytest", "-m", "sole", *shlex.split(pytest_args)], ROOT
+    elif name in LANES:
+        command, cwd = pytest_command(LANES[name], pytest_args), ROOT
     else:
         command, cwd = junit_command(work), ROOT / "sample-server"
     with open(work / JOB_LOGS[name], "w") as log:
@@ -410,14 +417,14 @@ def _start_job(name: str, work: Path, env: dict, idle, pytest_args: str) -> subp
 
 
 def _finish_jobs(running: dict[str, subprocess.Popen], work: Path) -> list[str]:
-    """Wait for the jobs beside a phase; show the sole lane's output, and a failed job's; return the failed ones."""
+    """Wait for the jobs beside a phase; show a pytest run's output, and a failed job's; return the failed ones."""
     failed = []
     for name, job in running.items():
         code = job.wait()
-        passed = code in ((0, 5) if name == SOLE else (0,))  # 5: pytest selected no test (pytest_args chose others)
+        passed = code in ((0, 5) if name in LANES else (0,))  # 5: pytest selected no test (pytest_args chose others)
         output = (work / JOB_LOGS[name]).read_text(errors="replace")
-        if name == SOLE or not passed:
-            print(f"== {name} (exit {code}):\n{output if name == SOLE else output[-6000:]}", flush=True)
+        if name in LANES or not passed:
+            print(f"== {name} (exit {code}):\n{output if name in LANES else output[-6000:]}", flush=True)
         if not passed:
             failed.append(name)
     return failed

@@ -100,12 +100,12 @@ class Marked(dict):
 
 
 def test_every_test_runs_in_exactly_one_phase_of_invoke_test():
-    """`invoke test` picks each run's tests by markers (tasks.PHASES, and the sole lane beside one): together they hold
+    """`invoke test` picks each run's tests by markers (tasks.PHASES, and the lanes beside them): together they hold
     the whole suite, and no test twice (a test in none would never run; in two, beside itself)."""
     import tasks
 
-    assert any(tasks.SOLE in phase.jobs for phase in tasks.PHASES)
-    picks = [phase.markers for phase in tasks.PHASES] + ["sole"]  # the sole lane's pytest run: -m sole
+    assert {job for phase in tasks.PHASES for job in phase.jobs} >= set(tasks.LANES)  # each lane beside a phase
+    picks = [phase.markers for phase in (*tasks.PHASES, *tasks.LANES.values())]
     out = subprocess.run([sys.executable, "-c", MARKS_OF_EVERY_TEST], cwd=ROOT, capture_output=True, text=True,
                          timeout=300).stdout
     tests = {nodeid: Marked.fromkeys(marks, True) for nodeid, *marks in (line.split() for line in out.splitlines()
@@ -124,8 +124,9 @@ def test_the_render_runs_beside_the_timed_tests_in_an_idle_cgroup_and_else_besid
     def beside(phases):
         return {job: [n for n, phase in enumerate(phases, 1) if job in phase.jobs] for job in tasks.JOB_LOGS}
 
-    assert beside(tasks.suite_phases(fast=False, idle=True)) == {tasks.RENDER: [2], tasks.SOLE: [4], tasks.JUNIT: [4]}
-    assert beside(tasks.suite_phases(fast=False, idle=False)) == {tasks.RENDER: [1], tasks.SOLE: [4], tasks.JUNIT: [4]}
+    lanes = {tasks.UNITS: [1], tasks.SOLE: [4], tasks.JUNIT: [4]}
+    assert beside(tasks.suite_phases(fast=False, idle=True)) == {tasks.RENDER: [2], **lanes}
+    assert beside(tasks.suite_phases(fast=False, idle=False)) == {tasks.RENDER: [1], **lanes}
     timed = "e2e and not alongside and not sole"
     assert [phase.markers for phase in tasks.suite_phases(fast=False, idle=False)] == [p.markers for p in tasks.PHASES]
     assert tasks.PHASES[1].markers == timed and not tasks.PHASES[1].parallel

@@ -381,11 +381,11 @@ def test(c, fast=False, pytest_args=""):
         with idle_cgroup("render") as idle:
             for n, phase in enumerate(suite_phases(fast, idle is not None), start=1):
                 running = {name: _start_job(name, work, env, idle, pytest_args) for name in phase.jobs}
-                command = pytest_command(phase, pytest_args)
-                print(f"== phase {n}: pytest {shlex.join(command[3:])}" + "".join(
-                    f"; beside it {name}" + (f": pytest -m '{LANES[name].markers}'" if name in LANES else "")
+                print(f"== phase {n}: {_described(phase, pytest_args)}" + "".join(
+                    f"; beside it {name}" + (f": {_described(LANES[name], pytest_args)}" if name in LANES else "")
                     for name in running), flush=True)
-                code = c.run(shlex.join(command), pty=False, warn=True, env=env, replace_env=True).exited
+                code = c.run(shlex.join(pytest_command(phase, pytest_args)), pty=False, warn=True, env=env,
+                             replace_env=True).exited
                 if code not in (0, 5):  # 5: the phase selected no test (pytest_args chose others)
                     failed.append(f"phase {n} (exit {code})")
                 failed += _finish_jobs(running, work)
@@ -400,6 +400,10 @@ def test(c, fast=False, pytest_args=""):
     print(f"invoke test: {time.monotonic() - began:.0f} s")
     if failed:
         raise Exit(f"failed: {', '.join(failed)} (the logs: {work})", code=1)
+
+
+def _described(phase: Phase, pytest_args: str) -> str:
+    return "pytest " + shlex.join(pytest_command(phase, pytest_args)[3:])
 
 
 def _start_job(name: str, work: Path, env: dict, idle, pytest_args: str) -> subprocess.Popen:

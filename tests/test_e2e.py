@@ -68,6 +68,22 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def command_name(pid: int) -> str:
+    """A process's command name, "" once it has ended (it may end between being listed and being read)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def command_line(pid: int) -> bytes:
+    """A process's command line, its arguments joined by spaces, b"" once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
 def processes(pids: list[int]) -> list[psutil.Process]:
     """These pids as processes, each known by its pid and start time: pids wrap at 32768 here, and a suite that starts
     thousands of processes gives a dead child's pid to another process within seconds."""
@@ -316,7 +332,7 @@ def test_ctrl_c_mid_step_stops_children_and_keeps_the_complete_step(smoke):
 def test_server_killed_mid_step_fails_that_step_and_the_run_goes_on(lab_ready, tmp_path):
     proc = invoke(tmp_path, "run", "smoke")
     children = wait_for(lambda: len(lab_children(proc.pid)) >= 2 and lab_children(proc.pid), 60, "the first step's load")
-    java = [p for p in children if b"java" in Path(f"/proc/{p}/cmdline").read_bytes()][0]
+    java = [p for p in children if b"java" in command_line(p)][0]
     os.kill(java, signal.SIGKILL)
     code, out = finish(proc)
     assert code == 1, out  # the run reports a failed step

@@ -18,7 +18,7 @@ import pytest
 from harness.lab import fingerprint, store
 from harness.lab.spec import load_spec
 from harness import ROOT
-from test_e2e import finish, lab_children, lab_ready, port_open, processes, still_running, wait_for  # noqa: F401
+from test_e2e import command_name, finish, lab_children, lab_ready, port_open, processes, still_running, wait_for  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # two at a time (invoke test)
 PROFILE = ROOT / "tests" / "profiles" / "faults.toml"
@@ -147,7 +147,7 @@ def test_a_signal_after_the_load_keeps_the_measurement(lab_ready, tmp_path):  # 
     """SIGTERM in the tail after k6 ended (two sampler ticks, then the teardown): the step waits for its judgement,
     is kept complete, and the run stops."""
     proc = invoke(tmp_path, "run", str(PROFILE))
-    k6 = processes([pid for pid in mid_step(proc) if Path(f"/proc/{pid}/comm").read_text().strip() == "k6"])
+    k6 = processes([pid for pid in mid_step(proc) if command_name(pid) == "k6"])
     wait_for(lambda: not still_running(k6), 30, "k6 to end")
     time.sleep(0.4)  # past the harness's next look at k6 (every 0.2 s); the tail lasts 2 ticks of 500 ms
     os.kill(proc.pid, signal.SIGTERM)
@@ -189,7 +189,7 @@ def test_a_disk_that_fills_during_the_load_fails_the_step(lab_ready, tmp_path): 
         mid_step(proc, ("java",))
         subprocess.run(["fallocate", "-l", str(shutil.disk_usage(data_dir).free - 64 * 2**20), str(data_dir / "bulk")],
                        check=True)
-        k6 = processes([pid for pid in mid_step(proc) if Path(f"/proc/{pid}/comm").read_text().strip() == "k6"])
+        k6 = processes([pid for pid in mid_step(proc) if command_name(pid) == "k6"])
         filler = data_dir / "filler"
         subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=1M", "status=none"], check=False)
         assert shutil.disk_usage(data_dir).free < 2**20

@@ -21,7 +21,7 @@ from harness.lab import netns, placement
 from harness.lab.units import duration_ms
 from harness.lab.services import pgbinaries, pgcluster, pgshm
 
-from test_e2e import descendants, finish, invoke, lab_ready, port_open, processes, still_running, wait_for  # noqa: F401
+from test_e2e import command_line, descendants, finish, invoke, lab_ready, port_open, processes, still_running, wait_for  # noqa: F401
 
 # The machine's only lab run (invoke test runs it beside the site's tests, which start none): its checks count every
 # PostgreSQL segment of the lab's database user (tests/test_e2e_postgres.py leaves some on purpose).
@@ -37,13 +37,6 @@ DB_UID = pgbinaries.runner_uid()  # the shared memory of the lab's postgres serv
 VICTIMS = {"tomcat": ("tomcat", "tomcat 'server'"), "postgres": ("postgres", "postgres 'db'"),
            "nginx": ("nginx", "nginx 'edge'"), "netty": ("nginx", "netty 'api'"), "webflux": ("webflux", "webflux 'flux'"),
            "spring-jar": ("spring-jar", "spring-jar 'server'")}  # kind → (the step it runs in, how the reason names it)
-
-
-def command_line(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-    except OSError:
-        return b""
 
 
 def lab_processes(root: int) -> dict[int, bytes]:

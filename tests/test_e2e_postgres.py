@@ -164,7 +164,7 @@ def runs(lab_ready, tmp_path_factory):  # noqa: F811 — lab_ready: the fixture 
             clusters
 
 
-from test_e2e import lab_ready  # noqa: E402, F401 — a fixture
+from test_e2e import command_name, lab_ready  # noqa: E402, F401 — lab_ready: a fixture
 
 
 def test_steps_with_a_database_clone_the_template_and_sample_it(runs):
@@ -194,7 +194,7 @@ def test_ctrl_c_mid_step_leaves_no_postgres_and_the_template_intact(lab_ready, c
 
     proc = invoke(tmp_path, "run", str(PROFILE), "--step", "held", start_new_session=True)
     try:
-        wait_for(lambda: {"java", "k6", "postgres"} <= {_comm(p) for p in descendants(proc.pid)}, 120,
+        wait_for(lambda: {"java", "k6", "postgres"} <= {command_name(p) for p in descendants(proc.pid)}, 120,
                  "postgres, the server and k6 to run")
         assert postgres_pids(clusters)
     finally:
@@ -208,13 +208,6 @@ def test_ctrl_c_mid_step_leaves_no_postgres_and_the_template_intact(lab_ready, c
     assert failed["services"]["db"]["exit"] == 0 and failed["services"]["db"]["clone_dropped"]
     again = drive(tmp_path, 8192, delete=False)  # the next step: the template reused, whole
     assert again["meta"]["template_reused"] is True and again["messages"] == 1000
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:  # ended since it was listed
-        return ""
 
 
 

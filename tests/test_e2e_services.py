@@ -24,7 +24,7 @@ from harness.lab.backends.process import may_make_namespaces, may_make_view
 from harness.lab.services.base import Context, StepFailed, port_in_use
 from harness.lab.services.nginx import ERROR_METRICS, STUB_METRICS, UPSTREAM_METRICS, NginxKind, nginx_binary
 
-from test_e2e import descendants, finish, invoke, lab_children, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
+from test_e2e import command_name, descendants, finish, invoke, lab_children, lab_ready, port_open, wait_for  # noqa: F401 — lab_ready: a fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.alongside]  # two at a time (invoke test)
 PROFILE = ROOT / "tests" / "profiles" / "services-scaled.toml"
@@ -108,7 +108,7 @@ def test_nothing_is_left_running_after_the_run(proxied):
 def test_sigterm_mid_step_stops_nginx_and_the_server(lab_ready, tmp_path):  # noqa: F811
     ports_free()
     proc = invoke(tmp_path, "run", str(PROFILE), "--step", "held")
-    names = lambda: {Path(f"/proc/{p}/comm").read_text().strip() for p in descendants(proc.pid) if alive(p)}  # noqa: E731
+    names = lambda: {command_name(p) for p in descendants(proc.pid) if alive(p)}  # noqa: E731
     wait_for(lambda: {"java", "nginx", "k6"} <= names(), 90, "the server, nginx and k6 to run")
     started = descendants(proc.pid)  # nginx's workers included (grandchildren of the harness)
     assert len(started) >= 4
@@ -129,7 +129,7 @@ def test_sigkill_of_the_harness_leaves_no_nginx_worker(lab_ready, tmp_path):  # 
     children, so as root the lab runs nginx as the init of its own pid namespace: the kernel then kills them too."""
     ports_free()
     proc = invoke(tmp_path, "run", str(PROFILE), "--step", "held")
-    names = lambda: {Path(f"/proc/{p}/comm").read_text().strip() for p in descendants(proc.pid) if alive(p)}  # noqa: E731
+    names = lambda: {command_name(p) for p in descendants(proc.pid) if alive(p)}  # noqa: E731
     wait_for(lambda: {"java", "nginx", "k6"} <= names(), 90, "the server, nginx and k6 to run")
     started = descendants(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)

@@ -16,7 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import NamedTuple
 
@@ -339,6 +339,7 @@ PHASES = (Phase("alongside", parallel=True, jobs=(UNITS,)),
           Phase("quiet"),
           Phase("rendered", parallel=True, jobs=(SOLE, JUNIT)))
 FAST_PHASES = (Phase("not e2e and not quiet and not rendered", parallel=True), Phase("quiet and not e2e"))
+PYTEST_PASSED = (0, 5)  # 5: the run selected no test (pytest_args chose others)
 # A parallel run's pytest-xdist: two workers, a file's tests in one of them, the files handed out in the order
 # tests/conftest.py gives them (xdist's own order, most tests first, left the long end-to-end files for last).
 XDIST = "-n 2 --dist loadfile --no-loadscope-reorder"
@@ -378,7 +379,7 @@ def test(c, fast=False, pytest_args=""):
     began = time.monotonic()
     failed, running = [], {}
     try:
-        with idle_cgroup("render") as idle:
+        with nullcontext() if fast else idle_cgroup("render") as idle:  # --fast renders nothing
             for n, phase in enumerate(suite_phases(fast, idle is not None), start=1):
                 running = {name: _start_job(name, work, env, idle, pytest_args) for name in phase.jobs}
                 print(f"== phase {n}: {_described(phase, pytest_args)}" + "".join(
@@ -386,7 +387,7 @@ def test(c, fast=False, pytest_args=""):
                     for name in running), flush=True)
                 code = c.run(shlex.join(pytest_command(phase, pytest_args)), pty=False, warn=True, env=env,
                              replace_env=True).exited
-                if code not in (0, 5):  # 5: the phase selected no test (pytest_args chose others)
+                if code not in PYTEST_PASSED:
                     failed.append(f"phase {n} (exit {code})")
                 failed += _finish_jobs(running, work)
     finally:
@@ -425,7 +426,7 @@ def _finish_jobs(running: dict[str, subprocess.Popen], work: Path) -> list[str]:
     failed = []
     for name, job in running.items():
         code = job.wait()
-        passed = code in ((0, 5) if name in LANES else (0,))  # 5: pytest selected no test (pytest_args chose others)
+        passed = code in (PYTEST_PASSED if name in LANES else (0,))
         output = (work / JOB_LOGS[name]).read_text(errors="replace")
         if name in LANES or not passed:
             print(f"== {name} (exit {code}):\n{output if name in LANES else output[-6000:]}", flush=True)

@@ -318,56 +318,58 @@ def withdraw(c, chapter, label, why):
 
 
 # The suite's pytest runs, chosen by markers; `--dist loadfile` keeps a module's tests, and the servers its fixtures
-# start, in one worker. 1: the end-to-end tests whose checks hold on a shared machine (two at a time), beside the unit
-# tests (a pytest run of their own, two at a time: the end-to-end tests mostly wait); 2: alone, the end-to-end tests
-# that measure time or CPU, with the book's render beside them in an idle cgroup (it takes only the CPU time they
-# leave, ~2/3 of this phase's); 3: alone, the tests that read the whole machine's CPU or sweep what killed runs left;
-# 4: what reads the render, beside the end-to-end tests that must be the only lab run (a pytest run of their own) and
-# the server's JUnit tests (Maven). A job runs beside one phase: started with it, waited for before the next.
-# --fast: the unit tests, then the quiet ones among them; no render, Maven, server or k6.
+# start, in one worker. The phases, one after another at full priority, hold the end-to-end tests: 1, those whose checks
+# hold on a shared machine, two at a time; 2, alone, those that measure time or CPU; 3, those that must be the only lab
+# run (they count what every run leaves); 4, alone, those that read the whole machine's CPU or sweep what killed runs
+# left. The jobs, which start no lab run, begin with the first phase, in an idle cgroup (placement.idle_cgroup: they
+# take only the CPU time the phases leave, ~2/3 of the timed phase's), and are waited for before the quiet phase:
+# the unit tests, the book (its render, then the tests that read it), the server's JUnit tests (Maven). Where no idle
+# cgroup can be made they take a full share: they are waited for before the timed phase instead.
+# --fast: the unit tests, then the quiet ones among them; no job, no render, server or k6.
 class Phase(NamedTuple):
     markers: str
-    parallel: bool = False
-    jobs: tuple[str, ...] = ()
+    workers: int = 0  # pytest-xdist's, 0: none (one test at a time)
+    alone: bool = False  # the jobs still running are waited for before it starts
 
 
-RENDER, UNITS, SOLE, JUNIT = "the render", "the unit tests", "the sole lane", "JUnit (./mvnw -B -q test)"
-LANES = {UNITS: Phase("not e2e and not alongside and not quiet and not rendered", parallel=True), SOLE: Phase("sole")}
-JOB_LOGS = {RENDER: "render-job.log", UNITS: "units.log", SOLE: "sole.log", JUNIT: "junit.log"}  # kept if one fails
-PHASES = (Phase("alongside", parallel=True, jobs=(UNITS,)),
-          Phase("e2e and not alongside and not sole", jobs=(RENDER,)),
-          Phase("quiet"),
-          Phase("rendered", parallel=True, jobs=(SOLE, JUNIT)))
-FAST_PHASES = (Phase("not e2e and not quiet and not rendered", parallel=True), Phase("quiet and not e2e"))
+UNITS, BOOK, JUNIT = "the unit tests", "the book (its render, then the tests that read it)", "JUnit (./mvnw -B -q test)"
+JOBS = {UNITS: Phase("not e2e and not alongside and not quiet and not rendered", workers=2),
+        BOOK: Phase("rendered", workers=2), JUNIT: None}  # a job that is a pytest run: its tests
+JOB_LOGS = {UNITS: "units.log", BOOK: "book.log", JUNIT: "junit.log"}  # kept if one fails
+PHASES = (Phase("alongside", workers=2),
+          Phase("e2e and not alongside and not sole"),
+          Phase("sole"),
+          Phase("quiet", alone=True))
+FAST_PHASES = (Phase("not e2e and not quiet and not rendered", workers=2), Phase("quiet and not e2e"))
 PYTEST_PASSED = (0, 5)  # 5: the run selected no test (pytest_args chose others)
-# A parallel run's pytest-xdist: two workers, a file's tests in one of them, the files handed out in the order
+# pytest-xdist's way for a run with workers: a file's tests in one of them, the files handed out in the order
 # tests/conftest.py gives them (xdist's own order, most tests first, left the long end-to-end files for last).
-XDIST = "-n 2 --dist loadfile --no-loadscope-reorder"
+XDIST = "--dist loadfile --no-loadscope-reorder"
 
 
 def suite_phases(fast: bool, idle: bool) -> tuple[Phase, ...]:
     """The phases `invoke test` runs. Where no idle cgroup can be made (not root, no cgroup v1 cpu controller) the
-    render would take its full share beside the tests that time what they measure: it goes beside the unit tests."""
+    jobs would take their full share beside the tests that time what they measure: those wait for the jobs."""
     if fast:
         return FAST_PHASES
     if idle:
         return PHASES
     first, timed, *rest = PHASES
-    return (first._replace(jobs=(*first.jobs, RENDER)), timed._replace(jobs=()), *rest)
+    return (first, timed._replace(alone=True), *rest)
 
 
 def pytest_command(phase: Phase, pytest_args: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", *(XDIST.split() if phase.parallel else []), "-m", phase.markers,
-            *shlex.split(pytest_args)]
+    workers = ["-n", str(phase.workers), *XDIST.split()] if phase.workers else []
+    return [sys.executable, "-m", "pytest", *workers, "-m", phase.markers, *shlex.split(pytest_args)]
 
 
 @task(help={"fast": "the unit tests only: no render, no browser, no real server, no k6, no Maven (about 2 minutes)",
             "pytest_args": "extra arguments for every pytest run (e.g. a test file, -x, -k name)"})
 def test(c, fast=False, pytest_args=""):
-    """Run the suite: the unit tests and the end-to-end tests that hold on a shared machine, then the tests that need
-    the machine alone (the book's render beside them, in an idle cgroup), then the book's site beside the tests that
-    must be the only lab run and the server's JUnit tests (Maven); --fast: the unit tests only. Every phase runs; the
-    task fails if any did."""
+    """Run the suite: the end-to-end tests in phases (those that hold on a shared machine, those that need it alone,
+    those that must be the only lab run, those that read the whole machine's CPU), and beside them, in an idle
+    cgroup, the unit tests, the book's render and the tests that read it, and the server's JUnit tests (Maven);
+    --fast: the unit tests only. Every phase and job runs; the task fails if any did."""
     import tempfile
     import time
 
@@ -379,17 +381,23 @@ def test(c, fast=False, pytest_args=""):
     began = time.monotonic()
     failed, running = [], {}
     try:
-        with nullcontext() if fast else idle_cgroup("render") as idle:  # --fast renders nothing
+        with nullcontext() if fast else idle_cgroup("suite") as idle:  # --fast starts no job
+            if not fast:
+                running = {name: _start_job(name, work, env, idle, pytest_args) for name in JOBS}
+                print("== beside the phases" + (", in an idle cgroup" if idle else "") + ": " + "; ".join(
+                    name + (f": {_described(JOBS[name], pytest_args)}" if JOBS[name] else "") for name in running),
+                      flush=True)
             for n, phase in enumerate(suite_phases(fast, idle is not None), start=1):
-                running = {name: _start_job(name, work, env, idle, pytest_args) for name in phase.jobs}
-                print(f"== phase {n}: {_described(phase, pytest_args)}" + "".join(
-                    f"; beside it {name}" + (f": {_described(LANES[name], pytest_args)}" if name in LANES else "")
-                    for name in running), flush=True)
+                if phase.alone and running:
+                    print(f"== waiting for {', '.join(running)}", flush=True)
+                    failed += _finish_jobs(running, work)
+                    running = {}
+                print(f"== phase {n}: {_described(phase, pytest_args)}", flush=True)
                 code = c.run(shlex.join(pytest_command(phase, pytest_args)), pty=False, warn=True, env=env,
                              replace_env=True).exited
                 if code not in PYTEST_PASSED:
                     failed.append(f"phase {n} (exit {code})")
-                failed += _finish_jobs(running, work)
+            failed += _finish_jobs(running, work)
     finally:
         for job in running.values():
             if job.poll() is None:
@@ -408,28 +416,30 @@ def _described(phase: Phase, pytest_args: str) -> str:
 
 
 def _start_job(name: str, work: Path, env: dict, idle, pytest_args: str) -> subprocess.Popen:
-    """One of the jobs beside a phase, its output in its log in `work`; the render in the idle cgroup where there is
-    one (`idle`: placement.idle_cgroup's)."""
-    if name == RENDER:  # it keeps the render's own output beside the result its tests read (render.log)
-        command, cwd = [sys.executable, "tests/rendered.py", env["LAB_RENDER_RESULT"]], ROOT
-        command = idle(command) if idle else command
-    elif name in LANES:
-        command, cwd = pytest_command(LANES[name], pytest_args), ROOT
+    """One of the jobs beside the phases, its output in its log in `work`, in the idle cgroup where there is one
+    (`idle`: placement.idle_cgroup's). The book's job renders, then runs the tests that read the render, whether it
+    failed or not (they report its failure, with its output: tests/rendered.py)."""
+    if name == BOOK:
+        render = [sys.executable, "tests/rendered.py", env["LAB_RENDER_RESULT"]]
+        command = ["sh", "-c", f"{shlex.join(render)}; exec {shlex.join(pytest_command(JOBS[name], pytest_args))}"]
+    elif JOBS[name]:
+        command = pytest_command(JOBS[name], pytest_args)
     else:
-        command, cwd = junit_command(work), ROOT / "sample-server"
+        command = junit_command(work)
     with open(work / JOB_LOGS[name], "w") as log:
-        return subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(idle(command) if idle else command, cwd=ROOT if JOBS[name] else ROOT / "sample-server",
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
 def _finish_jobs(running: dict[str, subprocess.Popen], work: Path) -> list[str]:
-    """Wait for the jobs beside a phase; show a pytest run's output, and a failed job's; return the failed ones."""
+    """Wait for the jobs; show a pytest run's output, and a failed job's; return the failed ones."""
     failed = []
     for name, job in running.items():
         code = job.wait()
-        passed = code in (PYTEST_PASSED if name in LANES else (0,))
+        passed = code in (PYTEST_PASSED if JOBS[name] else (0,))
         output = (work / JOB_LOGS[name]).read_text(errors="replace")
-        if name in LANES or not passed:
-            print(f"== {name} (exit {code}):\n{output if name in LANES else output[-6000:]}", flush=True)
+        if JOBS[name] or not passed:
+            print(f"== {name} (exit {code}):\n{output if JOBS[name] else output[-6000:]}", flush=True)
         if not passed:
             failed.append(name)
     return failed

@@ -1,5 +1,5 @@
 """The book's render for the tests that read it (test_site.py: the site; test_book.py: the notebooks Quarto executed,
-so that no chapter runs a second time). `invoke test` renders once, beside the unit tests, with
+so that no chapter runs a second time). `invoke test` renders once, in its book job (tasks.JOBS), with
 
     python tests/rendered.py RESULT.json
 

@@ -23,7 +23,7 @@ from harness.lab.services import pgbinaries, pgcluster, pgshm
 
 from test_e2e import command_line, descendants, finish, invoke, lab_ready, port_open, processes, still_running, wait_for  # noqa: F401
 
-# The machine's only lab run (invoke test runs it beside the site's tests, which start none): its checks count every
+# The machine's only lab run (invoke test runs it beside its jobs, which start none): its checks count every
 # PostgreSQL segment of the lab's database user (tests/test_e2e_postgres.py leaves some on purpose).
 pytestmark = [pytest.mark.e2e, pytest.mark.sole]
 PROFILE = ROOT / "tests" / "profiles" / "kill.toml"

@@ -31,7 +31,7 @@ from harness.lab.services import pgauth, pgbinaries, pgcluster, pgshm  # noqa: E
 from harness.lab.services.deploy import Deployment  # noqa: E402
 from harness.lab.spec import parse_spec  # noqa: E402
 
-# The machine's only lab run (invoke test runs it beside the site's tests, which start none): any run's start-up sweep
+# The machine's only lab run (invoke test runs it beside its jobs, which start none): any run's start-up sweep
 # would remove the segments its tests leave on purpose, before they check the next run removes them.
 pytestmark = [pytest.mark.e2e, pytest.mark.sole]
 PROFILE = ROOT / "tests" / "profiles" / "postgres-scaled.toml"

@@ -11,7 +11,7 @@ than the text column, no legend is cut off, no page scrolls sideways (page_layou
 or critical accessibility violation in it, offline, at either width (tests/test_accessibility.py tests axe itself).
 
 Also: the sidebar numbers the chapters as _quarto.yml lays them out. The book is rendered once per run
-(`quarto render`, about 1.5 minutes, beside the unit tests: tests/rendered.py, `invoke test`); without
+(`quarto render`, about 1.5 minutes, beside the end-to-end tests: tests/rendered.py, `invoke test`); without
 Quarto these tests skip, unless LAB_REQUIRE_QUARTO=1.
 """
 from __future__ import annotations

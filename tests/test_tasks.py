@@ -100,12 +100,11 @@ class Marked(dict):
 
 
 def test_every_test_runs_in_exactly_one_phase_of_invoke_test():
-    """`invoke test` picks each run's tests by markers (tasks.PHASES, and the lanes beside them): together they hold
+    """`invoke test` picks each run's tests by markers (tasks.PHASES, and the jobs beside them): together they hold
     the whole suite, and no test twice (a test in none would never run; in two, beside itself)."""
     import tasks
 
-    assert {job for phase in tasks.PHASES for job in phase.jobs} >= set(tasks.LANES)  # each lane beside a phase
-    picks = [phase.markers for phase in (*tasks.PHASES, *tasks.LANES.values())]
+    picks = [phase.markers for phase in (*tasks.PHASES, *tasks.JOBS.values()) if phase]
     out = subprocess.run([sys.executable, "-c", MARKS_OF_EVERY_TEST], cwd=ROOT, capture_output=True, text=True,
                          timeout=300).stdout
     tests = {nodeid: Marked.fromkeys(marks, True) for nodeid, *marks in (line.split() for line in out.splitlines()
@@ -115,22 +114,22 @@ def test_every_test_runs_in_exactly_one_phase_of_invoke_test():
     assert {nodeid: runs for nodeid, runs in picked.items() if len(runs) != 1} == {}
 
 
-def test_the_render_runs_beside_the_timed_tests_in_an_idle_cgroup_and_else_beside_the_unit_tests():
-    """Each job runs beside exactly one phase. The render takes ~2/3 of the CPU time the timed end-to-end tests leave,
-    in a cgroup that gets only that; where none can be made it would take a full share there, so it goes beside the
-    unit tests, and nothing runs beside the timed tests."""
+def test_the_jobs_run_beside_the_timed_tests_in_an_idle_cgroup_and_else_before_them():
+    """The jobs (unit tests, the book, JUnit) take the CPU time the end-to-end phases leave, in a cgroup that gets only
+    that, until the phase that reads the whole machine's CPU; where no such cgroup can be made they would take a full
+    share beside the tests that time what they measure, so those wait for them. --fast has no job to wait for."""
     import tasks
 
-    def beside(phases):
-        return {job: [n for n, phase in enumerate(phases, 1) if job in phase.jobs] for job in tasks.JOB_LOGS}
+    def waits_before(phases):
+        return [phase.markers for phase in phases if phase.alone]
 
-    lanes = {tasks.UNITS: [1], tasks.SOLE: [4], tasks.JUNIT: [4]}
-    assert beside(tasks.suite_phases(fast=False, idle=True)) == {tasks.RENDER: [2], **lanes}
-    assert beside(tasks.suite_phases(fast=False, idle=False)) == {tasks.RENDER: [1], **lanes}
     timed = "e2e and not alongside and not sole"
-    assert [phase.markers for phase in tasks.suite_phases(fast=False, idle=False)] == [p.markers for p in tasks.PHASES]
-    assert tasks.PHASES[1].markers == timed and not tasks.PHASES[1].parallel
-    assert all(not phase.jobs for phase in tasks.suite_phases(fast=True, idle=True))
+    assert tasks.PHASES[1].markers == timed and not tasks.PHASES[1].workers
+    assert waits_before(tasks.suite_phases(fast=False, idle=True)) == ["quiet"]
+    assert tasks.suite_phases(fast=False, idle=True)[-1].markers == "quiet"
+    assert waits_before(tasks.suite_phases(fast=False, idle=False)) == [timed, "quiet"]
+    assert [p.markers for p in tasks.suite_phases(fast=False, idle=False)] == [p.markers for p in tasks.PHASES]
+    assert set(tasks.JOB_LOGS) == set(tasks.JOBS)
 
 
 class Collected:

@@ -1,9 +1,12 @@
 """CPU placement: the spec's [placement] section, its errors, and how it becomes commands and docker arguments."""
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from unittest import mock
 
+import psutil
 import pytest
 
 from harness import LabError
@@ -150,6 +153,7 @@ def test_an_idle_cgroup_is_made_where_the_kernel_has_one_and_removed_after(tmp_p
             mock.patch.object(Path, "rmdir", lambda self: __import__("shutil").rmtree(self)):
         with placement.idle_cgroup("render") as idle:
             [made] = tmp_path.glob("lab-*-render")
+            (made / "cgroup.procs").write_text("")  # the kernel's list of its processes: none left
             assert (made / "cpu.idle").read_text() == "1"
             assert idle(["quarto", "render"]) == ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(made / "cgroup.procs"),
                                                   "quarto", "render"]
@@ -176,6 +180,23 @@ def test_a_command_started_in_the_idle_cgroup_runs_in_it_scheduled_as_idle():
         made = placement.cpu_controller() / line.split(":")[2].lstrip("/")
         assert made.name == f"lab-{os.getpid()}-idle-test" and (made / "cpu.idle").read_text().strip() == "1"
     assert not made.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or placement.cpu_controller() is None,
+                    reason="an idle cgroup needs root and a cgroup v1 cpu controller (CI has both)")
+def test_what_still_runs_in_the_idle_cgroup_is_killed_on_the_way_out():
+    """An interrupted `invoke test` leaves its jobs' processes in the group, some in sessions of their own (a Jupyter
+    kernel's): none outlives it."""
+    with placement.idle_cgroup("idle-test") as idle:
+        job = subprocess.Popen(idle(["sh", "-c", "setsid sleep 60 & exec sleep 60"]))
+        made = placement.cgroup_dir("idle-test", placement.cpu_controller())
+        wait_for_members = time.monotonic() + 10
+        while len((made / "cgroup.procs").read_text().split()) < 2 and time.monotonic() < wait_for_members:
+            time.sleep(0.05)
+        members = [psutil.Process(int(pid)) for pid in (made / "cgroup.procs").read_text().split()]
+        assert len(members) == 2 and job.pid in [member.pid for member in members]
+    assert job.wait(timeout=5) == -signal.SIGKILL and not made.exists()
+    assert psutil.wait_procs(members, timeout=5)[1] == []  # (gone, alive)
 
 
 def test_mismatches_name_the_process_and_the_cpus():

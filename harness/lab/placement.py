@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
+import time
 from collections import Counter
 from collections.abc import Iterable
 from contextlib import contextmanager
@@ -193,8 +195,10 @@ def idle_cgroup(name: str):
     """A cgroup whose processes get only CPU time no other process wants (cpu.idle: the whole group scheduled as
     SCHED_IDLE, which the lab's servers, each in a session and so an autogroup of its own, would not see of a single
     process's), for work that must not slow a measurement beside it. Yields a function that starts a command in it,
-    or None where no such group can be made (no cgroup v1 `cpu` controller, not root, a kernel before 5.15). Removed
-    after, once its processes are gone (else the lab's next run removes it: its name is a lab cgroup's)."""
+    or None where no such group can be made (no cgroup v1 `cpu` controller, not root, a kernel before 5.15). On the
+    way out, what still runs in it is killed (an interrupted caller's work, with every child, even one in a session of
+    its own such as a Jupyter kernel) and the group removed (else the lab's next run removes it: its name is a lab
+    cgroup's)."""
     controller = cpu_controller()
     if controller is None or os.geteuid() != 0 or not (controller / "cpu.idle").exists():
         yield None
@@ -205,7 +209,21 @@ def idle_cgroup(name: str):
         (path / "cpu.idle").write_text("1")
         yield lambda cmd: in_cgroup(path, cmd)
     finally:
+        _kill_members(path)
         _rmdir(path)
+
+
+def _kill_members(path: Path, wait_s: float = 5) -> None:
+    """SIGKILL every process in the cgroup `path`, and wait (up to `wait_s`) until it has none: a killed process leaves
+    its cgroup as it exits, and the group can be removed only once it is empty."""
+    deadline = time.monotonic() + wait_s
+    while (members := (path / "cgroup.procs").read_text().split()) and time.monotonic() < deadline:
+        for pid in members:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:  # it ended since the list was read
+                pass
+        time.sleep(0.05)
 
 
 @contextmanager

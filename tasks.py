@@ -393,8 +393,7 @@ def test(c, fast=False, pytest_args=""):
                     failed += _finish_jobs(running, work)
                     running = {}
                 print(f"== phase {n}: {_described(phase, pytest_args)}", flush=True)
-                code = c.run(shlex.join(pytest_command(phase, pytest_args)), pty=False, warn=True, env=env,
-                             replace_env=True).exited
+                code = _run_phase(pytest_command(phase, pytest_args), env, n)
                 if code not in PYTEST_PASSED:
                     failed.append(f"phase {n} (exit {code})")
             failed += _finish_jobs(running, work)
@@ -409,6 +408,17 @@ def test(c, fast=False, pytest_args=""):
     print(f"invoke test: {time.monotonic() - began:.0f} s")
     if failed:
         raise Exit(f"failed: {', '.join(failed)} (the logs: {work})", code=1)
+
+
+def _run_phase(command: list[str], env: dict, n: int) -> int:
+    """A phase's pytest run, its output on ours; its exit code. A Ctrl-C reaches it too (one process group): it tears
+    its fixtures down and ends, and the suite stops there (invoke's own `run` would have gone on to the next phase)."""
+    with subprocess.Popen(command, cwd=ROOT, env=env) as phase:
+        try:
+            return phase.wait()
+        except KeyboardInterrupt:
+            phase.wait()
+            raise Exit(f"phase {n} was interrupted: the suite stops, its jobs killed", code=130) from None
 
 
 def _described(phase: Phase, pytest_args: str) -> str:

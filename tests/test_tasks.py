@@ -3,6 +3,7 @@ anything starts, never in a traceback."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,21 @@ def test_invoke_test_removes_its_folder_when_it_passes_and_names_it_when_it_fail
     failed = invoke_test(tmp_path / "failed", "--no-such-option")
     [kept] = (tmp_path / "failed").glob("lab-test-*")  # (beside pytest's own)
     assert failed.returncode == 1 and f"(the logs: {kept})" in failed.stderr
+
+
+def test_ctrl_c_stops_invoke_test_at_the_phase_it_interrupts():
+    """A Ctrl-C reaches the whole foreground process group: invoke hands it to the phase's pytest and would go on with
+    the next phase; the suite stops there instead."""
+    suite = subprocess.Popen([sys.executable, "-m", "invoke", "test", "--fast", "--pytest-args", "tests/test_kubernetes.py"],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        seen = ""
+        while "test session starts" not in seen and suite.poll() is None:  # the first phase's pytest runs
+            seen += suite.stdout.readline()
+        os.killpg(suite.pid, signal.SIGINT)
+        out, err = suite.communicate(timeout=120)
+    finally:
+        if suite.poll() is None:
+            os.killpg(suite.pid, signal.SIGKILL)
+    assert suite.returncode == 130 and "phase 1 was interrupted" in err, err
+    assert "== phase 1" in seen and "== phase 2" not in seen + out

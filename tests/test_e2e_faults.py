@@ -1,7 +1,7 @@
 """Results always belong to their spec, end to end with the real server and k6 (tests/profiles/faults.toml, on ports
-8380/8381): kill -9 mid-step then re-run, an edited spec re-run, two Ctrl-Cs 50 ms apart, a SIGTERM after the load,
-a path spec whose name is taken, the environment checked before anything starts (LAB_DATA_DIR a file, a JAVA_HOME
-without java), and a data directory that fills mid-load."""
+8380/8381): kill -9 mid-step then re-run, an edited spec re-run, a second Ctrl-C while the step stops, a SIGTERM after
+the load, a path spec whose name is taken, the environment checked before anything starts (LAB_DATA_DIR a file, a
+JAVA_HOME without java), and a data directory that fills mid-load."""
 from __future__ import annotations
 
 import json
@@ -103,12 +103,19 @@ def test_a_path_spec_with_a_taken_name_is_refused(spec_copy, tmp_path):
     assert f"{data_dir}/faults holds the steps of {spec_copy[0]} (waves)" in out and "Traceback" not in out
 
 
-def test_two_ctrl_cs_50_ms_apart_still_save_what_was_measured(lab_ready, tmp_path):  # noqa: F811
+def test_a_second_ctrl_c_while_the_step_stops_still_saves_what_was_measured(lab_ready, tmp_path):  # noqa: F811
     proc = invoke(tmp_path, "run", str(PROFILE), start_new_session=True)
     children = processes(mid_step(proc))
     time.sleep(3.5)  # k6 started 10 users at once; the first waves of 2 answer at 1 s, 2 s, 3 s
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends to the foreground group
-    time.sleep(0.05)
+    # The second goes once a child has stopped (the harness took the first: its children have sessions of their own,
+    # out of reach of killpg), ~0.01 s into the ~0.23 s it takes to stop and save here. Two SIGINTs that come before
+    # the harness runs its handler are one: the kernel and Python each keep one pending, as 50 ms apart was on a
+    # busy CI machine.
+    deadline = time.monotonic() + 15
+    while len(still_running(children)) == len(children):
+        assert time.monotonic() < deadline, "the harness stopped no child within 15 s of a Ctrl-C"
+        time.sleep(0.002)
     os.killpg(proc.pid, signal.SIGINT)
     code, out = finish(proc, timeout=90)
     assert code == 130, out

@@ -397,6 +397,8 @@ def test(c, fast=False, pytest_args=""):
                 if code not in PYTEST_PASSED:
                     failed.append(f"phase {n} (exit {code})")
             failed += _finish_jobs(running, work)
+    except KeyboardInterrupt:  # while it waited for the jobs (a phase's own Ctrl-C is _run_phase's)
+        raise Exit("interrupted: the suite stops, its jobs killed", code=130) from None
     finally:
         for job in running.values():
             if job.poll() is None:

@@ -211,3 +211,30 @@ def test_ctrl_c_stops_invoke_test_at_the_phase_it_interrupts():
             os.killpg(suite.pid, signal.SIGKILL)
     assert suite.returncode == 130 and "phase 1 was interrupted" in err, err
     assert "== phase 1" in seen and "== phase 2" not in seen + out
+
+
+def test_a_ctrl_c_while_the_suite_waits_for_its_jobs_stops_it_with_130_and_kills_them(monkeypatch, tmp_path):
+    """Past the phases a Ctrl-C lands in the wait for the jobs: the suite says it stopped (it ended with exit 1 and no
+    word) and kills them. The jobs here are `sleep`s, the phases none."""
+    import invoke
+
+    import tasks
+
+    jobs = []
+
+    def start(name, *_):
+        jobs.append(subprocess.Popen(["sleep", "60"]))
+        return jobs[-1]
+
+    def waited(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tasks, "_start_job", start)
+    monkeypatch.setattr(tasks, "suite_phases", lambda fast, idle: ())
+    monkeypatch.setattr(tasks, "_finish_jobs", waited)
+    monkeypatch.setattr("harness.book.quarto.remove_kept_notebooks", lambda: None)  # the book's job may have kept them
+    with pytest.raises((invoke.exceptions.Exit, KeyboardInterrupt)) as stopped:  # the latter: so a failure is a report
+        tasks.test(invoke.Context())
+    assert stopped.type is invoke.exceptions.Exit and stopped.value.code == 130 and "interrupted" in stopped.value.message
+    assert [job.wait(timeout=5) for job in jobs] == [-signal.SIGKILL] * len(tasks.JOBS)

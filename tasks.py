@@ -333,9 +333,9 @@ class Phase(NamedTuple):
 
 
 UNITS, BOOK, JUNIT = "the unit tests", "the book (its render, then the tests that read it)", "JUnit (./mvnw -B -q test)"
-JOBS = {UNITS: Phase("not e2e and not alongside and not quiet and not rendered", workers=2),
-        BOOK: Phase("rendered", workers=2), JUNIT: None}  # a job that is a pytest run: its tests
-JOB_LOGS = {UNITS: "units.log", BOOK: "book.log", JUNIT: "junit.log"}  # kept if one fails
+JOBS = {UNITS: "units.log", BOOK: "book.log", JUNIT: "junit.log"}  # each job's log, in the suite's folder
+PYTEST_JOBS = {UNITS: Phase("not e2e and not alongside and not quiet and not rendered", workers=2),
+               BOOK: Phase("rendered", workers=2)}  # the jobs that are pytest runs: their tests (JUnit is Maven's)
 PHASES = (Phase("alongside", workers=2),
           Phase("e2e and not alongside and not sole"),
           Phase("sole"),
@@ -385,7 +385,8 @@ def test(c, fast=False, pytest_args=""):
             if not fast:
                 running = {name: _start_job(name, work, env, idle, pytest_args) for name in JOBS}
                 print("== beside the phases" + (", in an idle cgroup" if idle else "") + ": " + "; ".join(
-                    name + (f": {_described(JOBS[name], pytest_args)}" if JOBS[name] else "") for name in running),
+                    name + (f": {_described(PYTEST_JOBS[name], pytest_args)}" if name in PYTEST_JOBS else "")
+                    for name in running),
                       flush=True)
             for n, phase in enumerate(suite_phases(fast, idle is not None), start=1):
                 if phase.alone and running:
@@ -431,15 +432,15 @@ def _start_job(name: str, work: Path, env: dict, idle, pytest_args: str) -> subp
     """One of the jobs beside the phases, its output in its log in `work`, in the idle cgroup where there is one
     (`idle`: placement.idle_cgroup's). The book's job renders, then runs the tests that read the render, whether it
     failed or not (they report its failure, with its output: tests/rendered.py)."""
+    if name == JUNIT:
+        command = junit_command(work)
+    else:
+        command = pytest_command(PYTEST_JOBS[name], pytest_args)
     if name == BOOK:
         render = [sys.executable, "tests/rendered.py", env["LAB_RENDER_RESULT"]]
-        command = ["sh", "-c", f"{shlex.join(render)}; exec {shlex.join(pytest_command(JOBS[name], pytest_args))}"]
-    elif JOBS[name]:
-        command = pytest_command(JOBS[name], pytest_args)
-    else:
-        command = junit_command(work)
-    with open(work / JOB_LOGS[name], "w") as log:
-        return subprocess.Popen(idle(command) if idle else command, cwd=ROOT if JOBS[name] else ROOT / "sample-server",
+        command = ["sh", "-c", f"{shlex.join(render)}; exec {shlex.join(command)}"]
+    with open(work / JOBS[name], "w") as log:
+        return subprocess.Popen(idle(command) if idle else command, cwd=ROOT / "sample-server" if name == JUNIT else ROOT,
                                 env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -448,10 +449,11 @@ def _finish_jobs(running: dict[str, subprocess.Popen], work: Path) -> list[str]:
     failed = []
     for name, job in running.items():
         code = job.wait()
-        passed = code in (PYTEST_PASSED if JOBS[name] else (0,))
-        output = (work / JOB_LOGS[name]).read_text(errors="replace")
-        if JOBS[name] or not passed:
-            print(f"== {name} (exit {code}):\n{output if JOBS[name] else output[-6000:]}", flush=True)
+        pytest_run = name in PYTEST_JOBS
+        passed = code in (PYTEST_PASSED if pytest_run else (0,))
+        output = (work / JOBS[name]).read_text(errors="replace")
+        if pytest_run or not passed:  # Maven's output only when it failed, its end
+            print(f"== {name} (exit {code}):\n{output if pytest_run else output[-6000:]}", flush=True)
         if not passed:
             failed.append(name)
     return failed

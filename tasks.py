@@ -386,8 +386,7 @@ def test(c, fast=False, pytest_args=""):
                 running = {name: _start_job(name, work, env, idle, pytest_args) for name in JOBS}
                 print("== beside the phases" + (", in an idle cgroup" if idle else "") + ": " + "; ".join(
                     name + (f": {_described(PYTEST_JOBS[name], pytest_args)}" if name in PYTEST_JOBS else "")
-                    for name in running),
-                      flush=True)
+                    for name in running), flush=True)
             for n, phase in enumerate(suite_phases(fast, idle is not None), start=1):
                 if phase.alone and running:
                     print(f"== waiting for {', '.join(running)}", flush=True)

@@ -109,13 +109,13 @@ def still_running(started: list[psutil.Process]) -> dict[int, str]:
     return alive
 
 
-def wait_for(predicate, timeout: float, what: str):
+def wait_for(predicate, timeout: float, what: str, every: float = 0.1):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
-        time.sleep(0.1)
+        time.sleep(every)
     raise AssertionError(f"timed out waiting for {what}")
 
 

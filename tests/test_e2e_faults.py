@@ -112,10 +112,7 @@ def test_a_second_ctrl_c_while_the_step_stops_still_saves_what_was_measured(lab_
     # out of reach of killpg), ~0.01 s into the ~0.23 s it takes to stop and save here. Two SIGINTs that come before
     # the harness runs its handler are one: the kernel and Python each keep one pending, as 50 ms apart was on a
     # busy CI machine.
-    deadline = time.monotonic() + 15
-    while len(still_running(children)) == len(children):
-        assert time.monotonic() < deadline, "the harness stopped no child within 15 s of a Ctrl-C"
-        time.sleep(0.002)
+    wait_for(lambda: len(still_running(children)) < len(children), 15, "the harness to stop a child", every=0.002)
     os.killpg(proc.pid, signal.SIGINT)
     code, out = finish(proc, timeout=90)
     assert code == 130, out

@@ -1,9 +1,10 @@
 """`invoke report` end to end, scaled (tests/profiles/report-scaled.toml): the capacity profile of two jars the
 profile was not written for, each given as a reader's jar. The sample server's: 8 threads and a 200 ms sleep, so
 Little's law puts its plateau at 8 / 0.2 s = 40/s and the threads bind; max-connections 20 + accept-count 5 + 1 = 26
-connections held in two samples in a row (accept-count read back from the app's configprops). The WebFlux service's:
-no thread per request, so the plateau passes Little's law's number for 8 threads, and Netty holds every connection
-it is offered (Tomcat's settings mean nothing to it)."""
+connections held in two samples in a row, or one more where two handshakes race past a full accept queue
+(accept-count read back from the app's configprops). The WebFlux service's: no thread per request, so the plateau
+passes Little's law's number for 8 threads, and Netty holds every connection it is offered (Tomcat's settings mean
+nothing to it)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT
+from harness.book.verdict import QUEUE_RACE
 from harness.lab import profile as p
 from harness.lab import store
 from harness.lab.services.tomcat.process import JAR as SAMPLE_JAR
@@ -75,7 +77,8 @@ def test_the_sample_servers_limits_are_the_ones_its_settings_predict(sample):
     assert not any(n.startswith("accept-count") for n in found.notes), found.notes
     assert [r.users for r in found.ramp] == [2, 4, 8, 16]
     assert found.binding == p.THREADS, found.ramp
-    assert found.ceiling_users == 46 and found.ceiling_held == 26
+    # the kernel may admit one past the ceiling (verdict.QUEUE_RACE): measured here once, 7 in an accept queue of 5
+    assert found.ceiling_users == 46 and 26 <= found.ceiling_held <= 26 + QUEUE_RACE
     assert found.memory_per_connection_kib is not None
     assert "1. worker threads bind first: 8 requests in service at once" in out
     assert "report: stage 3 of 3, ceiling" in out

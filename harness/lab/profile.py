@@ -344,9 +344,13 @@ def summary(profile: Profile) -> list[str]:
     held = "not measured" if profile.ceiling_held is None else f"{profile.ceiling_held:,} held"
     # every user held: no ceiling was met (an app that is not Tomcat's, where the prediction is an assumption)
     unmet = profile.ceiling_held is not None and profile.ceiling_held >= profile.ceiling_users
+    # one past it: the kernel checks a full accept queue without a lock (book.verdict.QUEUE_RACE)
+    raced = not unmet and profile.ceiling_held == s.ceiling + 1
     lines.append(f"  {3 if s.pool is not None else 2}. connections: max-connections {s.max_connections:,} + accept-count "
                  f"{s.accept_count:,} + 1 = {s.ceiling:,} predicted, {held} with {profile.ceiling_users:,} users"
-                 + (": every user held, so no ceiling was reached" if unmet else ""))
+                 + (": every user held, so no ceiling was reached" if unmet else "")
+                 + (": one more, as two handshakes that end at once on two cores can both pass a full accept queue"
+                    if raced else ""))
     if profile.memory_per_connection_kib is not None:
         lines.append(f"  memory per held connection: {profile.memory_per_connection_kib:,.0f} KiB")
     return lines + [f"  note: {n}" for n in profile.notes]

@@ -179,7 +179,8 @@ def test_the_summary_gives_each_limit_with_its_prediction_and_says_what_was_assu
     assert p.read_profile(p.write_profile(found, tmp_path).parent) == found
     found.ceiling_held = 27  # the kernel let one more in (a race at its accept queue): said, not left to puzzle over
     assert "  2. connections: max-connections 20 + accept-count 5 + 1 = 26 predicted, 27 held with 46 users: one more, " \
-           "as two handshakes that end at once on two cores can both pass a full accept queue" in p.summary(found)
+           "as two handshakes that end at the same moment can both pass the kernel's check of a full accept queue" \
+           in p.summary(found)
     found.ceiling_held = 46  # an event loop (WebFlux's Netty) holds every user: the predicted ceiling is not met
     assert "  2. connections: max-connections 20 + accept-count 5 + 1 = 26 predicted, 46 held with 46 users: every " \
            "user held, so no ceiling was reached" in p.summary(found)

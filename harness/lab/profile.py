@@ -349,8 +349,8 @@ def summary(profile: Profile) -> list[str]:
     lines.append(f"  {3 if s.pool is not None else 2}. connections: max-connections {s.max_connections:,} + accept-count "
                  f"{s.accept_count:,} + 1 = {s.ceiling:,} predicted, {held} with {profile.ceiling_users:,} users"
                  + (": every user held, so no ceiling was reached" if unmet else "")
-                 + (": one more, as two handshakes that end at once on two cores can both pass a full accept queue"
-                    if raced else ""))
+                 + (": one more, as two handshakes that end at the same moment can both pass the kernel's check of a "
+                    "full accept queue" if raced else ""))
     if profile.memory_per_connection_kib is not None:
         lines.append(f"  memory per held connection: {profile.memory_per_connection_kib:,.0f} KiB")
     return lines + [f"  note: {n}" for n in profile.notes]

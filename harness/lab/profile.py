@@ -344,7 +344,8 @@ def summary(profile: Profile) -> list[str]:
     held = "not measured" if profile.ceiling_held is None else f"{profile.ceiling_held:,} held"
     # every user held: no ceiling was met (an app that is not Tomcat's, where the prediction is an assumption)
     unmet = profile.ceiling_held is not None and profile.ceiling_held >= profile.ceiling_users
-    # one past it: the kernel checks a full accept queue without a lock (book.verdict.QUEUE_RACE)
+    # one past it: the kernel checks a full accept queue without a lock; the book allows the same one
+    # (book.verdict.QUEUE_RACE, which the lab, a layer below, does not import)
     raced = not unmet and profile.ceiling_held == s.ceiling + 1
     lines.append(f"  {3 if s.pool is not None else 2}. connections: max-connections {s.max_connections:,} + accept-count "
                  f"{s.accept_count:,} + 1 = {s.ceiling:,} predicted, {held} with {profile.ceiling_users:,} users"

@@ -346,12 +346,12 @@ def summary(profile: Profile) -> list[str]:
     unmet = profile.ceiling_held is not None and profile.ceiling_held >= profile.ceiling_users
     # one past it: the kernel checks a full accept queue without a lock; the book allows the same one
     # (book.verdict.QUEUE_RACE, which the lab, a layer below, does not import)
-    raced = not unmet and profile.ceiling_held == s.ceiling + 1
+    raced = profile.ceiling_held == s.ceiling + 1
+    why = (": every user held, so no ceiling was reached" if unmet else
+           ": one more, as two handshakes that end at the same moment can both pass the kernel's check of a full accept "
+           "queue" if raced else "")
     lines.append(f"  {3 if s.pool is not None else 2}. connections: max-connections {s.max_connections:,} + accept-count "
-                 f"{s.accept_count:,} + 1 = {s.ceiling:,} predicted, {held} with {profile.ceiling_users:,} users"
-                 + (": every user held, so no ceiling was reached" if unmet else "")
-                 + (": one more, as two handshakes that end at the same moment can both pass the kernel's check of a "
-                    "full accept queue" if raced else ""))
+                 f"{s.accept_count:,} + 1 = {s.ceiling:,} predicted, {held} with {profile.ceiling_users:,} users{why}")
     if profile.memory_per_connection_kib is not None:
         lines.append(f"  memory per held connection: {profile.memory_per_connection_kib:,.0f} KiB")
     return lines + [f"  note: {n}" for n in profile.notes]
